@@ -1,0 +1,295 @@
+"""Compile FlyDSL GEMM builds in worker subprocesses, in parallel, with an on-disk cache.
+
+Compiles run in worker processes (`_worker.py`, one request at a time each) because LLVM may
+SIGABRT on a bad config; a crash, timeout or DSL error becomes a failed CompileResult for that
+build with its reason, never an exception in the caller, and a fresh worker takes the next
+build. Workers import torch and flydsl once, which is most of a compile's cost on a CPU. Completed compiles (ok, pruned, failed) are cached under
+`KSELECT_FLYDSL_CACHE/<arch>/<key>/` with the final ISA; the key covers the build params,
+the arch, the flydsl version and the source of our kernel, so editing the kernel or
+upgrading FlyDSL recompiles. Crashes and timeouts are not cached (they may be transient).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable
+
+from . import options
+from .isa import IsaParseError, IsaStats, parse_isa, problems
+from .params import KernelParams
+from .space import check_arch, reasons
+from .toolchain import flydsl_version, rocm_path
+
+STATUSES = ("ok", "pruned", "invalid", "failed", "crashed", "timeout")
+_CACHED_STATUSES = ("ok", "pruned", "failed")
+_KERNEL_SOURCES = ("gemm_kernel.py", "params.py", "_worker.py")
+ISA_NAME = "22_final_isa.s"
+
+
+@dataclass
+class CompileResult:
+    params: KernelParams
+    arch: str
+    status: str                      # one of STATUSES
+    reason: str = ""                 # why it is not usable ('' when ok)
+    compile_s: float | None = None   # FlyDSL compile inside the child (no interpreter start-up)
+    wall_s: float = 0.0              # request to answer in the worker; 0 for cache hits
+    cached: bool = False
+    isa: IsaStats | None = None
+    artifact_dir: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["isa"] = self.isa.to_dict() if self.isa else None
+        return d
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """How one request to a compile worker ended."""
+    returncode: int          # 0: answered; < 0: the worker died by that signal
+    timed_out: bool
+    wall_s: float
+    stderr_tail: str
+
+    @property
+    def signal_name(self) -> str:
+        if self.returncode >= 0:
+            return ""
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+
+class Worker:
+    """One compile child (own session, so a timeout kills exactly it and its children).
+
+    Compiles requests one at a time, so a crash costs only the request in flight; the
+    caller starts a new Worker after a crash or timeout.
+    """
+
+    def __init__(self, env: dict, log_dir: Path):
+        self.log = tempfile.NamedTemporaryFile(prefix="worker.", suffix=".log", dir=log_dir, delete=False)
+        self.proc = subprocess.Popen([sys.executable, "-m", "kselect.kernels.flydsl._worker"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     start_new_session=True)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, req: dict, timeout: float) -> ChildOutcome:
+        t0 = time.perf_counter()
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass                               # already dead: reported below
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.kill()
+            return ChildOutcome(self.proc.wait(), True, time.perf_counter() - t0, self._tail())
+        if self.proc.stdout.readline():
+            return ChildOutcome(0, False, time.perf_counter() - t0, "")
+        return ChildOutcome(self.proc.wait(), False, time.perf_counter() - t0, self._tail())
+
+    def _tail(self) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.alive:
+            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker's own session: only what we started
+
+    def close(self) -> None:
+        if self.alive:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+def cache_dir() -> Path:
+    return Path(options.get("KSELECT_FLYDSL_CACHE")).expanduser()
+
+
+@functools.lru_cache(maxsize=None)
+def _source_digest() -> str:
+    h = hashlib.sha256()
+    for name in _KERNEL_SOURCES:
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_key(p: KernelParams, arch: str) -> str:
+    blob = json.dumps({"params": p.to_dict(), "arch": arch, "flydsl": flydsl_version(),
+                       "source": _source_digest()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _load_cached(entry: Path, p: KernelParams, arch: str) -> CompileResult | None:
+    try:
+        d = json.loads((entry / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+    isa = IsaStats(**d["isa"]) if d.get("isa") else None
+    return CompileResult(p, arch, d["status"], d.get("reason", ""), d.get("compile_s"), 0.0,
+                         True, isa, str(entry))
+
+
+def _child_env(arch: str, root: Path) -> dict:
+    env = dict(os.environ)
+    env.update({"COMPILE_ONLY": "1", "ARCH": arch, "FLYDSL_GPU_ARCH": arch,
+                "FLYDSL_DEBUG_DUMP_ASM": "1", "FLYDSL_DUMP_DIR": str(root / "dump"),
+                "FLYDSL_RUNTIME_CACHE_DIR": str(root / "flydsl-bin" / arch),
+                "ROCM_PATH": rocm_path(root)})
+    return env
+
+
+def _interpret(p: KernelParams, arch: str, work: Path, child: ChildOutcome) -> CompileResult:
+    res = CompileResult(p, arch, "failed", wall_s=child.wall_s)
+    if child.timed_out:
+        res.status, res.reason = "timeout", f"compile exceeded {child.wall_s:.0f} s and was killed"
+        return res
+    if child.returncode < 0:
+        res.status, res.reason = "crashed", f"compiler process killed by {child.signal_name}"
+        return res
+    try:
+        out = json.loads((work / "result.json").read_text())
+    except (OSError, ValueError):      # the worker itself broke (e.g. an import): not cached
+        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
+        res.status = "crashed"
+        res.reason = f"compile worker exited {child.returncode} without a result: {last[0][:300]}"
+        return res
+    res.compile_s = out.get("compile_s")
+    if "error" in out:
+        res.reason = out["error"]
+        return res
+    dumps = sorted((work / "dump").glob(f"*/{ISA_NAME}"))
+    if not dumps:
+        res.reason = "compile produced no final ISA dump"
+        return res
+    try:
+        res.isa = parse_isa(dumps[-1].read_text())
+    except IsaParseError as exc:
+        res.reason = f"unreadable ISA: {exc}"
+        return res
+    why = problems(res.isa, arch)
+    res.status, res.reason = ("pruned", "; ".join(why)) if why else ("ok", "")
+    return res
+
+
+def _store(entry: Path, work: Path, res: CompileResult) -> None:
+    """Publish the result and its ISA atomically (a rename), so parallel writers never clash."""
+    stage = work / "entry"
+    stage.mkdir()
+    dumps = sorted((work / "dump").glob(f"*/{ISA_NAME}"))
+    if dumps:
+        shutil.copy(dumps[-1], stage / "final_isa.s")
+    (stage / "result.json").write_text(json.dumps(res.to_dict(), indent=1, sort_keys=True))
+    try:
+        os.rename(stage, entry)
+    except OSError:          # another process stored it first: theirs is as good as ours
+        pass
+    res.artifact_dir = str(entry)
+
+
+def _precheck(p: KernelParams, arch: str, use_cache: bool) -> CompileResult | None:
+    """The result without compiling, when there is one: invalid builds and cache hits."""
+    why = reasons(p, arch)
+    if why:
+        return CompileResult(p, arch, "invalid", "; ".join(why))
+    if use_cache:
+        return _load_cached(cache_dir() / arch / cache_key(p, arch), p, arch)
+    return None
+
+
+def _compile_with(worker: Worker, p: KernelParams, arch: str, root: Path, timeout: float) -> CompileResult:
+    work = Path(tempfile.mkdtemp(prefix="build.", dir=root / arch))
+    try:
+        req = {"params": p.to_dict(), "arch": arch, "dump_dir": str(work / "dump"),
+               "result": str(work / "result.json")}
+        res = _interpret(p, arch, work, worker.request(req, timeout))
+        if res.status in _CACHED_STATUSES:
+            _store(root / arch / cache_key(p, arch), work, res)
+        return res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compile_one(p: KernelParams, arch: str, *, use_cache: bool = True,
+                timeout: float | None = None) -> CompileResult:
+    """Compile one build for `arch` (validity-checked first); always returns a result."""
+    return compile_many([p], arch, workers=1, use_cache=use_cache, timeout=timeout)[0]
+
+
+def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | None = None,
+                 use_cache: bool = True, timeout: float | None = None) -> list[CompileResult]:
+    """Results for `builds` in input order: invalid ones rejected, cached ones read, the rest
+    compiled by up to `workers` worker processes, each build once. Never raises for a build."""
+    check_arch(arch)
+    builds = list(builds)
+    results: list[CompileResult | None] = [_precheck(p, arch, use_cache) for p in builds]
+    todo: dict[KernelParams, list[int]] = {}
+    for i, (p, r) in enumerate(zip(builds, results)):
+        if r is None:
+            todo.setdefault(p, []).append(i)
+    if not todo:
+        return results
+    root = cache_dir()
+    (root / arch).mkdir(parents=True, exist_ok=True)
+    env = _child_env(arch, root)
+    timeout = timeout or options.get_int("KSELECT_FLYDSL_TIMEOUT")
+    pending: queue.SimpleQueue = queue.SimpleQueue()
+    for p in todo:
+        pending.put(p)
+
+    def drain() -> None:
+        worker = None
+        try:
+            while True:
+                try:
+                    p = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if worker is None or not worker.alive:
+                    if worker is not None:
+                        worker.close()
+                    worker = Worker(env, root / arch)
+                res = _compile_with(worker, p, arch, root, timeout)
+                for i in todo[p]:
+                    results[i] = res
+        finally:
+            if worker is not None:
+                worker.close()
+
+    n = min(workers or options.get_int("KSELECT_FLYDSL_WORKERS"), len(todo))
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        for f in [pool.submit(drain) for _ in range(n)]:
+            f.result()
+    return results

@@ -1,0 +1,117 @@
+"""Our Triton GEMM kernels: the same algorithms as Inductor's mm and persistent-TMA templates,
+with M, N, K and strides as runtime arguments so one compile serves many shapes.
+
+Inductor bakes sizes into each generated kernel; we keep the algorithm (GROUP_M swizzle,
+EVEN_K-guarded masks, fp32 accumulator, the persistent tile loop over NUM_SMS programs
+with device-side tensor descriptors) and make sizes runtime values. M, N and K are not
+specialised (one binary per config, EVEN_K and layout), strides are (so unit strides still
+give vectorised loads). reports/faithfulness-* measures how close this stays to the kernels
+Inductor itself generates. Imported only where Triton and a CUDA device exist.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit(do_not_specialize=["M", "N", "K"])
+def mm_kernel(A, B, C, M, N, K,
+              stride_ab, stride_am, stride_ak,
+              stride_bb, stride_bk, stride_bn,
+              stride_cb, stride_cm, stride_cn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, HINT_M: tl.constexpr,
+              HINT_N: tl.constexpr, ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr):
+    pid = tl.program_id(0)
+    batch = tl.program_id(1).to(tl.int64)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    # Grouped ordering: GROUP_M row-tiles share B columns while they are hot in L2.
+    width = GROUP_M * grid_n
+    group_id = pid // width
+    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+    pid_m = group_id * GROUP_M + (pid % group_size)
+    pid_n = (pid % width) // group_size
+
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    # Wrap out-of-range rows/cols instead of masking the loads; the store is masked.
+    # Contiguity hints only hold when a whole block fits in the dim (HINT_* set by the host).
+    a_rows = rows % M
+    if HINT_M:
+        a_rows = tl.max_contiguous(tl.multiple_of(a_rows, BLOCK_M), BLOCK_M)
+    b_cols = cols % N
+    if HINT_N:
+        b_cols = tl.max_contiguous(tl.multiple_of(b_cols, BLOCK_N), BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = A + batch * stride_ab + a_rows[:, None] * stride_am + ks[None, :] * stride_ak
+    b_ptrs = B + batch * stride_bb + ks[:, None] * stride_bk + b_cols[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
+    for k0 in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            remaining = K - k0 * BLOCK_K
+            a = tl.load(a_ptrs, mask=ks[None, :] < remaining, other=0.0)
+            b = tl.load(b_ptrs, mask=ks[:, None] < remaining, other=0.0)
+        acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    c_ptrs = C + batch * stride_cb + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["M", "N", "K"])
+def persistent_tma_kernel(A, B, C, M, N, K,
+                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                          GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                          A_ROW_MAJOR: tl.constexpr, B_ROW_MAJOR: tl.constexpr,
+                          ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr):
+    start = tl.program_id(0)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = grid_m * grid_n
+    width = GROUP_M * grid_n
+    # Descriptors over the operands as stored (row- or column-major), built once per program.
+    if A_ROW_MAJOR:
+        a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+    else:
+        a_desc = tl.make_tensor_descriptor(A, shape=[K, M], strides=[stride_ak, 1],
+                                           block_shape=[BLOCK_K, BLOCK_M])
+    if B_ROW_MAJOR:
+        b_desc = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+    else:
+        b_desc = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+
+    for tile in tl.range(start, num_tiles, NUM_SMS):
+        group_id = tile // width
+        group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+        pid_m = group_id * GROUP_M + (tile % group_size)
+        pid_n = (tile % width) // group_size
+        off_m = (pid_m * BLOCK_M).to(tl.int32)
+        off_n = (pid_n * BLOCK_N).to(tl.int32)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
+        for k in tl.range(0, K, BLOCK_K):
+            k32 = k.to(tl.int32)
+            if A_ROW_MAJOR:
+                a = a_desc.load([off_m, k32])
+            else:
+                a = a_desc.load([k32, off_m]).T
+            if B_ROW_MAJOR:
+                b = b_desc.load([k32, off_n])
+            else:
+                b = b_desc.load([off_n, k32]).T
+            acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)
+        rows = off_m + tl.arange(0, BLOCK_M)
+        cols = off_n + tl.arange(0, BLOCK_N)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        c_ptrs = C + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)

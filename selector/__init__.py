@@ -1,0 +1,1 @@
+"""kselect.selector: features, cost model and the Inductor plug-in that picks GEMM kernels."""

@@ -1,0 +1,1 @@
+"""kselect.training: shapes, collection, datasets, training and evaluation of the cost model."""

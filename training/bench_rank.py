@@ -1,0 +1,65 @@
+"""Time ranking one GEMM's whole EXHAUSTIVE + persistent-TMA space (featurise + predict).
+
+    python -m kselect.training.bench_rank --model models/h200-bf16.json [--reps 200]
+
+Pins itself to one CPU core and one XGBoost thread, as a selector inside a compile would
+run. Reports median and p90 wall milliseconds over repetitions after one warm-up call (which
+also fills the candidate-encoding cache, as the first GEMM of a compile would), plus the
+median thread CPU time, which is what other processes on a shared machine cannot inflate.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.problem import Problem
+from kselect.kernels.triton_space import triton_space
+from kselect.selector.features import featurize_candidates
+from kselect.selector.model import CostModel
+
+
+def bench(model: CostModel, fingerprint: dict, problem: Problem | None = None, reps: int = 200,
+          pin: bool = True) -> dict:
+    if pin and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    model.set_threads(1)
+    problem = problem or Problem(4096, 4096, 4096, "bf16", "nt")
+    cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
+    model.rank(featurize_candidates(problem, cands, fingerprint))  # warm-up
+    feat, total, cpu = [], [], []
+    for _ in range(reps):
+        c0, t0 = time.thread_time(), time.perf_counter()
+        X = featurize_candidates(problem, cands, fingerprint)
+        t1 = time.perf_counter()
+        model.rank(X)
+        t2, c2 = time.perf_counter(), time.thread_time()
+        feat.append(t1 - t0)
+        total.append(t2 - t0)
+        cpu.append(c2 - c0)
+    ms = lambda a, q: float(np.percentile(a, q) * 1e3)  # noqa: E731
+    return {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1,
+            "featurize_median_ms": ms(feat, 50), "total_median_ms": ms(total, 50),
+            "total_p90_ms": ms(total, 90), "predict_median_ms": ms(np.subtract(total, feat), 50),
+            "cpu_median_ms": ms(cpu, 50), "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count(),
+            "trees": int(model.booster_.num_boosted_rounds())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--shape", default="4096x4096x4096", help="MxNxK (bf16, nt)")
+    args = ap.parse_args(argv)
+    model = CostModel.load(args.model)
+    m, n, k = (int(x) for x in args.shape.lower().split("x"))
+    print(json.dumps(bench(model, model.fingerprint, Problem(m, n, k), args.reps), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""`kselect` command line: one small module per subcommand, imported only when used.
+
+Each subcommand module exposes `add_parser(subparsers)` that registers its parser and sets
+`func(args) -> int`. Bad input raises a `ValueError` subclass whose message names the
+problem; it is printed as `kselect: error: ...` with exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# name -> (module, one-line help). Order is the order `kselect --help` lists them.
+SUBCOMMANDS = {
+    "shapes": ("kselect.training.shapes_cli", "list or export the named GEMM workload sets"),
+    "collect": ("kselect.training.collect_cli", "measure every candidate of every shape on a GPU"),
+    "dataset": ("kselect.training.dataset_cli", "summarise, validate and compact a measured dataset"),
+    "faithfulness": ("kselect.training.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
+    "train": ("kselect.training.train_cli", "train the gradient-boosted cost model"),
+    "evaluate": ("kselect.training.evaluate_cli", "held-out accuracy of a model on a dataset"),
+    "report": ("kselect.training.report_cli", "write an accuracy report with plots"),
+    "amd": ("kselect.training.amd_cli", "AMD backend-winner model over tuned-GEMM tables"),
+    "flydsl": ("kselect.training.flydsl_cli", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
+}
+
+
+def _available_subcommands() -> dict[str, tuple[str, str]]:
+    """Subcommands whose module is importable in this install (all, in a full checkout)."""
+    found = {}
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if importlib.util.find_spec(module) is not None:
+            found[name] = (module, help_text)
+    return found
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kselect",
+        description="Learned cost-model guided GEMM kernel selection for TorchInductor.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    available = _available_subcommands()
+    wanted = next((a for a in (argv or []) if a in available), None)
+    for name, (module, help_text) in available.items():
+        if wanted is None or name == wanted:
+            importlib.import_module(module).add_parser(sub)
+        else:  # listed in --help without importing its (possibly heavy) module
+            sub.add_parser(name, help=help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"kselect: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

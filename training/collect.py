@@ -1,0 +1,325 @@
+"""Measure every candidate of every shape on the GPUs of this machine, crash-safe.
+
+Work split: the problem list is sorted by key; `--shard i/n` keeps problems[i::n] (any
+scheduler can run the n shards: Slurm arrays, Ray, Kubernetes jobs); within a shard one
+worker process per visible GPU takes every g-th problem. Each worker writes its rows to
+new atomic part files; before a candidate runs it records it as "in flight", so if the
+worker dies (a CUDA fault poisons the context, LLVM aborts) the supervisor records that
+candidate as failed with the exit reason and restarts the worker, which skips everything
+already on disk. Rerunning the same command after a kill resumes the same way.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kselect.kernels.backend import CandidateError, get_backend
+from kselect.kernels.candidate import KNOBS, Candidate
+from kselect.kernels.problem import Problem
+from kselect.kernels.triton_space import shared_memory_bytes
+
+from .dataset import DatasetDir
+
+log = logging.getLogger(__name__)
+MAX_RESTARTS = 50
+FLUSH_ROWS = 400
+FLUSH_SECONDS = 30.0
+
+
+class CollectError(ValueError):
+    """Bad collection arguments (shard spec, space spec, ...)."""
+
+
+def parse_shard(spec: str) -> tuple[int, int]:
+    """'i/n' with 0 <= i < n."""
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise CollectError(f"--shard must look like i/n (e.g. 0/4), got {spec!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise CollectError(f"--shard {spec!r}: need 0 <= i < n and n >= 1")
+    return i, n
+
+
+def parse_space(spec: str) -> tuple[str, int]:
+    """'exhaustive' | 'default' | 'sample:N' (DEFAULT space + seeded sample of EXHAUSTIVE)."""
+    if spec in ("exhaustive", "default"):
+        return spec, 0
+    if spec.startswith("sample:"):
+        try:
+            n = int(spec.split(":", 1)[1])
+        except ValueError:
+            n = 0
+        if n > 0:
+            return "sample", n
+    raise CollectError(f"--space must be exhaustive, default or sample:N (N > 0), got {spec!r}")
+
+
+def _stable_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def shard_problems(problems: list[Problem], shard: tuple[int, int]) -> list[Problem]:
+    """Deterministic split; hashed order so a time-limited run still spans every family."""
+    ordered = sorted({p.key: p for p in problems}.values(), key=lambda p: _stable_hash(p.key))
+    return ordered[shard[0]::shard[1]]
+
+
+def candidate_list(problem: Problem, backend_names: list[str], space: str, n_sample: int) -> list[Candidate]:
+    """The candidates to measure for `problem`, deterministic for a given problem."""
+    out: list[Candidate] = []
+    for name in backend_names:
+        backend = get_backend(name)
+        if space == "sample":
+            # DEFAULT plus the first candidates of EXHAUSTIVE in one global hash order of
+            # candidate keys: every shape that shares a (clamped) config samples it alike,
+            # so the whole dataset needs few distinct compiles.
+            full = backend.candidates(problem, "exhaustive")
+            chosen = dict.fromkeys(backend.candidates(problem, "default"))
+            rest = sorted((c for c in full if c not in chosen), key=lambda c: _stable_hash(c.key))
+            chosen.update(dict.fromkeys(rest[: max(0, n_sample - len(chosen))]))
+            order = {c: i for i, c in enumerate(full)}
+            out += sorted(chosen, key=lambda c: order.get(c, len(order)))
+        else:
+            out += backend.candidates(problem, space)
+    return out
+
+
+def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
+    row = {"problem_key": problem.key, "op": problem.op, "M": problem.M, "N": problem.N,
+           "K": problem.K, "batch": problem.batch, "dtype": problem.dtype,
+           "layout": problem.layout, "model": problem.model,
+           "candidate_key": cand.key, "backend": cand.backend, "template": cand.template,
+           "params": json.dumps(cand.kwargs, sort_keys=True)}
+    row.update({k: int(cand.get(k, 0) or 0) for k in KNOBS})
+    row.update({"status": "ok", "error": "", "time_ms": float("nan"), "time_min_ms": float("nan"),
+                "time_max_ms": float("nan"), "spread": float("nan"), "noisy": False, "reps": 0,
+                "method": "", "rel_error": float("nan"), "compile_s": 0.0, "oracle": False,
+                "space": "", "fingerprint_id": "", "worker": "", "workload": "",
+                "collected_at": time.time()})
+    row.update(measured)
+    return row
+
+
+@dataclass
+class CollectPlan:
+    """What one worker measures; serialised to JSON for the worker process."""
+    out: str
+    problems: list[dict]
+    workloads: dict = field(default_factory=dict)   # problem key -> workload tag
+    backends: list[str] = field(default_factory=lambda: ["aten", "triton"])
+    space: str = "sample"
+    n_sample: int = 240
+    deadline: float = 0.0          # unix time; 0 = none
+    worker: str = "w0"
+    fingerprint_id: str = ""
+    target_ms: float = 0.25
+    precompile_workers: int = 0
+
+
+# ---------------------------------------------------------------------------- worker
+def _inflight_path(plan: CollectPlan) -> Path:
+    return Path(plan.out) / "inflight" / f"{plan.worker}.json"
+
+
+def run_worker(plan: CollectPlan) -> int:
+    """Measure the plan's problems on this process's GPU; returns 0 when done or timed out."""
+    import torch
+
+    from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error
+    from kselect.kernels.timing import rotation_count, time_runners, warm_gpu
+
+    ds = DatasetDir(Path(plan.out))
+    done = ds.done_keys()
+    inflight = _inflight_path(plan)
+    inflight.parent.mkdir(parents=True, exist_ok=True)
+    props = torch.cuda.get_device_properties(0)
+    smem_limit = int(getattr(props, "shared_memory_per_block_optin", 0)) or 232448
+    l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    problems = [Problem.from_dict(d) for d in plan.problems]
+    work = []
+    for p in problems:
+        cands = [c for c in candidate_list(p, plan.backends, plan.space, plan.n_sample)
+                 if (p.key, c.key) not in done]
+        if cands:
+            work.append((p, cands))
+    total = sum(len(c) for _, c in work)
+    if not total:
+        return 0
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=total, desc=f"collect {plan.worker}", unit="cand", mininterval=10, smoothing=0.05)
+    except ImportError:  # pragma: no cover
+        bar = None
+    backends = {n: get_backend(n) for n in plan.backends}
+    if "triton" in backends:
+        t0 = time.time()
+        items = [(c, p) for p, cs in work for c in cs if c.backend == "triton"]
+        errs = backends["triton"].precompile(items, workers=plan.precompile_workers)
+        log.warning("precompiled %d Triton candidates in %.0f s (%d failed)", len(items),
+                    time.time() - t0, len(errs))
+    warm_gpu()
+    rows: list[dict] = []
+    last_flush = time.time()
+
+    def flush(force=False):
+        nonlocal rows, last_flush
+        if rows and (force or len(rows) >= FLUSH_ROWS or time.time() - last_flush > FLUSH_SECONDS):
+            ds.append(rows, plan.worker)
+            rows, last_flush = [], time.time()
+
+    common = {"oracle": plan.space == "exhaustive", "space": plan.space,
+              "fingerprint_id": plan.fingerprint_id, "worker": plan.worker}
+    for p, cands in work:
+        if plan.deadline and time.time() > plan.deadline:
+            log.warning("deadline reached; stopping before %s", p.key)
+            break
+        base = make_operands(p, "cuda", seed=0)
+        n_sets = rotation_count(base.nbytes, l2)
+        sets = [base] + [make_operands(p, "cuda", seed=s) for s in range(1, n_sets)]
+        ref = reference(p, base)
+        aten_ms = None
+        common_p = dict(common, workload=plan.workloads.get(p.key, ""))
+        # ATen first: its time bounds how long a hopeless candidate may be timed.
+        for cand in sorted(cands, key=lambda c: c.backend != "aten"):
+            inflight.write_text(json.dumps({"problem": p.to_dict(), "candidate": cand.to_json()}))
+            rows.append(_measure(p, cand, backends[cand.backend], sets, ref, smem_limit,
+                                 plan.target_ms, aten_ms, common_p,
+                                 (TOLERANCE, relative_error, time_runners)))
+            if cand.backend == "aten" and rows[-1]["status"] == "ok":
+                aten_ms = rows[-1]["time_ms"]
+            if bar is not None:
+                bar.update(1)
+            flush()
+        del sets, base, ref
+        flush(force=True)
+        torch.cuda.empty_cache()
+    flush(force=True)
+    inflight.unlink(missing_ok=True)
+    if bar is not None:
+        bar.close()
+    return 0
+
+
+def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, fns) -> dict:
+    import torch
+
+    TOLERANCE, relative_error, time_runners = fns
+    smem = shared_memory_bytes(cand, p.dtype_bytes)
+    stages = cand.get("num_stages", 1) or 1
+    if smem and (smem - 128) / stages * max(1, stages - 1) > smem_limit:
+        return row_for(p, cand, status="pruned", error=f"needs >= {(smem - 128) // stages * max(1, stages - 1)} B "
+                       f"shared memory, device has {smem_limit} B", **common)
+    t0 = time.time()
+    try:
+        compiled = backend.compile(cand, p)
+    except CandidateError as exc:
+        return row_for(p, cand, status="compile_error", error=exc.reason[:500],
+                       compile_s=time.time() - t0, **common)
+    compile_s = time.time() - t0
+    try:
+        runners = [backend.runner(compiled, s) for s in sets]
+        sets[0].out.fill_(float("nan"))
+        runners[0]()
+        torch.cuda.synchronize()
+    except Exception as exc:
+        return row_for(p, cand, status="launch_error", error=f"{type(exc).__name__}: {exc}"[:500],
+                       compile_s=compile_s, **common)
+    err = relative_error(sets[0].out, ref)
+    if not err <= TOLERANCE[p.dtype]:
+        return row_for(p, cand, status="wrong_result", rel_error=err,
+                       error=f"relative error {err:.3g} > {TOLERANCE[p.dtype]}", compile_s=compile_s, **common)
+    # A hopeless candidate gets 3 replays, not a full measurement: bound its GPU time.
+    budget = None if aten_ms is None else 2.0 + 30 * aten_ms
+    try:
+        t = time_runners(runners, target_ms=target_ms, max_total_ms=budget)
+    except Exception as exc:
+        return row_for(p, cand, status="launch_error", error=f"timing: {type(exc).__name__}: {exc}"[:500],
+                       rel_error=err, compile_s=compile_s, **common)
+    return row_for(p, cand, time_ms=t.median_ms, time_min_ms=t.min_ms, time_max_ms=t.max_ms,
+                   spread=t.spread, noisy=t.noisy, reps=t.reps, method=t.method, rel_error=err,
+                   compile_s=compile_s, **common)
+
+
+# ------------------------------------------------------------------------ supervisor
+def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> int:
+    """Run one worker in a child process on `gpu`; on a crash record the in-flight
+    candidate as failed and restart. Returns the number of crashes handled."""
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    plan_path = Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
+    plan_path.parent.mkdir(parents=True, exist_ok=True)
+    plan_path.write_text(json.dumps(asdict(plan)))
+    crashes = 0
+    while True:
+        proc = subprocess.run([sys.executable, "-m", "kselect.training.collect", str(plan_path)], env=env)
+        if proc.returncode == 0:
+            return crashes
+        crashes += 1
+        inflight = _inflight_path(plan)
+        if inflight.exists():
+            info = json.loads(inflight.read_text())
+            p, cand = Problem.from_dict(info["problem"]), Candidate.from_json(info["candidate"])
+            reason = f"worker died with exit code {proc.returncode} while running this candidate"
+            DatasetDir(Path(plan.out)).append([row_for(
+                p, cand, status="launch_error", error=reason, oracle=plan.space == "exhaustive",
+                space=plan.space, fingerprint_id=plan.fingerprint_id, worker=plan.worker,
+                workload=plan.workloads.get(p.key, ""))], plan.worker)
+            inflight.unlink()
+            log.warning("%s: %s (%s)", plan.worker, reason, cand.key)
+        if crashes > max_restarts or (plan.deadline and time.time() > plan.deadline):
+            log.error("%s: giving up after %d crashes", plan.worker, crashes)
+            return crashes
+
+
+def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),
+            space: str = "sample:240", shard: str = "0/1", max_minutes: float = 0.0,
+            gpus: list[int] | None = None, workloads: dict | None = None,
+            target_ms: float = 0.25) -> dict:
+    """Measure `problems` (this shard of them) into dataset directory `out`."""
+    import torch
+
+    from .fingerprint import collect_fingerprint
+
+    backend_names = [b.name for b in (get_backend(n) for n in backends)]
+    space_name, n_sample = parse_space(space)
+    mine = shard_problems(problems, parse_shard(shard))
+    if gpus is None:
+        gpus = list(range(torch.cuda.device_count()))
+    if not gpus:
+        raise CollectError("no GPU visible: collection measures real kernels and needs CUDA")
+    fp = collect_fingerprint(gpus[0])
+    ds = DatasetDir(Path(out))
+    ds.write_fingerprint(fp)
+    deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
+    plans = [CollectPlan(out=str(out), problems=[p.to_dict() for p in mine[w::len(gpus)]],
+                         workloads=dict(workloads or {}), backends=backend_names, space=space_name,
+                         n_sample=n_sample, deadline=deadline, worker=f"s{shard.replace('/', 'of')}g{g}",
+                         fingerprint_id=fp["fingerprint_id"], target_ms=target_ms,
+                         precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1))
+             for w, g in enumerate(gpus)]
+    t0 = time.time()
+    if len(plans) == 1:
+        crashes = [supervise(plans[0], gpus[0])]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(plans)) as pool:
+            crashes = list(pool.map(lambda a: supervise(*a), zip(plans, gpus)))
+    return {"problems": len(mine), "workers": len(plans), "crashes": sum(crashes),
+            "seconds": time.time() - t0}
+
+
+if __name__ == "__main__":  # worker entry point: python -m kselect.training.collect PLAN.json
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sys.exit(run_worker(CollectPlan(**json.loads(Path(sys.argv[1]).read_text()))))

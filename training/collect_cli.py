@@ -1,0 +1,36 @@
+"""`kselect collect`: measure candidates of shapes on this machine's GPUs into a dataset."""
+from __future__ import annotations
+
+import json
+
+from .shapes_cli import add_shape_args, select_shapes
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("collect", help="measure every candidate of every shape on a GPU")
+    add_shape_args(p)
+    p.add_argument("--out", required=True, help="dataset directory (created or resumed)")
+    p.add_argument("--backends", default="aten,triton", help="comma-separated backend names")
+    p.add_argument("--space", default="sample:240",
+                   help="exhaustive | default | sample:N (DEFAULT + seeded sample up to N per backend)")
+    p.add_argument("--shard", default="0/1", help="i/n: measure every n-th shape starting at i")
+    p.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new shapes after this")
+    p.add_argument("--gpus", help="comma-separated GPU indices (default: all visible)")
+    p.add_argument("--target-ms", type=float, default=0.25, help="GPU time per timed graph replay")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from kselect.kernels.backend import parse_backends
+
+    from .collect import collect, parse_shard, parse_space
+
+    parse_shard(args.shard)
+    parse_space(args.space)
+    backends = [b.name for b in parse_backends(args.backends)]
+    problems, tags = select_shapes(args)
+    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
+    result = collect(problems, args.out, backends=backends, space=args.space, shard=args.shard,
+                     max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms)
+    print(json.dumps(result))
+    return 0

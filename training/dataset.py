@@ -1,0 +1,262 @@
+"""The measured-GEMM dataset: one schema, crash-safe part files, loading, compaction, summary.
+
+Layout of a dataset directory:
+  fingerprint.json          hardware/software fingerprint of the machine that measured it
+  measurements.parquet      compacted rows (zstd), what we commit
+  parts/*.parquet           rows appended by collectors, each file written atomically
+  quarantine/               part files that failed to parse (moved aside, never deleted)
+  DATASET.md                the dataset card
+
+One row = one (problem, candidate) measurement, including failures. Rows are identified
+by (problem_key, candidate_key); a collector skips identities already on disk, so a rerun
+after a crash neither loses nor duplicates rows.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "compile_error", "launch_error", "wrong_result", "pruned")
+
+# column -> pandas dtype. The one definition of a measurement row.
+COLUMNS: dict[str, str] = {
+    # problem
+    "problem_key": "string", "op": "string", "M": "int64", "N": "int64", "K": "int64",
+    "batch": "int64", "dtype": "string", "layout": "string", "model": "string",
+    "workload": "string",
+    # candidate
+    "candidate_key": "string", "backend": "string", "template": "string", "params": "string",
+    "BLOCK_M": "int64", "BLOCK_N": "int64", "BLOCK_K": "int64", "GROUP_M": "int64",
+    "num_stages": "int64", "num_warps": "int64", "k_split": "int64",
+    # measurement
+    "status": "string", "error": "string", "time_ms": "float64", "time_min_ms": "float64",
+    "time_max_ms": "float64", "spread": "float64", "noisy": "bool", "reps": "int64",
+    "method": "string", "rel_error": "float64", "compile_s": "float64",
+    # provenance
+    "oracle": "bool", "space": "string", "fingerprint_id": "string", "worker": "string",
+    "collected_at": "float64",
+}
+KEY = ["problem_key", "candidate_key"]
+
+
+class DatasetError(ValueError):
+    """A dataset directory or part file that cannot be used; the message names the file."""
+
+
+class CorruptShardError(DatasetError):
+    def __init__(self, paths: list[Path], reasons: list[str]):
+        self.paths = paths
+        detail = "; ".join(f"{p}: {r}" for p, r in zip(paths, reasons))
+        super().__init__(f"{len(paths)} corrupt part file(s): {detail}")
+
+
+def empty_frame() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()})
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """Exactly the schema's columns and dtypes; a missing column is an error naming it."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise DatasetError(f"rows are missing column(s) {missing}")
+    out = df[list(COLUMNS)].copy()
+    for col, dtype in COLUMNS.items():
+        if dtype == "string":
+            out[col] = out[col].astype("string").fillna("")
+        elif dtype == "bool":
+            out[col] = out[col].fillna(False).astype(bool)
+        elif dtype == "int64":
+            out[col] = pd.to_numeric(out[col]).fillna(0).astype("int64")
+        else:
+            out[col] = pd.to_numeric(out[col]).astype("float64")
+    return out
+
+
+def _atomic_write_parquet(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    df.to_parquet(tmp, index=False, compression="zstd")
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class DatasetDir:
+    root: Path
+    _corrupt: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.root = Path(self.root)
+
+    @property
+    def parts_dir(self) -> Path:
+        return self.root / "parts"
+
+    @property
+    def compact_path(self) -> Path:
+        return self.root / "measurements.parquet"
+
+    @property
+    def fingerprint_path(self) -> Path:
+        return self.root / "fingerprint.json"
+
+    def exists(self) -> bool:
+        return self.compact_path.exists() or any(self.parts_dir.glob("*.parquet"))
+
+    # -- writing ---------------------------------------------------------------------
+    def append(self, rows: list[dict], tag: str) -> Path | None:
+        """Write rows as one new part file, atomically; returns its path."""
+        if not rows:
+            return None
+        self.parts_dir.mkdir(parents=True, exist_ok=True)
+        path = self.parts_dir / f"{tag}-{uuid.uuid4().hex[:12]}.parquet"
+        _atomic_write_parquet(conform(pd.DataFrame(rows)), path)
+        return path
+
+    def write_fingerprint(self, fingerprint: dict) -> None:
+        """Record the fingerprint; refuse to mix measurements from different machines."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.fingerprint_path.exists():
+            old = self.read_fingerprint()
+            if old.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
+                raise DatasetError(
+                    f"{self.root} was measured on {old.get('gpu_name')} ({old.get('fingerprint_id')}); "
+                    f"this machine is {fingerprint.get('gpu_name')} ({fingerprint.get('fingerprint_id')}): "
+                    "use another --out directory")
+            return
+        tmp = self.fingerprint_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(fingerprint, indent=2, sort_keys=True))
+        os.replace(tmp, self.fingerprint_path)
+
+    def read_fingerprint(self) -> dict:
+        if not self.fingerprint_path.exists():
+            raise DatasetError(f"{self.root} has no fingerprint.json")
+        try:
+            return json.loads(self.fingerprint_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{self.fingerprint_path} is not valid JSON: {exc}") from None
+
+    # -- reading ---------------------------------------------------------------------
+    def _read_one(self, path: Path) -> pd.DataFrame:
+        try:
+            return conform(pd.read_parquet(path))
+        except DatasetError:
+            raise
+        except Exception as exc:  # pyarrow raises many types for a damaged file
+            raise DatasetError(f"{type(exc).__name__}: {exc}") from None
+
+    def load(self, on_corrupt: str = "raise") -> pd.DataFrame:
+        """All rows, deduplicated by identity (first copy wins).
+
+        on_corrupt: 'raise' -> CorruptShardError naming every bad file (good rows are
+        untouched on disk); 'skip' -> warn once and return the good rows; 'quarantine'
+        -> move bad part files to quarantine/ and return the good rows.
+        """
+        if on_corrupt not in ("raise", "skip", "quarantine"):
+            raise ValueError(f"on_corrupt must be raise|skip|quarantine, got {on_corrupt!r}")
+        if not self.root.exists():
+            raise DatasetError(f"dataset directory {self.root} does not exist")
+        files = ([self.compact_path] if self.compact_path.exists() else []) + \
+            sorted(self.parts_dir.glob("*.parquet"))
+        frames, bad, reasons = [], [], []
+        for path in files:
+            try:
+                frames.append(self._read_one(path))
+            except DatasetError as exc:
+                bad.append(path)
+                reasons.append(str(exc))
+        self._corrupt = bad
+        if bad:
+            if on_corrupt == "raise":
+                raise CorruptShardError(bad, reasons)
+            if on_corrupt == "quarantine":
+                qdir = self.root / "quarantine"
+                qdir.mkdir(exist_ok=True)
+                for p in bad:
+                    if p != self.compact_path:
+                        os.replace(p, qdir / p.name)
+            log.warning("skipped %d corrupt part file(s): %s", len(bad),
+                        "; ".join(f"{p.name} ({r})" for p, r in zip(bad, reasons)))
+        if not frames:
+            return empty_frame()
+        df = pd.concat(frames, ignore_index=True)
+        return df.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+
+    @property
+    def corrupt_files(self) -> list[Path]:
+        return list(self._corrupt)
+
+    def done_keys(self) -> set[tuple[str, str]]:
+        """Identities already measured (for resume); corrupt parts are quarantined."""
+        df = self.load(on_corrupt="quarantine")
+        return set(zip(df["problem_key"], df["candidate_key"]))
+
+    def compact(self) -> int:
+        """Fold all part files into measurements.parquet; returns the row count.
+
+        Crash-safe: the new compact file replaces the old atomically before any part is
+        removed, and loading deduplicates, so a crash in between duplicates nothing.
+        """
+        df = self.load(on_corrupt="raise")
+        df = df.sort_values(["problem_key", "candidate_key"]).reset_index(drop=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        parts = sorted(self.parts_dir.glob("*.parquet"))
+        _atomic_write_parquet(df, self.compact_path)
+        for p in parts:
+            p.unlink()
+        return len(df)
+
+
+def load_dataset(path: str | Path, on_corrupt: str = "raise") -> pd.DataFrame:
+    """Rows of a dataset directory (or of a single parquet file)."""
+    path = Path(path)
+    if path.is_file():
+        try:
+            return conform(pd.read_parquet(path))
+        except DatasetError:
+            raise
+        except Exception as exc:
+            raise DatasetError(f"{path}: {type(exc).__name__}: {exc}") from None
+    return DatasetDir(path).load(on_corrupt=on_corrupt)
+
+
+def summarize(root: str | Path) -> dict:
+    """The numbers a dataset card and `kselect dataset summary --json` report."""
+    ds = DatasetDir(Path(root))
+    df = ds.load(on_corrupt="skip")
+    fingerprint = ds.read_fingerprint() if ds.fingerprint_path.exists() else {}
+    ok = df[df["status"] == "ok"]
+    per_shape = df.groupby("problem_key")["candidate_key"].nunique() if len(df) else pd.Series(dtype=int)
+    triton_per_shape = (df[df["backend"] == "triton"].groupby("problem_key")["candidate_key"].nunique()
+                        if len(df) else pd.Series(dtype=int))
+    oracle = df[df["oracle"]]["problem_key"].nunique() if len(df) else 0
+    return {
+        "path": str(root),
+        "schema_version": SCHEMA_VERSION,
+        "shapes": int(df["problem_key"].nunique()),
+        "rows": int(len(df)),
+        "ok_rows": int(len(ok)),
+        "failed_rows": int(len(df) - len(ok)),
+        "failed_by_status": {k: int(v) for k, v in df[df["status"] != "ok"]["status"].value_counts().items()},
+        "noisy_rows": int(ok["noisy"].sum()),
+        "candidates_per_shape_min": int(per_shape.min()) if len(per_shape) else 0,
+        "candidates_per_shape_median": float(np.median(per_shape)) if len(per_shape) else 0.0,
+        "triton_candidates_per_shape_min": int(triton_per_shape.min()) if len(triton_per_shape) else 0,
+        "oracle_shapes": int(oracle),
+        "shapes_with_aten": int(df[(df["backend"] == "aten") & (df["status"] == "ok")]["problem_key"].nunique()),
+        "by_template": {k: int(v) for k, v in df.groupby(["backend", "template"]).size()
+                        .rename(lambda t: f"{t}" if isinstance(t, str) else ":".join(t)).items()},
+        "workloads": {k: int(v) for k, v in df.groupby("workload")["problem_key"].nunique().items()},
+        "corrupt_files": [str(p) for p in ds.corrupt_files],
+        "fingerprint": fingerprint,
+    }

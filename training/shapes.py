@@ -1,0 +1,177 @@
+"""Named, seeded GEMM workload sets, and CSV import/export of shape lists.
+
+Linear layers of public model configs (hidden size, heads, KV heads, MLP size, vocab),
+forward (x @ W^T: layout 'nt') and backward (dX = dY @ W: 'nn'; dW = dY^T @ X: 'tn'),
+attention bmm shapes, and log-uniform random shapes. Token counts M run from 1 to 16384
+and include non-powers of two. Everything is deterministic for a given seed.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kselect.kernels.problem import Problem, ProblemError
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    mlp: int
+    vocab: int
+    fused_qkv: bool = True
+    gated_mlp: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    def linears(self) -> dict[str, tuple[int, int]]:
+        """layer -> (N = out_features, K = in_features)."""
+        kv = self.kv_heads * self.head_dim
+        return {
+            "qkv": (self.hidden + 2 * kv, self.hidden),
+            "o_proj": (self.hidden, self.hidden),
+            "gate_up": ((2 if self.gated_mlp else 1) * self.mlp, self.hidden),
+            "down": (self.hidden, self.mlp),
+            "lm_head": (self.vocab, self.hidden),
+        }
+
+
+# Public configs (config.json of each model on its hub page).
+MODELS = {
+    "llama3-8b": ModelConfig("llama3-8b", 4096, 32, 8, 14336, 128256),
+    "llama3-70b": ModelConfig("llama3-70b", 8192, 64, 8, 28672, 128256),
+    "mistral-7b": ModelConfig("mistral-7b", 4096, 32, 8, 14336, 32000),
+    "mixtral-8x7b": ModelConfig("mixtral-8x7b", 4096, 32, 8, 14336, 32000),  # per-expert MLP
+    "gpt2": ModelConfig("gpt2", 768, 12, 12, 3072, 50257, gated_mlp=False),
+    "gpt-neox-20b": ModelConfig("gpt-neox-20b", 6144, 64, 64, 24576, 50432, gated_mlp=False),
+}
+
+# Token counts: powers of two and deliberately awkward values (decode batches, ragged prefill).
+TOKEN_COUNTS = (1, 7, 16, 33, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192, 16384)
+WORKLOADS = ("forward", "backward", "attention", "random")
+
+
+def forward_shapes(model: str, token_counts=TOKEN_COUNTS, dtype="bf16") -> list[Problem]:
+    cfg = MODELS[model]
+    out = []
+    for m in token_counts:
+        if model == "mixtral-8x7b":
+            m = max(1, math.ceil(m * 2 / 8))  # top-2 of 8 experts: tokens per expert, on average
+        for layer, (n, k) in cfg.linears().items():
+            if model == "mixtral-8x7b" and layer not in ("gate_up", "down"):
+                continue
+            out.append(Problem(m, n, k, dtype, "nt", "mm", model=f"{model}"))
+    return out
+
+
+def backward_shapes(model: str, token_counts=TOKEN_COUNTS, dtype="bf16") -> list[Problem]:
+    """dX = dY @ W (M x K from M x N times N x K) and dW = dY^T @ X (N x K over M tokens)."""
+    out = []
+    for p in forward_shapes(model, token_counts, dtype):
+        out.append(Problem(p.M, p.K, p.N, dtype, "nn", "mm", model=p.model))
+        out.append(Problem(p.N, p.K, p.M, dtype, "tn", "mm", model=p.model))
+    return out
+
+
+def attention_shapes(dtype="bf16") -> list[Problem]:
+    """Q @ K^T and P @ V per (batch*heads), for a few models and sequence lengths."""
+    out = []
+    for model in ("llama3-8b", "gpt2", "gpt-neox-20b"):
+        cfg = MODELS[model]
+        for seq in (128, 512, 1024, 2048, 4096):
+            bh = max(1, cfg.heads * (8192 // seq) // 8)
+            out.append(Problem(seq, seq, cfg.head_dim, dtype, "nt", "bmm", batch=bh, model=model))
+            out.append(Problem(seq, cfg.head_dim, seq, dtype, "nn", "bmm", batch=bh, model=model))
+    return out
+
+
+def random_shapes(n: int = 200, seed: int = 0, dtype="bf16", lo: int = 1, hi: int = 16384) -> list[Problem]:
+    """Log-uniform M, N, K; N rounded to a multiple of 16 and K to 256, as real layer widths
+    are (and so that the dataset shares compiled kernels across shapes); M stays ragged."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        m, nn, k = np.exp(rng.uniform(math.log(lo), math.log(hi), size=3)).round().astype(int)
+        nn = max(16, int(nn) // 16 * 16)
+        k = max(256, int(k) // 256 * 256)
+        out.append(Problem(int(max(m, 1)), nn, k, dtype, "nt", "mm", model="random"))
+    return out
+
+
+def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16",
+             token_counts=TOKEN_COUNTS) -> list[Problem]:
+    """One named workload set; `models` restricts the model families."""
+    models = list(models or MODELS)
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ProblemError(f"unknown model(s) {unknown}: known {sorted(MODELS)}")
+    if name == "forward":
+        return [p for m in models for p in forward_shapes(m, token_counts, dtype)]
+    if name == "backward":
+        return [p for m in models for p in backward_shapes(m, token_counts, dtype)]
+    if name == "attention":
+        return attention_shapes(dtype)
+    if name == "random":
+        return random_shapes(n_random, seed, dtype)
+    raise ProblemError(f"unknown workload {name!r}: expected one of {WORKLOADS}")
+
+
+def dedup(problems: list[Problem]) -> list[Problem]:
+    seen, out = set(), []
+    for p in problems:
+        if p.key not in seen:
+            seen.add(p.key)
+            out.append(p)
+    return out
+
+
+# -- CSV -----------------------------------------------------------------------------
+CSV_COLUMNS = ("M", "N", "K", "op", "dtype", "layout", "batch", "model")
+
+
+def read_shapes_csv(path: str | Path) -> list[Problem]:
+    """Columns M,N,K required; op, dtype, layout, batch, model optional."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"shapes file {path} does not exist")
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        cols = [c.strip() for c in (reader.fieldnames or [])]
+        missing = {"M", "N", "K"} - set(cols)
+        if missing:
+            raise ProblemError(f"{path}: missing column(s) {sorted(missing)}; header is {cols}")
+        out = []
+        for lineno, row in enumerate(reader, start=2):
+            row = {k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in row.items() if k}
+            row = {k: v for k, v in row.items() if v not in ("", None)}
+            try:
+                out.append(Problem.from_dict(row))
+            except ProblemError as exc:
+                raise ProblemError(f"{path}:{lineno}: {exc}") from None
+    return out
+
+
+def read_workload_column(path: str | Path) -> list[str]:
+    """The optional `workload` tag of each row of a shapes CSV ('' where absent)."""
+    with open(path, newline="") as fh:
+        return [(row.get("workload") or "").strip() for row in csv.DictReader(fh)]
+
+
+def write_shapes_csv(problems: list[Problem], path) -> None:
+    fh = open(path, "w", newline="") if not hasattr(path, "write") else path
+    try:
+        w = csv.writer(fh)
+        w.writerow(CSV_COLUMNS)
+        for p in problems:
+            w.writerow([p.M, p.N, p.K, p.op, p.dtype, p.layout, p.batch, p.model])
+    finally:
+        if fh is not path:
+            fh.close()
