@@ -66,19 +66,43 @@ def warm_gpu(ms: float = 200.0) -> None:
         torch.cuda.synchronize()
 
 
+def _time_on_host(runners, target_ms: float, replays: int) -> Timing:
+    """CPU kernels: wall-clock batches (no graphs, no events); same statistics."""
+    import time
+
+    n = len(runners)
+    for r in runners[: min(n, 3)]:
+        r()
+    t0 = time.perf_counter()
+    runners[0]()
+    probe = (time.perf_counter() - t0) * 1e3
+    calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
+    times = []
+    for _ in range(replays):
+        t0 = time.perf_counter()
+        for i in range(calls):
+            runners[i % n]()
+        times.append((time.perf_counter() - t0) * 1e3 / calls)
+    lo, med, hi = _quantiles(times)
+    return Timing(med, min(times), max(times), (hi - lo) / med if med > 0 else 0.0,
+                  calls * replays, "cpu_wall")
+
+
 def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = DEFAULT_TARGET_MS,
                  replays: int = DEFAULT_REPLAYS, use_graph: bool = True,
-                 max_total_ms: float | None = None) -> Timing:
+                 max_total_ms: float | None = None, device: str = "cuda") -> Timing:
     """Time one kernel given one zero-arg runner per rotating operand set.
 
     Runners must already be compiled and verified. `max_total_ms` bounds the time spent
-    on a slow candidate (fewer replays, never fewer than 3).
+    on a slow candidate (fewer replays, never fewer than 3). On `device="cpu"` it falls
+    back to host wall-clock timing (for CPU backends and tests).
     """
-    import torch
-
     n = len(runners)
     if n == 0:
         raise ValueError("time_runners needs at least one runner")
+    if device == "cpu":
+        return _time_on_host(runners, target_ms, replays)
+    import torch
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

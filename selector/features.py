@@ -32,7 +32,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     # problem
     "M", "N", "K", "batch", "log2_M", "log2_N", "log2_K", "log2_flops", "log2_MN_over_K",
     "dtype_bytes", "a_transposed", "b_transposed", "op_bmm", "op_addmm",
-    "a_inner_align16", "b_inner_align16", "pow2_div_M", "pow2_div_N", "pow2_div_K",
+    "a_inner_align16", "b_inner_align16", "c_inner_align16", "a_ld_align_log2", "b_ld_align_log2",
+    "c_ld_align_log2", "pow2_div_M", "pow2_div_N", "pow2_div_K", "log2_N_over_M", "log2_K_over_N",
     # config
     "tmpl_aten", "tmpl_mm", "tmpl_persistent_tma", "tmpl_decompose_k", "tmpl_other",
     "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
@@ -256,7 +257,9 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping) -> np.ndarra
         M, N, K, B, np.log2(M), np.log2(N), np.log2(K), np.log2(flops), np.log2(M * N / K),
         eb, a_t, b_t, np.asarray(prob["op_bmm"], dtype=np.float64), np.asarray(prob["op_addmm"], dtype=np.float64),
         (np.mod(a_inner, 16) == 0).astype(np.float64), (np.mod(b_inner, 16) == 0).astype(np.float64),
-        _pow2_divisor_log2(M), _pow2_divisor_log2(N), _pow2_divisor_log2(K),
+        (np.mod(N * eb, 16) == 0).astype(np.float64), _pow2_divisor_log2(a_inner, 7),
+        _pow2_divisor_log2(b_inner, 7), _pow2_divisor_log2(N * eb, 7),
+        _pow2_divisor_log2(M), _pow2_divisor_log2(N), _pow2_divisor_log2(K), np.log2(N / M), np.log2(K / N),
         *onehot,
         bm, bn, bk, gm, st, wp, ks, np.where(has_tile, np.log2(bm1 * bn1), 0.0), acc_regs,
         tiles_m, tiles_n, tiles, waves, last_wave_eff, ctas_per_sm, waves_resident,

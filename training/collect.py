@@ -124,6 +124,7 @@ class CollectPlan:
     fingerprint_id: str = ""
     target_ms: float = 0.25
     precompile_workers: int = 0
+    device: str = "cuda"
 
 
 # ---------------------------------------------------------------------------- worker
@@ -142,9 +143,13 @@ def run_worker(plan: CollectPlan) -> int:
     done = ds.done_keys()
     inflight = _inflight_path(plan)
     inflight.parent.mkdir(parents=True, exist_ok=True)
-    props = torch.cuda.get_device_properties(0)
-    smem_limit = int(getattr(props, "shared_memory_per_block_optin", 0)) or 232448
-    l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    on_gpu = plan.device != "cpu"
+    if on_gpu:
+        props = torch.cuda.get_device_properties(0)
+        smem_limit = int(getattr(props, "shared_memory_per_block_optin", 0)) or 232448
+        l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    else:
+        smem_limit, l2 = 1 << 40, 32 << 20
     problems = [Problem.from_dict(d) for d in plan.problems]
     work = []
     for p in problems:
@@ -167,7 +172,9 @@ def run_worker(plan: CollectPlan) -> int:
         errs = backends["triton"].precompile(items, workers=plan.precompile_workers)
         log.warning("precompiled %d Triton candidates in %.0f s (%d failed)", len(items),
                     time.time() - t0, len(errs))
-    warm_gpu()
+    if on_gpu:
+        warm_gpu()
+    fault = _FaultInjector.from_env()
     rows: list[dict] = []
     last_flush = time.time()
 
@@ -183,17 +190,18 @@ def run_worker(plan: CollectPlan) -> int:
         if plan.deadline and time.time() > plan.deadline:
             log.warning("deadline reached; stopping before %s", p.key)
             break
-        base = make_operands(p, "cuda", seed=0)
+        base = make_operands(p, plan.device, seed=0)
         n_sets = rotation_count(base.nbytes, l2)
-        sets = [base] + [make_operands(p, "cuda", seed=s) for s in range(1, n_sets)]
+        sets = [base] + [make_operands(p, plan.device, seed=s) for s in range(1, n_sets)]
         ref = reference(p, base)
         aten_ms = None
         common_p = dict(common, workload=plan.workloads.get(p.key, ""))
         # ATen first: its time bounds how long a hopeless candidate may be timed.
         for cand in sorted(cands, key=lambda c: c.backend != "aten"):
             inflight.write_text(json.dumps({"problem": p.to_dict(), "candidate": cand.to_json()}))
+            fault.tick()
             rows.append(_measure(p, cand, backends[cand.backend], sets, ref, smem_limit,
-                                 plan.target_ms, aten_ms, common_p,
+                                 plan.target_ms, aten_ms, common_p, plan.device,
                                  (TOLERANCE, relative_error, time_runners)))
             if cand.backend == "aten" and rows[-1]["status"] == "ok":
                 aten_ms = rows[-1]["time_ms"]
@@ -202,7 +210,8 @@ def run_worker(plan: CollectPlan) -> int:
             flush()
         del sets, base, ref
         flush(force=True)
-        torch.cuda.empty_cache()
+        if on_gpu:
+            torch.cuda.empty_cache()
     flush(force=True)
     inflight.unlink(missing_ok=True)
     if bar is not None:
@@ -210,9 +219,10 @@ def run_worker(plan: CollectPlan) -> int:
     return 0
 
 
-def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, fns) -> dict:
+def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device, fns) -> dict:
     import torch
 
+    sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
     TOLERANCE, relative_error, time_runners = fns
     smem = shared_memory_bytes(cand, p.dtype_bytes)
     stages = cand.get("num_stages", 1) or 1
@@ -230,7 +240,7 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
         runners = [backend.runner(compiled, s) for s in sets]
         sets[0].out.fill_(float("nan"))
         runners[0]()
-        torch.cuda.synchronize()
+        sync()
     except Exception as exc:
         return row_for(p, cand, status="launch_error", error=f"{type(exc).__name__}: {exc}"[:500],
                        compile_s=compile_s, **common)
@@ -241,13 +251,38 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
     # A hopeless candidate gets 3 replays, not a full measurement: bound its GPU time.
     budget = None if aten_ms is None else 2.0 + 30 * aten_ms
     try:
-        t = time_runners(runners, target_ms=target_ms, max_total_ms=budget)
+        t = time_runners(runners, target_ms=target_ms, max_total_ms=budget, device=device)
     except Exception as exc:
         return row_for(p, cand, status="launch_error", error=f"timing: {type(exc).__name__}: {exc}"[:500],
                        rel_error=err, compile_s=compile_s, **common)
     return row_for(p, cand, time_ms=t.median_ms, time_min_ms=t.min_ms, time_max_ms=t.max_ms,
                    spread=t.spread, noisy=t.noisy, reps=t.reps, method=t.method, rel_error=err,
                    compile_s=compile_s, **common)
+
+
+class _FaultInjector:
+    """Test hook: KSELECT_COLLECT_FAULT="N:MARKER" kills the worker (exit 137, as SIGKILL
+    would) when its N-th candidate is in flight, once: MARKER records that it fired."""
+
+    def __init__(self, after: int = 0, marker: str = ""):
+        self.after, self.marker, self.count = after, marker, 0
+
+    @classmethod
+    def from_env(cls) -> "_FaultInjector":
+        spec = os.environ.get("KSELECT_COLLECT_FAULT", "")
+        if not spec:
+            return cls()
+        after, _, marker = spec.partition(":")
+        return cls(int(after), marker)
+
+    def tick(self) -> None:
+        if not self.after:
+            return
+        self.count += 1
+        if self.count == self.after and not (self.marker and os.path.exists(self.marker)):
+            if self.marker:
+                Path(self.marker).write_text("fired")
+            os._exit(137)
 
 
 # ------------------------------------------------------------------------ supervisor
@@ -285,8 +320,12 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
 def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),
             space: str = "sample:240", shard: str = "0/1", max_minutes: float = 0.0,
             gpus: list[int] | None = None, workloads: dict | None = None,
-            target_ms: float = 0.25) -> dict:
-    """Measure `problems` (this shard of them) into dataset directory `out`."""
+            target_ms: float = 0.25, device: str = "cuda") -> dict:
+    """Measure `problems` (this shard of them) into dataset directory `out`.
+
+    device="cpu" measures CPU backends (ATen/MKL) with host timing in one worker: for
+    tests and for debugging the pipeline on a machine without a GPU.
+    """
     import torch
 
     from .fingerprint import collect_fingerprint
@@ -294,18 +333,28 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
     backend_names = [b.name for b in (get_backend(n) for n in backends)]
     space_name, n_sample = parse_space(space)
     mine = shard_problems(problems, parse_shard(shard))
-    if gpus is None:
-        gpus = list(range(torch.cuda.device_count()))
-    if not gpus:
-        raise CollectError("no GPU visible: collection measures real kernels and needs CUDA")
-    fp = collect_fingerprint(gpus[0])
+    if device == "cpu":
+        gpus = [None]
+    elif device != "cuda":
+        raise CollectError(f"--device must be cuda or cpu, got {device!r}")
+    else:
+        if gpus is None:
+            gpus = list(range(torch.cuda.device_count()))
+        if not gpus:
+            raise CollectError("no GPU visible: collection measures real kernels and needs CUDA "
+                               "(use --device cpu for CPU backends)")
+        for name in backend_names:
+            avail = get_backend(name).availability("cuda")
+            if not avail:
+                raise CollectError(f"backend {name!r} cannot run here: {avail.reason}")
+    fp = collect_fingerprint(gpus[0] or 0)
     ds = DatasetDir(Path(out))
     ds.write_fingerprint(fp)
     deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
     plans = [CollectPlan(out=str(out), problems=[p.to_dict() for p in mine[w::len(gpus)]],
                          workloads=dict(workloads or {}), backends=backend_names, space=space_name,
-                         n_sample=n_sample, deadline=deadline, worker=f"s{shard.replace('/', 'of')}g{g}",
-                         fingerprint_id=fp["fingerprint_id"], target_ms=target_ms,
+                         n_sample=n_sample, deadline=deadline, worker=f"s{shard.replace('/', 'of')}g{g if g is not None else 'cpu'}",
+                         fingerprint_id=fp["fingerprint_id"], target_ms=target_ms, device=device,
                          precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1))
              for w, g in enumerate(gpus)]
     t0 = time.time()

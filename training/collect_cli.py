@@ -16,6 +16,8 @@ def add_parser(sub) -> None:
     p.add_argument("--shard", default="0/1", help="i/n: measure every n-th shape starting at i")
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new shapes after this")
     p.add_argument("--gpus", help="comma-separated GPU indices (default: all visible)")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                   help="cpu: measure CPU backends with host timing (tests, debugging)")
     p.add_argument("--target-ms", type=float, default=0.25, help="GPU time per timed graph replay")
     p.set_defaults(func=run)
 
@@ -31,6 +33,7 @@ def run(args) -> int:
     problems, tags = select_shapes(args)
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     result = collect(problems, args.out, backends=backends, space=args.space, shard=args.shard,
-                     max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms)
+                     max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms,
+                     device=args.device)
     print(json.dumps(result))
     return 0

@@ -72,7 +72,7 @@ def collect_fingerprint(device_index: int = 0) -> dict:
             "l2_cache_bytes": int(getattr(props, "L2_cache_size", 0)),
             "total_memory_bytes": int(props.total_memory),
             "compute_capability": f"{props.major}.{props.minor}",
-            "gcn_arch": getattr(props, "gcnArchName", None),
+            "gcn_arch": getattr(props, "gcnArchName", None) if torch.version.hip else None,
         })
         smi = _nvidia_smi("driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit")
         if smi:

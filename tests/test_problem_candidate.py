@@ -1,0 +1,56 @@
+"""Problems and candidates: validation with clear errors, identity, JSON round trips."""
+import pytest
+
+from kselect.kernels import BackendError, Candidate, Problem, ProblemError, get_backend, parse_backends
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(M=0, N=4, K=4), "M must be positive"),
+    (dict(M=4, N=-1, K=4), "N must be positive"),
+    (dict(M=4, N=4, K=2.5), "K must be an integer"),
+    (dict(M="x", N=4, K=4), "M must be an integer"),
+    (dict(M=4, N=4, K=4, dtype="int3"), "unknown dtype 'int3'"),
+    (dict(M=4, N=4, K=4, layout="zz"), "unknown layout 'zz'"),
+    (dict(M=4, N=4, K=4, op="conv"), "unknown op 'conv'"),
+    (dict(M=4, N=4, K=4, batch=3), "batch=3 needs op='bmm'"),
+])
+def test_bad_problem_is_a_clear_error(kwargs, needle):
+    with pytest.raises(ProblemError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        Problem(**kwargs)
+
+
+def test_problem_accepts_csv_strings_and_torch_dtype_names():
+    import torch
+
+    p = Problem("333", "7168", "5120", dtype=torch.bfloat16)
+    assert (p.M, p.N, p.K, p.dtype) == (333, 7168, 5120, "bf16")
+    assert p.key == "mm:333x7168x5120:bf16:nt"
+    assert Problem.from_dict(p.to_dict()) == p
+    assert Problem(2, 3, 4, op="bmm", batch=5).key == "bmm5x:2x3x4:bf16:nt"
+
+
+def test_candidate_round_trip_and_key():
+    c = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_stages=3,
+                       num_warps=4, GROUP_M=8)
+    assert Candidate.from_json(c.to_json()) == c
+    assert hash(Candidate.from_json(c.to_json())) == hash(c)
+    assert c.key == "triton:mm:BK32-BM64-BN128-G8-S3-W4"
+    assert Candidate.make("aten", "mm").key == "aten:mm"
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(BackendError, match="unknown backend 'cutlass9'.*aten"):
+        get_backend("cutlass9")
+    with pytest.raises(BackendError, match="no backend named"):
+        parse_backends(" , ")
+    assert [b.name for b in parse_backends("aten,triton")] == ["aten", "triton"]
+
+
+def test_backends_say_why_they_are_unavailable_on_cpu():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this checks the CPU-only answer")
+    avail = get_backend("triton").availability("cuda")
+    assert not avail and ("CUDA" in avail.reason or "triton" in avail.reason)
+    assert get_backend("aten").availability("cpu")
