@@ -9,10 +9,10 @@ cache from a pool of processes before timing starts.
 from __future__ import annotations
 
 import logging
+import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-import multiprocessing as mp
 
 from .backend import Availability, Backend, CandidateError, register_backend
 from .candidate import Candidate
@@ -20,7 +20,6 @@ from .problem import Problem
 from .triton_space import TEMPLATES, triton_space
 
 log = logging.getLogger(__name__)
-_TL_DTYPE_ACC = "fp32"
 
 
 def _stride_class(s: int) -> int:
@@ -108,18 +107,16 @@ def _representative_stride(cls: int) -> int:
 
 def _warmup(plan: LaunchPlan) -> None:
     """Compile `plan` into Triton's cache without launching (dtypes stand in for tensors)."""
-    import torch
-
     kernel = _kernel_for(plan.template)
     dt = _torch_dtype(plan.dtype)
     strides = [_representative_stride(c) for c in plan.stride_spec]
     args = [dt, dt, dt, 64, 64, 64, *strides]
     kernel.warmup(*args, grid=(1,), num_warps=plan.num_warps, num_stages=plan.num_stages,
                   ACC_TYPE=_acc_type(plan.dtype), **dict(plan.constexprs))
-    del torch
 
 
 def _acc_type(dtype: str):
+    """fp32 accumulation for every input dtype, as Inductor's templates use for bf16/fp16/fp32."""
     import triton.language as tl
 
     return tl.float32
@@ -232,7 +229,6 @@ class TritonBackend(Backend):
         return errors
 
     def runner(self, plan: LaunchPlan, operands):
-        import torch
         import triton
 
         a, b, out = operands.a, operands.b, operands.out
@@ -257,7 +253,6 @@ class TritonBackend(Backend):
         _ensure_tma_allocator()
         grid = (min(const["NUM_SMS"], tiles),)
         strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
-        del torch
         return lambda: kernel[grid](a, b, out, M, N, K, *strides, ACC_TYPE=acc,
                                     num_warps=plan.num_warps, num_stages=plan.num_stages, **const)
 
