@@ -123,3 +123,208 @@ def choice_candidate(choice) -> Candidate | None:
 
 def candidates_of(records: Iterable) -> list[Candidate]:
     return [c for _, c in records]
+
+
+# ---------------------------------------------------------------------------------------
+# The selector plug-in (selector/inductor.py) reaches Inductor only through what follows.
+def caller_candidate(choice) -> Candidate | None:
+    """Any backend's ChoiceCaller -> Candidate: KTC-backed ones via their KTC; extern
+    library calls (`_mkl_linear`, `bmm`) as aten; others (CPP, CUTLASS, ...) as
+    (backend, name without Inductor's per-compile counter), stable across compiles."""
+    import re
+
+    ann = getattr(choice, "annotations", None) or {}
+    if ann.get("ktc") is not None:
+        return ktc_candidate(ann["ktc"])
+    name = str(getattr(choice, "name", "") or "")
+    try:
+        info = choice.info_dict() or {}
+    except Exception:
+        info = {}
+    backend = str(info.get("backend", "")).lower()
+    if backend == "extern" or type(choice).__name__ == "ExternKernelCaller":
+        return Candidate.make("aten", name.lstrip("_") or "mm")
+    if not name:
+        return None
+    stem = re.sub(r"_\d+$", "", name)
+    return Candidate.make(backend or "other", stem)
+
+
+def _int(x) -> int:
+    try:
+        return int(x)
+    except TypeError:  # symbolic: use the hint Inductor itself would benchmark with
+        from torch._inductor.virtualized import V
+
+        return int(V.graph.sizevars.size_hint(x))
+
+
+def _layout_char(stride, rows: int, cols: int) -> str:
+    if cols == 1 or stride[-1] == 1:
+        return "n"
+    if rows == 1 or stride[-2] == 1:
+        return "t"
+    raise ValueError(f"operand with strides {stride} is neither row- nor column-major")
+
+
+def gemm_signature(nodes, out_size, op_name: str | None = None):
+    """Inductor input nodes + output size -> (Problem, cache-key fields, device).
+
+    A is an input whose rows are M (not a broadcast bias); K is its last dim; B a later input
+    shaped (K, N) (layout from its strides) or (N, K) (a Linear weight, i.e. transposed). Any
+    other input of N columns is a bias: addmm. The key fields carry every input's sizes,
+    strides and dtype, so decisions never cross layouts.
+    """
+    from kselect.kernels.problem import Problem
+
+    out = [_int(s) for s in out_size]
+    batch = out[0] if len(out) == 3 else 1
+    M, N = out[-2], out[-1]
+    shaped = []
+    for n in nodes:
+        try:
+            size = [_int(s) for s in n.get_size()]
+            stride = [_int(s) for s in n.get_stride()]
+        except Exception:
+            size, stride = [], []
+        shaped.append((n, size, stride))
+    found = None
+    for a_i, (_n, a_size, a_stride) in enumerate(shaped):
+        if len(a_size) < 2 or a_size[-2] != M or 0 in a_stride[-2:]:
+            continue
+        K = a_size[-1]
+        for b_i in range(a_i + 1, len(shaped)):
+            _n, size, stride = shaped[b_i]
+            if len(size) < 2:
+                continue
+            if size[-2:] == [K, N]:
+                found = (a_i, b_i, K, _layout_char(stride, K, N))
+                break
+            if size[-2:] == [N, K]:
+                found = (a_i, b_i, K, "t" if _layout_char(stride, N, K) == "n" else "n")
+                break
+        if found:
+            break
+    if found is None:
+        raise ValueError(f"no A (M={M}, K) and B (K, N={N}) among inputs {[s for _, s, _ in shaped]}")
+    a_i, b_i, K, b_layout = found
+    a_size, a_stride = shaped[a_i][1], shaped[a_i][2]
+    has_bias = any(i not in (a_i, b_i) and size and size[-1] == N for i, (_, size, _) in enumerate(shaped))
+    dtype = shaped[a_i][0].get_dtype()
+    device = shaped[a_i][0].get_device()
+    op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
+    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=_layout_char(a_stride, M, K) + b_layout,
+                      op=op, batch=batch)
+    fields = {"op": op_name or op, "out": out, "dtype": str(dtype),
+              "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped]}
+    return problem, fields, device
+
+
+def ktc_signature(kernel_inputs, op_name: str):
+    """gemm_signature of a `_finalize_template_configs` call."""
+    return gemm_signature(kernel_inputs.nodes(), kernel_inputs.output_layout().size, op_name)
+
+
+def choices_signature(choices):
+    """gemm_signature of a preprocessing call (no op name there: inferred from shapes). Choices
+    may see different inputs (CPP GEMMs get a re-blocked weight): the first that parses wins."""
+    err = None
+    for choice in choices:
+        try:
+            return gemm_signature(choice.input_nodes, choice.layout.size, None)
+        except (ValueError, StopIteration, AttributeError) as exc:
+            err = exc
+    raise ValueError(f"cannot read a GEMM signature from {len(choices)} choices: {err}")
+
+
+def device_fingerprint(device) -> dict:
+    """What identifies the device a GEMM runs on: name + SM count for GPUs (what the cost
+    model's check_device compares) and a short id over name, SMs and software versions."""
+    import hashlib
+    import json
+    import platform
+
+    import torch
+
+    fp: dict = {"device_type": getattr(device, "type", str(device)), "torch_version": torch.__version__}
+    if fp["device_type"] == "cuda" and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(device)
+        fp.update({"gpu_name": props.name, "sm_count": props.multi_processor_count,
+                   "compute_capability": f"{props.major}.{props.minor}",
+                   "cuda_version": torch.version.cuda, "hip_version": getattr(torch.version, "hip", None)})
+        try:
+            import triton
+            fp["triton_version"] = triton.__version__
+        except ImportError:
+            pass
+    else:
+        fp.update({"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()})
+    fp["fingerprint_id"] = hashlib.sha256(json.dumps(fp, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return fp
+
+
+def make_selecting_choices(select_ktcs: Callable, uuid: str):
+    """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
+    `select_ktcs(ktcs, kernel_inputs, op_name) -> list` (before any code generation)."""
+    base = _base_choices_class()
+
+    class KselectChoices(base):
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
+                                       kwarg_overrides=None):
+            stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates,
+                                                       op_name, kwarg_overrides)
+            return select_ktcs(list(stock), kernel_inputs, op_name)
+
+        def uuid(self) -> str:  # folded into Inductor's FX-graph cache key on 2.13
+            return uuid
+
+    return KselectChoices()
+
+
+def install_choices(handler) -> Callable[[], None]:
+    """Make `handler` Inductor's choices handler (thread-local, and through
+    config.inductor_choices_class for other threads); returns a function that undoes it."""
+    from torch._inductor import config
+    from torch._inductor.virtualized import V
+
+    old_handler = V.choices
+    has_cls = hasattr(config, "inductor_choices_class")
+    old_cls = getattr(config, "inductor_choices_class", None)
+    V.set_choices_handler(handler)
+    if has_cls:
+        config.inductor_choices_class = lambda: handler
+
+    def restore():
+        V.set_choices_handler(old_handler)
+        if has_cls:
+            config.inductor_choices_class = old_cls
+    return restore
+
+
+def current_choices():
+    from torch._inductor.virtualized import V
+
+    return V.choices
+
+
+def add_preprocessing_fn(fn) -> Callable[[], None]:
+    """Register fn(list[ChoiceCaller]) -> list[ChoiceCaller] (sees every backend's choices after
+    codegen; one left = nothing benchmarked); returns a function that removes it."""
+    from torch._inductor import select_algorithm as sa
+
+    sa.add_preprocessing_fn(fn)
+
+    def remove():
+        fns = getattr(sa.get_algorithm_selector_cache(), "preprocessing_fns", None)
+        if isinstance(fns, list) and fn in fns:
+            fns.remove(fn)
+    return remove
+
+
+def known_broken(candidate: Candidate, problem) -> bool:
+    """Choices this torch builds but cannot run: on torch 2.11, every bf16 decompose-k choice
+    fails inside Inductor (reports/faithfulness-h200). Predict mode must never keep one."""
+    import torch
+
+    return (candidate.template == "decompose_k" and problem.dtype == "bf16"
+            and torch.__version__.startswith("2.11"))

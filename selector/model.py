@@ -59,8 +59,8 @@ class CostModel:
     def __init__(self, objective: str = "rank:pairwise", n_estimators: int = 300, max_depth: int = 8,
                  learning_rate: float = 0.1, min_child_weight: float = 1.0, subsample: float = 0.8,
                  colsample_bytree: float = 0.8, reg_lambda: float = 1.0, max_bin: int = 256,
-                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 40,
-                 cascade_keep: int = 256):
+                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 30,
+                 cascade_keep: int = 192):
         self.objective = objective
         self.n_estimators = n_estimators
         self.max_depth = max_depth
@@ -104,9 +104,10 @@ class CostModel:
                   "max_bin": int(self.max_bin), "nthread": int(self.nthread), "seed": int(self.random_state),
                   "verbosity": 0}
         if self.objective == "rank:ndcg":
-            # relevance labels go up to 31 (2% steps); linear gain keeps them comparable
-            params.update({"ndcg_exp_gain": False, "lambdarank_pair_method": "topk",
-                           "lambdarank_num_pair_per_sample": 16})
+            # relevance levels go up to 31 (2% steps); exponential gain stresses the very top,
+            # which held-out top-1 on the H200 data rewarded (81% vs 76% with linear gain)
+            params.update({"ndcg_exp_gain": True, "lambdarank_pair_method": "topk",
+                           "lambdarank_num_pair_per_sample": 32})
         elif self.objective == "rank:pairwise":
             params.update({"lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 8})
         return params

@@ -124,3 +124,24 @@ def test_train_evaluate_report_end_to_end(tmp_path, capsys):
 def test_cli_bad_input_is_an_error_not_a_traceback(tmp_path, capsys):
     assert cli_main(["evaluate", "--data", str(tmp_path / "missing"), "--model", "x.json"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_minus_inf_cost_means_benchmark_first():
+    shapes, cost = toy()
+    aten = (shapes.rows["candidate_key"] == "aten:mm").to_numpy()
+    res = evaluate_costs(shapes, np.where(aten, -np.inf, cost), ks=(1, 2))["all"]
+    # k=1 is ATen on both shapes (1.0 vs best 0.5 and 0.8); k=2 adds a's failed t4 and b's u2
+    assert res["pct_oracle_geomean"][1] == pytest.approx(math.sqrt(0.5 * 0.8))
+    assert res["pct_oracle_geomean"][2] == pytest.approx(math.sqrt(0.5 * 0.8 / 0.81))
+
+
+def test_auto_objective_is_chosen_by_grouped_cv():
+    from kselect.training.train import AUTO_OBJECTIVES, train
+
+    df = synthetic_dataset(n_shapes=8, n_oracle=1, sample=30)
+    grid = ({"max_depth": 3, "learning_rate": 0.3, "n_estimators": 10, "min_child_weight": 1.0},)
+    model, card = train(df, FINGERPRINT, objective="auto", cv_folds=2, grid=grid, nthread=1, log=lambda m: None)
+    assert [r["objective"] for r in card["cv_table"]] == list(AUTO_OBJECTIVES)
+    best = max(card["cv_table"], key=lambda r: r["score"])
+    assert model.objective == best["objective"] and best["objective"] in card["objective_reason"]
+    assert card["cv_scheme"] == "family-kfold"  # 4 families >= 2 folds: groups are families

@@ -128,7 +128,7 @@ def outcomes(shapes: ShapeSet, cost: np.ndarray, ks: Iterable[int] = KS) -> dict
     cost = np.asarray(cost, dtype=np.float64)
     if cost.shape != shapes.time.shape:
         raise EvaluationError(f"cost has {cost.shape} entries; the rows number {shapes.time.shape}")
-    cost = np.where(np.isfinite(cost), cost, np.inf)
+    cost = np.where(np.isnan(cost), np.inf, cost)  # -inf stays: 'benchmark this first'
     order = np.lexsort((cost, shapes.sid))  # by shape, then by cost; stable on ties
     rank = np.arange(len(order)) - shapes.starts[shapes.sid[order]]
     t_sorted = shapes.time[order]

@@ -21,7 +21,8 @@ from .evaluate import KS, ShapeSet, outcomes
 from .evaluate_cli import SCHEMES, _jsonable, load_data, run_evaluation
 from .train import dataset_hash
 
-NAMES = {"cost_model": "cost model (ours)", "roofline": "analytic roofline/waves",
+NAMES = {"cost_model": "cost model (ours)", "cost_model_aten_first": "ours, ATen always 1st of the k",
+         "roofline": "analytic roofline/waves",
          "random_forest": "random forest", "nearest_shape": "nearest-shape lookup", "default": "stock DEFAULT"}
 
 
@@ -55,6 +56,7 @@ def main(args) -> int:
     plot_pct_vs_k(result, out / "pct_of_oracle_vs_k.png")
     plot_regret_cdf(shapes, costs["family"], out / "regret_cdf.png")
     plot_pred_vs_measured(shapes, costs["raw"]["family"], model.objective, out / "predicted_vs_measured.png")
+    result["family_breakdown"] = family_breakdown(shapes, costs["family"]["cost_model"])
     md = render(result, model)
     (out / "report.md").write_text(md)
     if args.update_card:
@@ -75,9 +77,10 @@ def _plt():
 
 def plot_pct_vs_k(result: dict, path: Path) -> None:
     plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(12, 9), sharex=True)
+    subsets = ("all", "oracle") if "oracle" in result["schemes"]["family"]["cost_model"] else ("all",)
+    fig, axes = plt.subplots(2, len(subsets), figsize=(6 * len(subsets), 9), sharex=True, squeeze=False)
     for row, scheme in enumerate(SCHEMES):
-        for col, subset in enumerate(("all", "oracle")):
+        for col, subset in enumerate(subsets):
             ax = axes[row, col]
             res = result["schemes"][scheme]
             for name, r in res.items():
@@ -90,7 +93,7 @@ def plot_pct_vs_k(result: dict, path: Path) -> None:
                     continue
                 g = r[subset]["pct_oracle_geomean"]
                 ax.plot(list(KS), [100 * g[k] for k in KS], marker="o", label=NAMES.get(name, name),
-                        lw=2.5 if name == "cost_model" else 1.2)
+                        lw=2.5 if name == "cost_model" else 1.2, ls=":" if name == "cost_model_aten_first" else "-")
             ax.set_xscale("log", base=2)
             ax.set_xticks(list(KS), [str(k) for k in KS])
             n = res["cost_model"].get(subset, {}).get("shapes", 0)
@@ -193,6 +196,22 @@ def confusion_table(conf: dict) -> list[str]:
     return lines
 
 
+def family_breakdown(shapes: ShapeSet, cost: np.ndarray) -> dict:
+    """Held-out geomean % of oracle per model family, and for shapes whose N or K is not a
+    multiple of 8 (unaligned leading dimensions, where cuBLAS leaves its fast kernels)."""
+    o = outcomes(shapes, cost, KS)
+    first = shapes.rows.iloc[shapes.starts]
+    unaligned = ((first["N"].to_numpy() % 8) != 0) | ((first["K"].to_numpy() % 8) != 0)
+    groups = {f"family={f}": shapes.family == f for f in np.unique(shapes.family)}
+    groups.update({"N and K multiples of 8": ~unaligned, "N or K not a multiple of 8": unaligned})
+    out = {}
+    for name, mask in groups.items():
+        if mask.any():
+            out[name] = {"shapes": int(mask.sum()), **{
+                k: float(np.exp(np.mean(np.log(shapes.best[mask] / o["time"][k][mask])))) for k in KS}}
+    return out
+
+
 def render(result: dict, model: CostModel) -> str:
     meta = getattr(model, "metadata_", {})
     fam, shp = result["schemes"]["family"], result["schemes"]["shape"]
@@ -223,6 +242,12 @@ def render(result: dict, model: CostModel) -> str:
         for scheme, c in result["cascade_check"].items():
             for label, g in c.items():
                 L.append(f"| {scheme} | {label} | " + " | ".join(_p(g[k]) for k in KS) + " |")
+        L.append("")
+    if "family_breakdown" in result:
+        L += ["### Breakdown (leave-one-family-out, geomean % of oracle)", "",
+              "| shapes | n | " + " | ".join(f"k={k}" for k in KS) + " |", "| --- | --- |" + " --- |" * len(KS)]
+        for name, r in result["family_breakdown"].items():
+            L.append(f"| {name} | {r['shapes']} | " + " | ".join(_p(r[k]) for k in KS) + " |")
         L.append("")
     L += ["## Template confusion (top-1, leave-one-family-out, all shapes)", "",
           *confusion_table(fam["cost_model"]["all"]["template_confusion"]), ""]

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from kselect.selector.features import FEATURE_SCHEMA_VERSION
 from kselect.selector.model import OBJECTIVES, meta_path
 
 from .evaluate_cli import load_data
@@ -123,5 +122,3 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     card_path.write_text("\n".join(lines))
     return card_path
 
-
-__all__ = ["add_parser", "main", "write_card", "model_paths", "FEATURE_SCHEMA_VERSION"]

@@ -1,0 +1,301 @@
+"""The Inductor plug-in: prune max-autotune's GEMM choices with a ranker, cache decisions.
+
+Two hook points, both in inductor_compat (the only module touching private Inductor API):
+- `_finalize_template_configs` (an InductorChoices subclass) sees the KTC-based templates
+  (ATen, Triton mm / persistent TMA / decompose-k) BEFORE code generation -- where pruning
+  saves most on the GPU;
+- a preprocessing function sees every backend's ChoiceCallers (CPP, CUTLASS, ... are
+  appended outside the KTC path) after codegen; one choice left = nothing benchmarked.
+Both ask `Selector.select`, which maps choices to Candidates, consults the decision cache,
+else a Ranker + the policy, and returns what to keep. Any failure -> the stock list and one
+warning per cause: kselect can make a compile slower to tune, never wrong or crashed.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from typing import Sequence
+
+import numpy as np
+
+from . import inductor_compat as compat
+from .cache import DecisionCache, decision_key
+from .options import MODES, read as read_options
+from .policy import CostModelRanker, RankerUnavailable, choose_kept, verified_keep
+from .warn import reset_warnings, warn_once
+
+log = logging.getLogger("kselect.selector")
+
+
+class Selector:
+    """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
+
+    def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
+                 keep_aten: bool = True, ranker=None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if int(k) < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
+        self.ranker = ranker
+        self.cache = DecisionCache(cache_dir) if cache_dir else None
+        self._rankers: dict = {}
+        self._lock = threading.Lock()
+        self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0}
+        # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
+        self._pending: dict = {}
+        self._local = threading.local()
+
+    # -- ranker per device ------------------------------------------------------------
+    def ranker_for(self, fingerprint: dict):
+        """The ranker for this device; raises RankerUnavailable (remembered) if there is none."""
+        if self.ranker is not None:
+            return self.ranker
+        fid = fingerprint["fingerprint_id"]
+        with self._lock:
+            if fid not in self._rankers:
+                try:
+                    self._rankers[fid] = self._load_model_ranker(fingerprint)
+                except RankerUnavailable as exc:
+                    self._rankers[fid] = exc
+            got = self._rankers[fid]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def _load_model_ranker(self, fingerprint: dict):
+        from .model import CostModel, ModelError, load_shipped
+
+        try:
+            if isinstance(self.model, CostModel):
+                model = self.model
+            elif self.model:
+                model = CostModel.load(self.model)
+            elif fingerprint.get("gpu_name"):
+                model = load_shipped(fingerprint=fingerprint)
+            else:
+                raise RankerUnavailable("no-gpu", f"kselect: no cost model for {fingerprint.get('device_type')} "
+                                        "devices (models rank GPU kernels) -- stock autotuning")
+        except ModelError as exc:
+            raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
+        model.set_threads(1)
+        ranker = CostModelRanker(model, fingerprint)
+        ranker.check()
+        return ranker
+
+    # -- the decision ---------------------------------------------------------------
+    def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence):
+        """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
+        when this GEMM must go to stock Inductor."""
+        keys = [c.key for c in candidates]
+        ranker = self.ranker_for(fingerprint)
+        key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
+                      "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
+                      "candidates": sorted(keys), "ranker": getattr(ranker, "ident", type(ranker).__name__)}
+        key = decision_key(key_fields)
+        entry = (key, key_fields, keys) if self.cache is not None else None
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None and set(cached) <= set(keys):
+                self.stats["cache_hits"] += 1
+                log.info("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
+                return [keys.index(k) for k in cached], entry
+        t0 = time.perf_counter()
+        scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
+        broken = [i for i, c in enumerate(candidates) if compat.known_broken(c, problem)]
+        scores[broken] = np.nan  # never kept
+        kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
+                                bool(getattr(ranker, "log_time_scores", False)))
+        ms = (time.perf_counter() - t0) * 1e3
+        self.stats["decisions"] += 1
+        log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
+                 stage, problem.key, len(candidates), len(kept), why, ms, [keys[i] for i in kept])
+        if log.isEnabledFor(logging.DEBUG):
+            for i in sorted(range(len(keys)), key=lambda i: (scores[i] != scores[i], scores[i])):
+                log.debug("  score %10.4f %s%s", scores[i], keys[i], "  KEPT" if i in kept else "")
+        if self.cache is not None:
+            self.cache.put(key, [keys[i] for i in kept], key_fields)
+        return kept, entry
+
+    def record_verified(self, kept_items: list, timings: dict, device_type: str) -> None:
+        """verify mode: Inductor measured the kept set; cache its winner (policy.verified_keep),
+        so the next compile of this GEMM keeps that one choice and benchmarks nothing. The
+        templates-stage entry of the same problem gets it too when it holds those candidates."""
+        with self._lock:
+            pend = self._pending.pop(tuple(id(c) for c in kept_items), None)
+        if pend is None or self.cache is None:
+            return
+        measured = {}
+        for choice, t in timings.items():
+            cand = compat.caller_candidate(choice)
+            if cand is not None:
+                measured[cand] = min(float(t), measured.get(cand, math.inf))
+        keep = verified_keep(measured, device_type)
+        if not keep:
+            return
+        for key, fields, keys in pend:
+            if all(c.key in keys for c in keep):
+                self.cache.put(key, [c.key for c in keep], {**fields, "verified": True})
+        self.stats["verified"] += 1
+        log.info("kselect verified %s: Inductor measured %d kept choices; cached %s",
+                 pend[0][1].get("problem", {}).get("out"), len(measured), [c.key for c in keep])
+
+    def _guarded(self, stage: str, items, signature, to_candidate):
+        """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""
+        if self.mode == "off" or len(items) <= 1:
+            return items
+        try:
+            problem, fields, device = signature()
+            fingerprint = compat.device_fingerprint(device)
+            cands = [to_candidate(it) for it in items]
+            if any(c is None for c in cands):
+                raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
+            kept, entry = self.select(stage, problem, fields, fingerprint, cands)
+        except RankerUnavailable as exc:
+            self.stats["fallbacks"] += 1
+            warn_once(exc.cause, str(exc))
+            return items
+        except Exception as exc:  # noqa: BLE001 -- a selector bug must never break a compile
+            self.stats["fallbacks"] += 1
+            warn_once(f"error:{type(exc).__name__}",
+                      f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning")
+            log.debug("kselect %s failure", stage, exc_info=True)
+            return items
+        out = [items[i] for i in kept]
+        if self.mode == "verify" and entry is not None and len(out) > 1:
+            self._await_verification(stage, problem.key, entry, out)
+        return out
+
+    def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
+        """Remember which cache entries Inductor's benchmark of `kept_items` will settle. The
+        templates stage runs first for a GEMM, in the same thread, then its choices stage."""
+        local = self._local
+        if stage == "templates":
+            local.templates = (problem_key, entry)
+            return
+        entries = [entry]
+        tp = getattr(local, "templates", None)
+        if tp is not None and tp[0] == problem_key:
+            entries.append(tp[1])
+        local.templates = None
+        with self._lock:
+            if len(self._pending) > 4096:  # benchmarks that never reported (failed compiles)
+                self._pending.clear()
+            self._pending[tuple(id(c) for c in kept_items)] = entries
+
+    # -- the two hook points --------------------------------------------------------
+    def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str) -> list:
+        return self._guarded("templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name),
+                             compat.ktc_candidate)
+
+    def select_choices(self, choices: list) -> list:
+        return self._guarded("choices", choices, lambda: compat.choices_signature(choices),
+                             compat.caller_candidate)
+
+    def uuid(self) -> str:
+        """Stable across processes (it is part of Inductor's FX-graph cache key on 2.13)."""
+        source = getattr(self.ranker, "ident", type(self.ranker).__name__) if self.ranker is not None \
+            else (str(self.model) if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
+                  else type(self.model).__name__)
+        return f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}:{source}"
+
+
+# ---------------------------------------------------------------------------------------
+# installation
+_state = threading.local()
+_preprocess_lock = threading.Lock()
+_preprocess_registered = False
+
+
+def _active() -> Selector | None:
+    handler = compat.current_choices()
+    return getattr(handler, "kselect_selector", None)
+
+
+def _preprocess(choices):
+    """Global preprocessing fn: acts only while a kselect handler is Inductor's choices handler."""
+    sel = _active()
+    return choices if sel is None else sel.select_choices(list(choices))
+
+
+def _feedback(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+    """Global feedback saver: hands verify-mode measurements to the active selector."""
+    sel = _active()
+    if sel is not None and sel.mode == "verify":
+        try:
+            device = input_nodes[0].get_device() if input_nodes else None
+            sel.record_verified(list(choices), dict(timings), getattr(device, "type", "cuda"))
+        except Exception as exc:  # noqa: BLE001 -- never break a compile over the cache
+            warn_once(f"verify-record:{type(exc).__name__}", f"kselect: could not cache a verified "
+                      f"winner ({type(exc).__name__}: {exc})")
+
+
+def _ensure_preprocess() -> None:
+    global _preprocess_registered
+    with _preprocess_lock:
+        if not _preprocess_registered:
+            compat.add_preprocessing_fn(_preprocess)
+            compat.add_feedback_saver(_feedback)
+            _preprocess_registered = True
+
+
+def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
+           ranker=None) -> Selector | None:
+    """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
+
+    model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
+    object with rank(problem, candidates) (overrides model; e.g. a MeasuredRanker on CPU).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    disable()
+    reset_warnings()
+    if mode == "off":
+        return None
+    sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker)
+    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
+    handler.kselect_selector = sel
+    _ensure_preprocess()
+    _state.restore = compat.install_choices(handler)
+    _state.selector = sel
+    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", mode, sel.k, keep_aten, cache_dir)
+    return sel
+
+
+def disable() -> None:
+    """Back to stock Inductor (the handler that was installed before enable())."""
+    restore = getattr(_state, "restore", None)
+    if restore is not None:
+        restore()
+    _state.restore = None
+    _state.selector = None
+
+
+def current() -> Selector | None:
+    return getattr(_state, "selector", None)
+
+
+@contextlib.contextmanager
+def selecting(mode: str = "verify", **kwargs):
+    """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then as before."""
+    prev = current()
+    sel = enable(mode, **kwargs)
+    try:
+        yield sel
+    finally:
+        disable()
+        if prev is not None:  # re-install the outer configuration
+            enable(prev.mode, k=prev.k, model=prev.model,
+                   cache_dir=prev.cache.root if prev.cache else None,
+                   keep_aten=prev.keep_aten, ranker=prev.ranker)
+
+
+def enable_from_env(environ=None) -> Selector | None:
+    """enable() from KSELECT_MODE / KSELECT_K / KSELECT_CACHE_DIR / KSELECT_MODEL (see options)."""
+    o = read_options(environ)
+    if o["mode"] == "off":
+        return None
+    return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None)

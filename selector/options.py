@@ -1,0 +1,73 @@
+"""Every KSELECT_* environment option of the selector, declared once, typed, with its help.
+
+Modelled on FlyDSL's env manager: one table is the single source of truth, `read()` parses
+the environment against it (bad values raise, naming the variable) and `describe()` prints it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MODES = ("off", "verify", "predict")
+
+
+class OptionError(ValueError):
+    """An environment option with a value outside its declared type or choices."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+    choices: tuple = ()
+
+    def parse(self, raw: str | None) -> Any:
+        if raw is None or raw == "":
+            return self.default
+        try:
+            value = self.type(raw.strip())
+        except ValueError:
+            raise OptionError(f"{self.name}={raw!r}: expected {self.type.__name__}") from None
+        if self.choices and value not in self.choices:
+            raise OptionError(f"{self.name}={raw!r}: expected one of {self.choices}")
+        return value
+
+
+def _positive_int(raw: str) -> int:
+    v = int(raw)
+    if v < 1:
+        raise ValueError(raw)
+    return v
+
+
+_positive_int.__name__ = "int >= 1"
+
+OPTIONS: tuple[Option, ...] = (
+    Option("KSELECT_MODE", str.lower, "off", "off = stock Inductor; verify = benchmark the model's "
+           "adaptive top-k (+ATen); predict = take the model's top-1, benchmark nothing", MODES),
+    Option("KSELECT_K", _positive_int, 4, "verify mode: most candidates kept per template stage"),
+    Option("KSELECT_CACHE_DIR", str, "", "directory of the persistent decision cache (empty = no cache)"),
+    Option("KSELECT_MODEL", str, "", "cost-model booster file (empty = the shipped model for this GPU)"),
+)
+
+
+def read(environ=None) -> dict:
+    """{option name without prefix, lower case: parsed value} from `environ` (default os.environ)."""
+    env = os.environ if environ is None else environ
+    return {o.name[len("KSELECT_"):].lower(): o.parse(env.get(o.name)) for o in OPTIONS}
+
+
+def describe() -> str:
+    """Help text of every option: name, type, default, description."""
+    lines = []
+    for o in OPTIONS:
+        ch = f" {{{', '.join(o.choices)}}}" if o.choices else ""
+        lines.append(f"{o.name} ({o.type.__name__}{ch}, default {o.default!r}): {o.help}")
+    return "\n".join(lines)
+
+
+def print_options() -> None:
+    print(describe())

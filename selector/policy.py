@@ -1,0 +1,173 @@
+"""Rankers score a problem's candidates; the policy turns scores into the kept set.
+
+A `Ranker` answers one question: `rank(problem, candidates) -> scores` (lower = predicted
+faster; NaN or inf = no opinion / cannot run). It raises `RankerUnavailable` when it has no
+data for this device, dtype or problem, and the selector leaves that GEMM to stock Inductor.
+
+- `CostModelRanker`: the learned XGBoost cost model (the real one, GPU).
+- `MeasuredRanker`: a table of measured times (candidate key -> ms per problem key); honest
+  where a model cannot serve (CPU CI, a device without a trained model).
+
+`choose_kept` is the policy: predict keeps the top-1; verify keeps an adaptive top-k (fewer
+when #1 is far ahead, more when close, never more than the cap) plus ATen as a safety net.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.problem import Problem
+
+
+class RankerUnavailable(RuntimeError):
+    """This ranker cannot score this device / dtype / problem; the message says why."""
+
+    def __init__(self, cause: str, message: str):
+        super().__init__(message)
+        self.cause = cause
+
+
+class Ranker(Protocol):
+    #: True when scores are log(predicted time): the policy then reads gaps as time ratios.
+    log_time_scores: bool
+    #: what identifies the ranker's knowledge (model hash, table hash): part of cache keys
+    ident: str
+
+    def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray: ...
+
+
+class CostModelRanker:
+    """The shipped learned cost model; refuses devices and dtypes it was not trained on."""
+
+    log_time_scores = False
+
+    def __init__(self, model, fingerprint: Mapping | None):
+        self.model = model
+        self.fingerprint = fingerprint
+        meta = getattr(model, "metadata_", {}) or {}
+        training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
+        self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
+        self.ident = "model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
+
+    def check(self) -> None:
+        """Raise RankerUnavailable unless the model accepts this device (CostModel.check_device)."""
+        from .model import ModelError
+
+        if not self.fingerprint or not self.fingerprint.get("gpu_name"):
+            raise RankerUnavailable("no-gpu", "kselect: this device has no GPU fingerprint; the cost "
+                                    "model only ranks the GPU it was trained on -- stock autotuning")
+        try:
+            self.model.check_device(self.fingerprint)
+        except ModelError as exc:
+            raise RankerUnavailable("device", f"kselect: {exc} -- stock autotuning") from None
+
+    def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
+        if problem.dtype not in self.dtypes:
+            raise RankerUnavailable(f"dtype-{problem.dtype}", f"kselect: the cost model has no "
+                                    f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning")
+        from .features import featurize_candidates
+
+        X = featurize_candidates(problem, list(candidates), self.model.fingerprint)
+        return np.asarray(self.model.selection_cost(X), dtype=np.float64)
+
+
+class MeasuredRanker:
+    """Scores = log of measured time from a table {problem key: {candidate key: ms}}."""
+
+    log_time_scores = True
+
+    def __init__(self, table: Mapping[str, Mapping[str, float]], name: str = "measured"):
+        self.table = {p: {c: float(t) for c, t in row.items()} for p, row in table.items()}
+        import hashlib
+        import json
+
+        self.ident = name + ":" + hashlib.sha256(
+            json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
+
+    @classmethod
+    def from_csv(cls, path: str | Path) -> "MeasuredRanker":
+        """CSV with columns problem, candidate, ms (one row per measurement)."""
+        table: dict = {}
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                table.setdefault(row["problem"], {})[row["candidate"]] = float(row["ms"])
+        return cls(table, name=Path(path).stem)
+
+    def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
+        row = self.table.get(problem.key)
+        if not row:
+            raise RankerUnavailable(f"no-measurements:{problem.key}",
+                                    f"kselect: no measurements for {problem.key} -- stock autotuning")
+        return np.array([math.log(row[c.key]) if row.get(c.key, 0) > 0 else math.nan
+                         for c in candidates], dtype=np.float64)
+
+
+def is_aten(c: Candidate) -> bool:
+    return c.backend == "aten"
+
+
+def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.10,
+               spread: float = 0.5) -> int:
+    """How many of the sorted `scores` (ascending, finite) to keep: 1..cap.
+
+    With log-time scores, keep those predicted within `margin` (10%) of #1; otherwise (ranking
+    margins with no unit) keep those within `spread` standard deviations of #1. Always >= 1:
+    a clear winner keeps one, a close race keeps up to `cap`.
+    """
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    if len(s) == 0:
+        return 0
+    if log_time:
+        tol = math.log1p(margin)
+    else:
+        sd = float(np.std(s)) if len(s) > 1 else 0.0
+        tol = spread * sd
+    n_close = int(np.sum(s - s[0] <= tol + 1e-12))
+    return max(1, min(cap, n_close))
+
+
+def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
+                keep_aten: bool, log_time: bool) -> tuple[list[int], str]:
+    """Indices of the kept candidates (best first) and a one-line reason."""
+    scores = np.asarray(scores, dtype=np.float64)
+    finite = np.flatnonzero(np.isfinite(scores))
+    if len(finite) == 0:
+        raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
+    order = finite[np.argsort(scores[finite], kind="stable")]
+    if mode == "predict":
+        return [int(order[0])], "predict: top-1"
+    n = adaptive_k(scores[order], k, log_time)
+    kept = [int(i) for i in order[:n]]
+    why = f"verify: adaptive k={n} of cap {k}"
+    if keep_aten:
+        aten = [i for i, c in enumerate(candidates) if is_aten(c) and i not in kept]
+        if aten:
+            kept.append(aten[0])
+            why += " + ATen safety net"
+    return kept, why
+
+
+# Inductor's autotune times cuBLAS up to 1.57x slower than it really runs on the H200
+# (reports/faithfulness-h200); Triton choices it times within ~6%.
+ATEN_MISREAD_GPU = 1.6
+
+
+def verified_keep(measured: Mapping[Candidate, float], device_type: str) -> list[Candidate]:
+    """What verify mode caches after Inductor benchmarked the kept set: its winner, unless the
+    winner could be an artefact of Inductor mis-timing ATen on a GPU (ATen within the known
+    misread factor) -- then both stay, and the next compile measures just those two."""
+    finite = {c: t for c, t in measured.items() if t == t and t != math.inf and t > 0}
+    if not finite:
+        return []
+    best = min(finite, key=finite.get)
+    if device_type == "cpu" or is_aten(best):
+        return [best]
+    aten = [c for c in finite if is_aten(c)]
+    if aten and min(finite[c] for c in aten) <= finite[best] * ATEN_MISREAD_GPU:
+        return [best, min(aten, key=finite.get)]
+    return [best]

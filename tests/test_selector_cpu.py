@@ -1,0 +1,411 @@
+"""The Inductor plug-in end to end on the CPU (torch 2.13, max-autotune, frozen Linear + bmm).
+
+Six max-autotune compiles of one module with three GEMMs (a frozen Linear, a bmm, a bmm with a
+transposed operand); each GEMM has an ATen/MKL choice and a CPP micro-GEMM choice. What Inductor
+benchmarks is counted by a feedback saver -- Inductor's own record, not ours. The ranker on the
+CPU is a MeasuredRanker built from the stock compile's real measurements (the shipped model is
+for the H200 and rightly refuses this machine, which a unit test checks).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kselect.kernels.candidate import Candidate  # noqa: E402
+from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector import inductor as ksi  # noqa: E402
+from kselect.selector import inductor_compat as compat  # noqa: E402
+from kselect.selector import options  # noqa: E402
+from kselect.selector.cache import DecisionCache  # noqa: E402
+from kselect.selector.policy import (MeasuredRanker, RankerUnavailable, adaptive_k,  # noqa: E402
+                                     choose_kept, verified_keep)
+from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
+
+N_GEMMS = 3
+
+
+class ThreeGemms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(96, 80)
+
+    def forward(self, x, a, b, bt):
+        return self.lin(x), torch.bmm(a, b), torch.bmm(a, bt.transpose(1, 2))
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(64, 96, generator=g), torch.randn(4, 64, 96, generator=g),
+            torch.randn(4, 96, 80, generator=g), torch.randn(4, 80, 96, generator=g))
+
+
+class Benchmarks:
+    """Inductor's feedback saver: every autotune that benchmarked something, with its timings."""
+
+    def __init__(self):
+        self.runs: list[tuple[str, dict, list]] = []
+
+    def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+        self.runs.append((name, dict(timings), list(choices)))
+
+    def counts(self) -> list[int]:
+        return [len(t) for _, t, _ in self.runs]
+
+
+@pytest.fixture(scope="module")
+def inductor(tmp_path_factory):
+    """max-autotune + freezing with every Inductor cache off and under tmp; yields a Benchmarks."""
+    tmp = tmp_path_factory.mktemp("inductor")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
+    patch.setenv("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
+    bench = Benchmarks()
+    remove = compat.add_feedback_saver(bench)
+    with torch._inductor.config.patch(max_autotune=True, freezing=True, force_disable_caches=True):
+        yield bench
+    remove()
+    ksi.disable()
+    patch.undo()
+
+
+def compile_and_check(bench: Benchmarks) -> list[int]:
+    """One fresh max-autotune compile; asserts outputs match eager; returns benchmark sizes."""
+    bench.runs.clear()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = ThreeGemms().eval()
+    args = _inputs()
+    with torch.no_grad():
+        got = torch.compile(model)(*args)
+        want = model(*args)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    return bench.counts()
+
+
+@pytest.fixture(scope="module")
+def stock(inductor):
+    """The stock compile: what Inductor benchmarks without kselect, and the measured table."""
+    ksi.disable()
+    counts = compile_and_check(inductor)
+    table: dict = {}
+    for _name, timings, choices in inductor.runs:
+        problem, _, _ = compat.choices_signature(choices)  # as the selector reads them
+        for choice, ms in timings.items():
+            table.setdefault(problem.key, {})[compat.caller_candidate(choice).key] = ms
+    return counts, table
+
+
+@pytest.fixture
+def fresh(inductor):
+    yield inductor
+    ksi.disable()
+
+
+def _kept_records(caplog) -> list[tuple[str, int]]:
+    out = []
+    for r in caplog.records:
+        m = re.search(r"kselect choices (\S+): (\d+) candidates seen, kept (\d+)", r.getMessage())
+        if m:
+            out.append((m.group(1), int(m.group(3))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# end to end
+def test_stock_compile_benchmarks_every_choice(stock):
+    counts, table = stock
+    assert len(counts) == N_GEMMS and all(n >= 2 for n in counts)
+    # a frozen Linear is x @ W^T ("nt"; mkldnn's packed_linear hands Inductor no bias node);
+    # the second bmm's B is stored transposed
+    assert {"mm:64x80x96:fp32:nt", "bmm4x:64x80x96:fp32:nn", "bmm4x:64x80x96:fp32:nt"} == set(table)
+    assert all(any(k.startswith("aten:") for k in row) and any(k.startswith("cpp:") for k in row)
+               for row in table.values())
+
+
+def test_predict_keeps_top1_and_benchmarks_nothing(stock, fresh, caplog):
+    _, table = stock
+    caplog.set_level(logging.INFO, logger="kselect.selector")
+    sel = ksi.enable("predict", ranker=MeasuredRanker(table))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", KselectFallbackWarning)
+        counts = compile_and_check(fresh)
+    assert counts == []  # one choice left per GEMM: Inductor benchmarked nothing
+    kept = _kept_records(caplog)
+    assert sorted(p for p, _ in kept) == sorted(table) and all(n == 1 for _, n in kept)
+    chosen = {m.group(1): m.group(2) for r in caplog.records
+              if (m := re.search(r"kselect choices (\S+): .*chosen \['([^']+)'\]", r.getMessage()))}
+    assert chosen == {p: min(row, key=row.get) for p, row in table.items()}
+    assert sel.stats["decisions"] == N_GEMMS and sel.stats["fallbacks"] == 0
+
+
+def test_verify_prunes_to_k_and_cache_makes_recompile_benchmark_free(stock, fresh, caplog, tmp_path):
+    _, table = stock
+    caplog.set_level(logging.INFO, logger="kselect.selector")
+    ranker = MeasuredRanker(table)
+    sel = ksi.enable("verify", k=1, cache_dir=tmp_path / "decisions", ranker=ranker)
+    counts = compile_and_check(fresh)
+    kept = dict(_kept_records(caplog))
+    assert len(kept) == N_GEMMS
+    # k=1 + the ATen safety net: at most 2 kept, and Inductor benchmarked exactly the kept set
+    assert all(n <= 2 for n in kept.values())
+    assert sorted(counts) == sorted(n for n in kept.values() if n > 1)
+    assert sel.stats["verified"] == len(counts)
+    files = list((tmp_path / "decisions").rglob("*.json"))
+    assert len(files) == N_GEMMS and all(json.loads(f.read_text())["kept"] for f in files)
+
+    # a new process-like start: Dynamo reset, Inductor caches off, a new Selector on the same dir
+    caplog.clear()
+    sel2 = ksi.enable("verify", k=1, cache_dir=tmp_path / "decisions", ranker=ranker)
+    assert compile_and_check(fresh) == []  # every GEMM: the cached, verified winner only
+    assert sel2.stats == {"decisions": 0, "cache_hits": N_GEMMS, "fallbacks": 0, "verified": 0}
+
+
+def _one_fallback_warning(bench, stock_counts) -> str:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counts = compile_and_check(bench)
+    ours = [w for w in caught if issubclass(w.category, KselectFallbackWarning)]
+    assert len(ours) == 1, [str(w.message) for w in ours]  # one per cause, not one per GEMM
+    assert sorted(counts) == sorted(stock_counts)  # stock behaviour: every choice benchmarked
+    return str(ours[0].message)
+
+
+def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
+    from kselect.selector.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+    from kselect.selector.model import MODEL_FORMAT
+
+    bad = tmp_path / "bad.json"  # a valid sidecar, a truncated booster
+    bad.write_text('{"learner": {"truncated')
+    (tmp_path / "bad.meta.json").write_text(json.dumps({
+        "format": MODEL_FORMAT, "feature_schema_version": FEATURE_SCHEMA_VERSION,
+        "feature_names": list(FEATURE_NAMES)}))
+    sel = ksi.enable("predict", model=str(bad))
+    msg = _one_fallback_warning(fresh, stock[0])
+    assert "not an XGBoost model" in msg
+    assert sel.stats["fallbacks"] == N_GEMMS
+
+
+class FailingRanker:
+    """A ranker with a bug: every call raises."""
+
+    log_time_scores = True
+    ident = "failing"
+
+    def rank(self, problem, candidates):
+        raise ZeroDivisionError("ranker bug")
+
+
+def test_raising_ranker_falls_back_once(stock, fresh):
+    sel = ksi.enable("verify", k=2, ranker=FailingRanker())
+    msg = _one_fallback_warning(fresh, stock[0])
+    assert "ZeroDivisionError" in msg and "stock" in msg
+    assert sel.stats["fallbacks"] == N_GEMMS
+
+
+# ---------------------------------------------------------------------------------------
+# units (no compile)
+def _h200_fingerprint():
+    from kselect.models import shipped_model_path
+
+    try:
+        return json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"]
+    except FileNotFoundError:
+        pytest.skip("the shipped H200 model is not in this checkout")
+
+
+def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
+    h200 = _h200_fingerprint()
+    sel = ksi.Selector("predict")
+    with pytest.raises(RankerUnavailable) as e:
+        sel.ranker_for(compat.device_fingerprint(torch.device("cpu")))
+    assert e.value.cause == "no-gpu"
+    other = {**h200, "gpu_name": "NVIDIA A100-SXM4-80GB", "sm_count": 108,
+             "fingerprint_id": "a100"}
+    with pytest.raises(RankerUnavailable):
+        sel.ranker_for(other)
+    ranker = sel.ranker_for(h200)
+    cands = [Candidate.make("aten", "mm")] + [
+        Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
+        for bm in (16, 64, 128) for bn in (32, 128, 256)]
+    scores = ranker.rank(Problem(333, 7168, 5120, "bf16"), cands)
+    assert scores.shape == (len(cands),) and np.isfinite(scores).all()
+    with pytest.raises(RankerUnavailable) as e:  # no fp32 data in the shipped model
+        ranker.rank(Problem(333, 7168, 5120, "fp32"), cands)
+    assert e.value.cause == "dtype-fp32"
+
+
+def test_gemm_signature_reads_ops_and_layouts():
+    from torch._inductor.ir import Buffer, FixedLayout
+
+    def buf(name, size, stride):
+        return Buffer(name=name, layout=FixedLayout(torch.device("cpu"), torch.bfloat16, size, stride))
+
+    a, a_t = buf("a", [64, 96], [96, 1]), buf("at", [64, 96], [1, 64])
+    b, w = buf("b", [96, 80], [80, 1]), buf("w", [80, 96], [96, 1])
+    bias = buf("bias", [64, 80], [0, 1])  # broadcast row: never mistaken for A
+    cases = [((a, b), [64, 80], None, "mm:64x80x96:bf16:nn"),
+             ((a_t, w), [64, 80], "mm", "mm:64x80x96:bf16:tt"),
+             ((bias, a, w), [64, 80], None, "addmm:64x80x96:bf16:nt"),
+             ((buf("ba", [3, 64, 96], [6144, 96, 1]), buf("bb", [3, 96, 80], [7680, 1, 96])), [3, 64, 80],
+              "bmm", "bmm3x:64x80x96:bf16:nt")]
+    for nodes, out, op, key in cases:
+        problem, fields, device = compat.gemm_signature(nodes, out, op)
+        assert problem.key == key and device.type == "cpu"
+        assert [i[1] for i in fields["inputs"]] == [list(n.get_stride()) for n in nodes]
+    with pytest.raises(ValueError):
+        compat.gemm_signature((a, buf("x", [50, 80], [80, 1])), [64, 80])
+
+
+def test_adaptive_k_follows_confidence_and_never_exceeds_cap():
+    close = np.log([1.00, 1.02, 1.05, 1.08, 1.09, 1.5])
+    far = np.log([1.00, 1.4, 1.5, 1.6])
+    assert adaptive_k(close, cap=4, log_time=True) == 4
+    assert adaptive_k(close, cap=2, log_time=True) == 2
+    assert adaptive_k(far, cap=4, log_time=True) == 1
+    # unit-free ranking margins: judged against their spread
+    assert adaptive_k(np.array([0.0, 0.01, 0.02, 5.0, 6.0, 7.0]), cap=8, log_time=False) == 3
+    assert adaptive_k(np.array([0.0, 9.0, 9.5, 10.0]), cap=8, log_time=False) == 1
+
+
+def test_choose_kept_modes_and_aten_safety_net():
+    cands = [Candidate.make("triton", "mm", BLOCK_M=b) for b in (16, 32, 64)] + [Candidate.make("aten", "mm")]
+    scores = np.log([1.0, 1.01, 2.0, 3.0])
+    assert choose_kept(cands, scores, "predict", 4, True, True)[0] == [0]
+    kept, why = choose_kept(cands, scores, "verify", 4, True, True)
+    assert kept == [0, 1, 3] and "ATen" in why
+    assert choose_kept(cands, scores, "verify", 4, False, True)[0] == [0, 1]
+    with pytest.raises(RankerUnavailable):
+        choose_kept(cands, np.full(4, np.nan), "verify", 4, True, True)
+
+
+def test_known_broken_choices_are_never_kept(monkeypatch):
+    dk = Candidate.make("triton", "decompose_k", k_split=4)
+    bf16 = Problem(16, 4096, 131072, "bf16")
+    monkeypatch.setattr(torch, "__version__", "2.11.0+cu130")
+    assert compat.known_broken(dk, bf16) and not compat.known_broken(dk, Problem(16, 4096, 131072, "fp16"))
+    sel = ksi.Selector("predict", ranker=MeasuredRanker({bf16.key: {dk.key: 0.25, "aten:mm": 0.30}}))
+    fp = compat.device_fingerprint(torch.device("cpu"))
+    kept, _ = sel.select("templates", bf16, {}, fp, [dk, Candidate.make("aten", "mm")])
+    assert kept == [1]  # the measured-faster decompose-k cannot run on 2.11
+    monkeypatch.setattr(torch, "__version__", "2.13.0")
+    assert not compat.known_broken(dk, bf16)
+
+
+def test_env_var_enables_on_import(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import kselect.selector as s, kselect.selector.inductor as i; "
+            "sel = i.current(); print(sel.mode, sel.k, sel.cache.root); s.print_options()")
+    env = {**os.environ, "KSELECT_MODE": "predict", "KSELECT_K": "2", "KSELECT_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, *help_lines = out.stdout.splitlines()
+    assert first == f"predict 2 {tmp_path}" and len(help_lines) == len(options.OPTIONS)
+
+
+def test_measured_ranker_from_csv(tmp_path):
+    csv = tmp_path / "cpu.csv"
+    csv.write_text("problem,candidate,ms\nmm:8x8x8:fp32:nn,aten:mm,0.5\nmm:8x8x8:fp32:nn,cpp:gemm,0.25\n")
+    ranker = MeasuredRanker.from_csv(csv)
+    cands = [Candidate.make("aten", "mm"), Candidate.make("cpp", "gemm"), Candidate.make("cpp", "other")]
+    scores = ranker.rank(Problem(8, 8, 8, "fp32", "nn"), cands)
+    assert scores[1] < scores[0] and np.isnan(scores[2])
+    with pytest.raises(RankerUnavailable):
+        ranker.rank(Problem(8, 8, 16, "fp32", "nn"), cands)
+
+
+def test_verified_keep_distrusts_inductor_aten_numbers_on_gpu_only():
+    tri, aten = Candidate.make("triton", "mm", BLOCK_M=64), Candidate.make("aten", "mm")
+    assert verified_keep({tri: 0.050, aten: 0.060}, "cuda") == [tri, aten]  # ATen maybe misread
+    assert verified_keep({tri: 0.050, aten: 0.100}, "cuda") == [tri]  # beyond the misread factor
+    assert verified_keep({tri: 0.050, aten: 0.060}, "cpu") == [tri]
+    assert verified_keep({tri: float("inf")}, "cuda") == []
+
+
+def test_cache_roundtrip_and_corrupt_file_warns_once(tmp_path):
+    reset_warnings()
+    cache = DecisionCache(tmp_path)
+    cache.put("ab12", ["aten:mm"], {"op": "mm"})
+    assert cache.get("ab12") == ["aten:mm"] and cache.get("ffff") is None
+    for key in ("cd34", "cd35"):
+        (tmp_path / key[:2]).mkdir(exist_ok=True)
+        (tmp_path / key[:2] / f"{key}.json").write_text('{"format": 1, "kept": [')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.get("cd34") is None and cache.get("cd35") is None
+    assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def _writer(root, i):
+    cache = DecisionCache(root)
+    for j in range(50):
+        cache.put("samekey", [f"cand{i}-{j}"])
+
+
+def test_cache_is_safe_with_concurrent_writers(tmp_path):
+    procs = [mp.get_context("spawn").Process(target=_writer, args=(str(tmp_path), i)) for i in range(3)]
+    for p in procs:
+        p.start()
+    cache = DecisionCache(tmp_path)
+    reset_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        while any(p.is_alive() for p in procs):
+            cache.get("samekey")  # never a torn file: None or a whole decision
+    assert not [w for w in caught if issubclass(w.category, KselectFallbackWarning)]
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    assert re.fullmatch(r"cand\d-49", cache.get("samekey")[0])  # some writer's last decision
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_options_env_and_help():
+    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": ""}
+    assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
+    for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"}):
+        with pytest.raises(options.OptionError, match=next(iter(bad))):
+            options.read(bad)
+    text = options.describe()
+    assert all(o.name in text for o in options.OPTIONS)
+
+
+def test_enable_from_env_installs_and_disable_restores(tmp_path):
+    before = compat.current_choices()
+    try:
+        sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
+                                   "KSELECT_CACHE_DIR": str(tmp_path)})
+        assert (sel.mode, sel.k, sel.cache.root) == ("verify", 3, tmp_path)
+        assert compat.current_choices().kselect_selector is sel
+        with ksi.selecting("predict", k=1) as inner:
+            assert compat.current_choices().kselect_selector is inner
+        assert compat.current_choices().kselect_selector.mode == "verify"  # outer one back
+    finally:
+        ksi.disable()
+    assert compat.current_choices() is before
+    assert ksi.enable_from_env({"KSELECT_MODE": "off"}) is None
+    # the handler's uuid goes into Inductor's FX-graph cache key: stable, yet mode-specific
+    assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
+    with pytest.raises(ValueError):
+        ksi.enable("fast")
+
+
+def test_warn_once_per_cause():
+    reset_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert warn_once("c1", "first") and not warn_once("c1", "again") and warn_once("c2", "other")
+    assert [str(w.message) for w in caught] == ["first", "other"]
