@@ -96,17 +96,23 @@ def choices_handler(handler):
         V.set_choices_handler(old)
 
 
-def add_feedback_saver(fn) -> Callable[[], None]:
-    """Register an autotune feedback saver; returns a function that removes it."""
+def _register_with_selector_cache(adder: str, attribute: str, fn) -> Callable[[], None]:
+    """Call select_algorithm.<adder>(fn); return a function that takes fn back off the
+    algorithm-selector cache's <attribute> list (Inductor offers only clear-all)."""
     from torch._inductor import select_algorithm as sa
 
-    sa.add_feedback_saver(fn)
+    getattr(sa, adder)(fn)
 
     def remove():
-        savers = getattr(sa.get_algorithm_selector_cache(), "feedback_saver_fns", None)
-        if isinstance(savers, list) and fn in savers:
-            savers.remove(fn)
+        fns = getattr(sa.get_algorithm_selector_cache(), attribute, None)
+        if isinstance(fns, list) and fn in fns:
+            fns.remove(fn)
     return remove
+
+
+def add_feedback_saver(fn) -> Callable[[], None]:
+    """Register an autotune feedback saver; returns a function that removes it."""
+    return _register_with_selector_cache("add_feedback_saver", "feedback_saver_fns", fn)
 
 
 def choice_candidate(choice) -> Candidate | None:
@@ -310,15 +316,7 @@ def current_choices():
 def add_preprocessing_fn(fn) -> Callable[[], None]:
     """Register fn(list[ChoiceCaller]) -> list[ChoiceCaller] (sees every backend's choices after
     codegen; one left = nothing benchmarked); returns a function that removes it."""
-    from torch._inductor import select_algorithm as sa
-
-    sa.add_preprocessing_fn(fn)
-
-    def remove():
-        fns = getattr(sa.get_algorithm_selector_cache(), "preprocessing_fns", None)
-        if isinstance(fns, list) and fn in fns:
-            fns.remove(fn)
-    return remove
+    return _register_with_selector_cache("add_preprocessing_fn", "preprocessing_fns", fn)
 
 
 def known_broken(candidate: Candidate, problem) -> bool:
