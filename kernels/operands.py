@@ -63,6 +63,15 @@ def make_operands(problem: Problem, device="cuda", seed: int = 0) -> Operands:
     return Operands(a, b, out, bias)
 
 
+def rotating_operands(problem: Problem, l2_bytes: int, device="cuda", first=None) -> list[Operands]:
+    """`first` (or fresh seed-0 operands) plus enough copies for cold-L2 timing rotation."""
+    from .timing import rotation_count
+
+    base = first if first is not None else make_operands(problem, device, seed=0)
+    n = rotation_count(base.nbytes, l2_bytes)
+    return [base] + [make_operands(problem, device, seed=s) for s in range(1, n)]
+
+
 def reference(problem: Problem, ops: Operands):
     """float32 reference result on the operands' device."""
     import torch

@@ -136,8 +136,8 @@ def run_worker(plan: CollectPlan) -> int:
     """Measure the plan's problems on this process's GPU; returns 0 when done or timed out."""
     import torch
 
-    from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error
-    from kselect.kernels.timing import rotation_count, time_runners, warm_gpu
+    from kselect.kernels.operands import reference, rotating_operands
+    from kselect.kernels.timing import warm_gpu
 
     ds = DatasetDir(Path(plan.out))
     done = ds.done_keys()
@@ -190,10 +190,8 @@ def run_worker(plan: CollectPlan) -> int:
         if plan.deadline and time.time() > plan.deadline:
             log.warning("deadline reached; stopping before %s", p.key)
             break
-        base = make_operands(p, plan.device, seed=0)
-        n_sets = rotation_count(base.nbytes, l2)
-        sets = [base] + [make_operands(p, plan.device, seed=s) for s in range(1, n_sets)]
-        ref = reference(p, base)
+        sets = rotating_operands(p, l2, plan.device)
+        ref = reference(p, sets[0])
         aten_ms = None
         common_p = dict(common, workload=plan.workloads.get(p.key, ""))
         # ATen first: its time bounds how long a hopeless candidate may be timed.
@@ -201,14 +199,13 @@ def run_worker(plan: CollectPlan) -> int:
             inflight.write_text(json.dumps({"problem": p.to_dict(), "candidate": cand.to_json()}))
             fault.tick()
             rows.append(_measure(p, cand, backends[cand.backend], sets, ref, smem_limit,
-                                 plan.target_ms, aten_ms, common_p, plan.device,
-                                 (TOLERANCE, relative_error, time_runners)))
+                                 plan.target_ms, aten_ms, common_p, plan.device))
             if cand.backend == "aten" and rows[-1]["status"] == "ok":
                 aten_ms = rows[-1]["time_ms"]
             if bar is not None:
                 bar.update(1)
             flush()
-        del sets, base, ref
+        del sets, ref
         flush(force=True)
         if on_gpu:
             torch.cuda.empty_cache()
@@ -219,15 +216,20 @@ def run_worker(plan: CollectPlan) -> int:
     return 0
 
 
-def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device, fns) -> dict:
+def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
     import torch
 
+    from kselect.kernels.operands import TOLERANCE, relative_error
+    from kselect.kernels.timing import time_runners
+
     sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
-    TOLERANCE, relative_error, time_runners = fns
     smem = shared_memory_bytes(cand, p.dtype_bytes)
     stages = cand.get("num_stages", 1) or 1
-    if smem and (smem - 128) / stages * max(1, stages - 1) > smem_limit:
-        return row_for(p, cand, status="pruned", error=f"needs >= {(smem - 128) // stages * max(1, stages - 1)} B "
+    # Lower bound: the pipeline buffers of one stage fewer than asked (Inductor's estimate
+    # minus its 128-byte barrier allowance, per stage).
+    smem_needed = (smem - 128) // stages * max(1, stages - 1) if smem else 0
+    if smem_needed > smem_limit:
+        return row_for(p, cand, status="pruned", error=f"needs >= {smem_needed} B "
                        f"shared memory, device has {smem_limit} B", **common)
     t0 = time.time()
     try:

@@ -76,15 +76,15 @@ def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
     import triton
 
     from kselect.kernels.backend import get_backend
-    from kselect.kernels.operands import make_operands, reference, relative_error
-    from kselect.kernels.timing import rotation_count, time_runners
+    from kselect.kernels.operands import reference, relative_error, rotating_operands
+    from kselect.kernels.timing import time_runners
 
     rows = {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"}
             for c in cands}
     # collector
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    base = make_operands(problem, "cuda", seed=0)
-    sets = [base] + [make_operands(problem, "cuda", seed=s) for s in range(1, rotation_count(base.nbytes, l2))]
+    sets = rotating_operands(problem, l2)
+    base = sets[0]
     ref = reference(problem, base)
     for c in cands:
         backend = get_backend(c.backend)
@@ -123,8 +123,7 @@ def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
             rows[c.key]["compiled_rel_error"] = relative_error(out, reference(problem, ops))
             # Real runtime: the compiled function itself, under CUDA graphs (as
             # mode="max-autotune" runs it) with cold-L2 rotating inputs ...
-            sets = [ops] + [make_operands(problem, "cuda", seed=s)
-                            for s in range(2, 1 + rotation_count(ops.nbytes, l2))]
+            sets = rotating_operands(problem, l2, first=ops)
             rows[c.key]["compiled_ms"] = time_runners(
                 [lambda o=o: fn(o.a, o.b) for o in sets], target_ms=0.5, replays=9).median_ms
             del sets
