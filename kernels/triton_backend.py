@@ -84,7 +84,8 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
         const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n",
                      B_ROW_MAJOR=problem.layout[1] == "n")
         names = ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
-    spec = tuple(_stride_class(strides[n]) for n in names)
+    # K's class joins the strides': Triton specialises it (see triton_kernels).
+    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.K),)
     return LaunchPlan(candidate.template, tuple(sorted(const.items())), kw["num_warps"],
                       kw["num_stages"], problem.dtype, spec)
 
@@ -109,8 +110,8 @@ def _warmup(plan: LaunchPlan) -> None:
     """Compile `plan` into Triton's cache without launching (dtypes stand in for tensors)."""
     kernel = _kernel_for(plan.template)
     dt = _torch_dtype(plan.dtype)
-    strides = [_representative_stride(c) for c in plan.stride_spec]
-    args = [dt, dt, dt, 64, 64, 64, *strides]
+    *strides, k_class = [_representative_stride(c) for c in plan.stride_spec]
+    args = [dt, dt, dt, 64, 64, k_class, *strides]
     kernel.warmup(*args, grid=(1,), num_warps=plan.num_warps, num_stages=plan.num_stages,
                   ACC_TYPE=_acc_type(plan.dtype), **dict(plan.constexprs))
 

@@ -3,9 +3,11 @@ with M, N, K and strides as runtime arguments so one compile serves many shapes.
 
 Inductor bakes sizes into each generated kernel; we keep the algorithm (GROUP_M swizzle,
 EVEN_K-guarded masks, fp32 accumulator, the persistent tile loop over NUM_SMS programs
-with device-side tensor descriptors) and make sizes runtime values. M, N and K are not
-specialised (one binary per config, EVEN_K and layout), strides are (so unit strides still
-give vectorised loads). reports/faithfulness-* measures how close this stays to the kernels
+with device-side tensor descriptors) and make sizes runtime values. M and N are not
+specialised (one binary per config, EVEN_K and layout); strides and K are, to Triton's
+"1 / divisible by 16" classes, so unit strides give vectorised loads and the K masks of a
+non-EVEN_K loop still vectorise when K % 16 == 0 (unspecialised, they fell to scalar loads
+and ran up to 20x slower than Inductor's kernel, which bakes K in: reports/faithfulness-h200). reports/faithfulness-* measures how close this stays to the kernels
 Inductor itself generates. Imported only where Triton and a CUDA device exist.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit(do_not_specialize=["M", "N", "K"])
+@triton.jit(do_not_specialize=["M", "N"])
 def mm_kernel(A, B, C, M, N, K,
               stride_ab, stride_am, stride_ak,
               stride_bb, stride_bk, stride_bn,
@@ -65,7 +67,7 @@ def mm_kernel(A, B, C, M, N, K,
     tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["M", "N", "K"])
+@triton.jit(do_not_specialize=["M", "N"])
 def persistent_tma_kernel(A, B, C, M, N, K,
                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,

@@ -1,7 +1,7 @@
 """kselect.selector: features, cost model and the Inductor plug-in that picks GEMM kernels.
 
 `enable(...)`, `disable()`, `selecting(...)` install the plug-in (see docs/selector.md);
-with KSELECT_MODE=verify|predict in the environment, importing this package enables it.
+with KSELECT_MODE=verify|predict in the environment, `import torch` enables it (autoload.py).
 Torch is imported only when the plug-in is used.
 """
 import os as _os
@@ -22,6 +22,6 @@ def __getattr__(name):
 
 
 if _os.environ.get("KSELECT_MODE", "off").strip().lower() not in ("", "off"):
-    from .inductor import enable_from_env as _enable_from_env
+    from .autoload import load as _load  # also torch's autoload hook; runs once, never raises
 
-    _enable_from_env()
+    _load()

@@ -12,6 +12,7 @@ warning per cause: kselect can make a compile slower to tune, never wrong or cra
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import math
@@ -45,6 +46,8 @@ class Selector:
         self._rankers: dict = {}
         self._lock = threading.Lock()
         self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0}
+        # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
+        self.decisions: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
@@ -111,6 +114,8 @@ class Selector:
                                 bool(getattr(ranker, "log_time_scores", False)))
         ms = (time.perf_counter() - t0) * 1e3
         self.stats["decisions"] += 1
+        self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
+                               "kept": [keys[i] for i in kept], "ms": ms, "why": why})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept), why, ms, [keys[i] for i in kept])
         if log.isEnabledFor(logging.DEBUG):
@@ -133,10 +138,10 @@ class Selector:
             cand = compat.caller_candidate(choice)
             if cand is not None:
                 measured[cand] = min(float(t), measured.get(cand, math.inf))
-        keep = verified_keep(measured, device_type)
+        keep = verified_keep(measured, device_type, aten_faithful=bool(pend[0][3]))
         if not keep:
             return
-        for key, fields, keys in pend:
+        for key, fields, keys, _ in pend:
             if all(c.key in keys for c in keep):
                 self.cache.put(key, [c.key for c in keep], {**fields, "verified": True})
         self.stats["verified"] += 1
@@ -165,8 +170,16 @@ class Selector:
             log.debug("kselect %s failure", stage, exc_info=True)
             return items
         out = [items[i] for i in kept]
+        faithful = False
+        if self.mode == "verify" and len(out) > 1 and stage == "choices" \
+                and getattr(device, "type", device) == "cuda":
+            try:
+                faithful = compat.time_extern_under_cuda_graphs(out)
+            except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
+                warn_once(f"graph-timing:{type(exc).__name__}", f"kselect: cannot time ATen under "
+                          f"CUDA graphs ({exc}); its verify verdicts use the misread margin")
         if self.mode == "verify" and entry is not None and len(out) > 1:
-            self._await_verification(stage, problem.key, entry, out)
+            self._await_verification(stage, problem.key, (*entry, faithful), out)
         return out
 
     def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:

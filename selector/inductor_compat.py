@@ -319,6 +319,27 @@ def add_preprocessing_fn(fn) -> Callable[[], None]:
     return _register_with_selector_cache("add_preprocessing_fn", "preprocessing_fns", fn)
 
 
+def time_extern_under_cuda_graphs(choices) -> bool:
+    """Ask Inductor to time its extern (ATen) choices by replaying a CUDA graph.
+
+    Inductor's default timing of an extern call includes host dispatch gaps, so on the H200 it
+    reads cuBLAS 1.22-1.57x slower than it runs in the compiled program (reports/faithfulness-
+    h200) and stock picks slower Triton kernels; a graph replay removes that bias (Triton
+    choices keep Inductor's own timing, which is within ~6%). Returns True when this torch
+    honours the per-choice flag (2.13 has it), i.e. the winner Inductor reports is faithful.
+    """
+    from torch._inductor.select_algorithm import ExternKernelCaller
+
+    honoured = True
+    for choice in choices:
+        if isinstance(choice, ExternKernelCaller):
+            if hasattr(choice, "_benchmark_with_cudagraphs"):
+                choice._benchmark_with_cudagraphs = True
+            else:
+                honoured = False
+    return honoured
+
+
 def known_broken(candidate: Candidate, problem) -> bool:
     """Choices this torch builds but cannot run: on torch 2.11, every bf16 decompose-k choice
     fails inside Inductor (reports/faithfulness-h200). Predict mode must never keep one."""

@@ -157,15 +157,17 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
 ATEN_MISREAD_GPU = 1.6
 
 
-def verified_keep(measured: Mapping[Candidate, float], device_type: str) -> list[Candidate]:
+def verified_keep(measured: Mapping[Candidate, float], device_type: str,
+                   aten_faithful: bool = False) -> list[Candidate]:
     """What verify mode caches after Inductor benchmarked the kept set: its winner, unless the
     winner could be an artefact of Inductor mis-timing ATen on a GPU (ATen within the known
-    misread factor) -- then both stay, and the next compile measures just those two."""
+    misread factor, and ATen not timed under a CUDA graph) -- then both stay, and the next
+    compile measures just those two."""
     finite = {c: t for c, t in measured.items() if t == t and t != math.inf and t > 0}
     if not finite:
         return []
     best = min(finite, key=finite.get)
-    if device_type == "cpu" or is_aten(best):
+    if device_type == "cpu" or aten_faithful or is_aten(best):
         return [best]
     aten = [c for c in finite if is_aten(c)]
     if aten and min(finite[c] for c in aten) <= finite[best] * ATEN_MISREAD_GPU:

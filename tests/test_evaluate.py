@@ -145,3 +145,19 @@ def test_auto_objective_is_chosen_by_grouped_cv():
     best = max(card["cv_table"], key=lambda r: r["score"])
     assert model.objective == best["objective"] and best["objective"] in card["objective_reason"]
     assert card["cv_scheme"] == "family-kfold"  # 4 families >= 2 folds: groups are families
+
+
+def test_targets_on_oracle_shapes_are_checked_separately():
+    from kselect.training.evaluate_cli import check_targets
+
+    def ranker(all_g, oracle_g):
+        per = lambda g: {"pct_oracle_geomean": {1: g, 4: g}, "pct_oracle_p1": {1: g, 4: g}}  # noqa: E731
+        return {"all": per(all_g), "oracle": per(oracle_g)}
+
+    res = {"cost_model": ranker(0.995, 0.98), "roofline": ranker(0.90, 0.90),
+           "default": {"all": {"pct_oracle_geomean": 0.99}, "oracle": {"pct_oracle_geomean": 0.985}}}
+    assert check_targets(res)["pct_oracle_geomean_k4>=0.99"][1] is True
+    assert check_targets(res)["beats_every_baseline_at_every_k"] == [[], True]
+    strict = check_targets(res, "oracle")
+    assert strict["pct_oracle_geomean_k4>=0.99"][1] is False
+    assert strict["beats_every_baseline_at_every_k"] == [["default@k=1", "default@k=4"], False]

@@ -54,3 +54,20 @@ def test_backends_say_why_they_are_unavailable_on_cpu():
     avail = get_backend("triton").availability("cuda")
     assert not avail and ("CUDA" in avail.reason or "triton" in avail.reason)
     assert get_backend("aten").availability("cpu")
+
+
+def test_triton_compile_key_carries_k_divisibility_class():
+    """K is specialised (divisible by 16 or not) so non-EVEN_K masks vectorise; one binary
+    still serves every K of the same class and EVEN_K."""
+    from kselect.kernels.triton_backend import launch_plan
+
+    cand = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=128, GROUP_M=8,
+                          num_stages=4, num_warps=4)
+
+    def key(m, n, k):
+        return launch_plan(cand, Problem(M=m, N=n, K=k, layout="nt"), 132).compile_key
+
+    assert key(64, 4096, 4096) == key(333, 4096, 5120)        # same class, EVEN_K: shared
+    assert key(64, 4096, 4544) != key(64, 4096, 4096)          # EVEN_K differs
+    assert key(64, 4096, 4544) != key(64, 4096, 4545)          # K % 16 class differs
+    assert launch_plan(cand, Problem(M=64, N=4096, K=4544, layout="tn"), 132).stride_spec[-1] == 16

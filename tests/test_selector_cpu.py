@@ -332,6 +332,8 @@ def test_verified_keep_distrusts_inductor_aten_numbers_on_gpu_only():
     assert verified_keep({tri: 0.050, aten: 0.100}, "cuda") == [tri]  # beyond the misread factor
     assert verified_keep({tri: 0.050, aten: 0.060}, "cpu") == [tri]
     assert verified_keep({tri: float("inf")}, "cuda") == []
+    # ATen timed under a CUDA graph (no host-dispatch bias): Inductor's verdict is trusted
+    assert verified_keep({tri: 0.050, aten: 0.060}, "cuda", aten_faithful=True) == [tri]
 
 
 def test_cache_roundtrip_and_corrupt_file_warns_once(tmp_path):
@@ -409,3 +411,31 @@ def test_warn_once_per_cause():
         warnings.simplefilter("always")
         assert warn_once("c1", "first") and not warn_once("c1", "again") and warn_once("c2", "other")
     assert [str(w.message) for w in caught] == ["first", "other"]
+
+
+def test_zero_code_activation_through_torch_autoload(tmp_path):
+    """KSELECT_MODE alone (no kselect import) enables the plug-in at `import torch`; a bad
+    value warns and leaves `import torch` working."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import sys, torch\n"
+             "from kselect.selector import inductor_compat as c\n"
+             "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
+             "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor' in sys.modules)\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_")}
+
+    def run(**env):
+        return subprocess.run([sys.executable, "-c", probe], env={**base, **env}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    on = run(KSELECT_MODE="predict", KSELECT_K="2")
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.split() == ["predict", "True"]
+    off = run()
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.split() == ["none", "False"]     # unset: nothing imported, nothing installed
+    bad = run(KSELECT_MODE="fastest")
+    assert bad.returncode == 0, bad.stderr
+    assert bad.stdout.split()[0] == "none" and "KSELECT_MODE" in bad.stderr

@@ -1,7 +1,7 @@
 """`kselect amd`: train and evaluate the AMD backend-winner model over tuned-GEMM tables.
 
     kselect amd train --tables DIR --out models/amd-backend-winner
-    kselect amd evaluate --tables DIR --model models/amd-backend-winner.json [--json]
+    kselect amd evaluate --tables DIR --model models/amd-backend-winner.json [--json] [--nested]
 
 `evaluate` scores the given model on every row of DIR (in-sample when DIR trained it) and,
 when DIR holds several tables, re-trains with the model's own hyper-parameters and recipe
@@ -20,6 +20,9 @@ from kselect.training import amd_winner as aw
 IN_SAMPLE_SCOPE = ("the given model scored on every row of --tables (in-sample if these "
                    "tables trained it); baselines fitted on the same rows (majority: "
                    "in-sample; nearest_shape: each row's own entry left out)")
+NESTED_SCOPE = ("held out, nested: as leave_one_table_out, but for each held-out table "
+                "the recipe and hyper-parameters are chosen among amd_winner.NESTED_GRID "
+                "by grouped-by-table CV over the other tables only (per_table[].chosen)")
 LOTO_SCOPE = ("held out: for each table, a fresh model with the given model's "
               "hyper-parameters and recipe (and each baseline) is trained on the other "
               "tables and scored on it; every held-out row pooled")
@@ -43,7 +46,7 @@ def add_parser(subparsers) -> None:
                        help="weight every row equally instead of every table")
     train.add_argument("--keep-untimed", action="store_true",
                        help="also train on rows whose time is 0 (untuned defaults)")
-    for name, kind, default in (("n-estimators", int, 150), ("max-depth", int, 4),
+    for name, kind, default in (("n-estimators", int, 60), ("max-depth", int, 4),
                                 ("learning-rate", float, 0.1),
                                 ("colsample-bytree", float, 0.6), ("reg-lambda", float, 5.0)):
         train.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
@@ -59,6 +62,12 @@ def add_parser(subparsers) -> None:
     ev.add_argument("--keep-untimed", action="store_true",
                     help="also score rows whose time is 0 (untuned defaults)")
     ev.add_argument("--plot", type=Path, help="write the held-out confusion matrix PNG here")
+    ev.add_argument("--nested", action="store_true",
+                    help="also run leave-one-table-out with the recipe and hyper-parameters "
+                         "chosen per held-out table by grouped CV over the other tables "
+                         "(amd_winner.NESTED_GRID; a few minutes)")
+    ev.add_argument("--inner-folds", type=int, default=3,
+                    help="grouped-by-table inner folds of --nested (default 3)")
     ev.set_defaults(func=_evaluate)
     amd.set_defaults(func=lambda args: (amd.print_help(), 2)[1])
 
@@ -105,6 +114,8 @@ def _section(evaluation: aw.Evaluation, scope: str) -> dict:
 def _evaluate(args) -> int:
     if args.tolerance < 0:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
+    if args.inner_folds < 2:
+        raise ValueError(f"--inner-folds must be >= 2, got {args.inner_folds}")
     model = aw.BackendWinnerClassifier.load(args.model)
     frame = aw.load_tables(args.tables, measured_only=not args.keep_untimed)
     report = {"model": str(args.model), "tables_dir": str(args.tables),
@@ -119,6 +130,12 @@ def _evaluate(args) -> int:
         params = {k: v for k, v in meta["params"].items()}
         held = aw.leave_one_table_out(frame, recipe, params, args.tolerance)
         report["leave_one_table_out"] = _section(held, LOTO_SCOPE)
+        if args.nested:
+            nested = aw.leave_one_table_out(frame, recipe, params, args.tolerance,
+                                            candidates=aw.NESTED_GRID,
+                                            inner_folds=args.inner_folds)
+            report["leave_one_table_out_nested"] = _section(nested, NESTED_SCOPE)
+    report["label_noise"] = aw.label_noise_summary(frame, args.tolerance)
     if args.plot is not None:
         source = held.model if held is not None else report
         aw.plot_confusion(source, args.plot, "held-out (leave one table out)"
@@ -153,3 +170,13 @@ def _print_human(report: dict, out=sys.stdout) -> None:
     block("in-sample", report)
     if "leave_one_table_out" in report:
         block("leave-one-table-out", report["leave_one_table_out"])
+    if "leave_one_table_out_nested" in report:
+        block("leave-one-table-out, nested selection", report["leave_one_table_out_nested"])
+    noise = report.get("label_noise")
+    if noise:
+        nb = noise["series_neighbours"]
+        print(f"label noise (n={noise['rows']}): {noise['rows_provably_not_fastest']} rows "
+              f"provably not the fastest, {noise['rows_with_near_tie']} with a near-tie "
+              f"within {100 * noise['tolerance']:.0f}%; the M-neighbour in the same series "
+              f"has the same winner for {_pct(nb['nearest']).strip()}% (either neighbour "
+              f"{_pct(nb['either']).strip()}%)", file=out)

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "report": ("kselect.training.report_cli", "write an accuracy report with plots"),
     "amd": ("kselect.training.amd_cli", "AMD backend-winner model over tuned-GEMM tables"),
     "flydsl": ("kselect.training.flydsl_cli", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
+    "bench": ("kselect.training.bench_cli", "stock max-autotune vs kselect: tuning time and kernel speed"),
 }
 
 
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # reports quote the exact command that produced them
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
                         format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):

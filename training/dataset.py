@@ -201,13 +201,16 @@ class DatasetDir:
         df = self.load(on_corrupt="quarantine")
         return set(zip(df["problem_key"], df["candidate_key"]))
 
-    def compact(self) -> int:
+    def compact(self, transform=None) -> int:
         """Fold all part files into measurements.parquet; returns the row count.
 
         Crash-safe: the new compact file replaces the old atomically before any part is
         removed, and loading deduplicates, so a crash in between duplicates nothing.
+        `transform(df) -> df` may recompute derived columns (the oracle flag) on the way.
         """
         df = self.load(on_corrupt="raise")
+        if transform is not None:
+            df = conform(transform(df))
         df = df.sort_values(["problem_key", "candidate_key"]).reset_index(drop=True)
         self.root.mkdir(parents=True, exist_ok=True)
         parts = sorted(self.parts_dir.glob("*.parquet"))

@@ -89,14 +89,18 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         result["oracle_shapes"] = {k: main["oracle"][k] for k in
                                    ("shapes", "pct_oracle_geomean", "top1", "regret_p99", "pct_oracle_p1")}
     result["targets"] = check_targets(result["schemes"][schemes[0]])
+    if "oracle" in main:
+        # the strict reading: the oracle is the best of the full space, not of a sample
+        result["targets_oracle_shapes"] = check_targets(result["schemes"][schemes[0]], "oracle")
     timings["total_s"] = round(time.perf_counter() - t0, 1)
     result["timings"] = timings
     return result, costs, shapes
 
 
-def check_targets(res: dict) -> dict:
-    """The issue's targets on one scheme's results (all shapes): met or not, with the numbers."""
-    ours = res["cost_model"]["all"]
+def check_targets(res: dict, subset: str = "all") -> dict:
+    """The issue's targets on one scheme's results ('all' shapes or 'oracle' shapes only):
+    met or not, with the numbers."""
+    ours = res["cost_model"][subset]
     out = {
         "pct_oracle_geomean_k4>=0.99": [ours["pct_oracle_geomean"][4], ours["pct_oracle_geomean"][4] >= 0.99],
         "pct_oracle_geomean_k1>=0.97": [ours["pct_oracle_geomean"][1], ours["pct_oracle_geomean"][1] >= 0.97],
@@ -104,9 +108,9 @@ def check_targets(res: dict) -> dict:
     }
     worse = []
     for name, r in res.items():
-        if name not in BASELINES:
+        if name not in BASELINES or subset not in r:
             continue
-        a = r["all"]
+        a = r[subset]
         for k in ours["pct_oracle_geomean"]:
             theirs = a["pct_oracle_geomean"] if name == "default" else a["pct_oracle_geomean"][k]
             if ours["pct_oracle_geomean"][k] <= theirs:
@@ -141,6 +145,11 @@ def main(args) -> int:
         g = result["pct_oracle_geomean"]
         print(f"{result['primary']}: {result['shapes']} shapes; % of oracle " +
               "  ".join(f"k={k} {100 * g[k]:.2f}" for k in g) + f"; top-1 {100 * result['top1']:.1f}%")
+        if "oracle_shapes" in result:
+            o = result["oracle_shapes"]
+            print(f"  oracle shapes only (full space measured): {o['shapes']} shapes; % of oracle " +
+                  "  ".join(f"k={k} {100 * v:.2f}" for k, v in o["pct_oracle_geomean"].items()) +
+                  f"; top-1 {100 * o['top1']:.1f}%")
     return 0
 
 

@@ -1,0 +1,61 @@
+"""`kselect bench gemm` end to end on the CPU: real compiles in fresh processes, real timings.
+
+On the CPU, max-autotune does not tune a plain (unfrozen) mm and the shipped model refuses the
+device, so kselect falls back to stock; what this checks is the pipeline: every variant runs in
+its own process, each shape yields a correct compiled result, a time and a report. The numbers
+that matter come from the GPU (reports/bench-gemm-h200).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kselect.training import bench_gemm
+from kselect.training.cli import main
+
+
+def test_bench_gemm_cpu_end_to_end(tmp_path):
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n17,40,96,mm,fp32,nn\n")
+    out = tmp_path / "report"
+    rc = main(["bench", "gemm", "--shapes-file", str(shapes), "--device", "cpu",
+               "--variants", "plain,default,kselect-predict", "--out", str(out), "--json"])
+    assert rc == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["variant"], r["problem"]) for r in rows} == {
+        (v, p) for v in ("plain", "default", "kselect-predict")
+        for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn")}
+    for r in rows:
+        assert "error" not in r, r
+        assert r["correct"] and r["rel_error"] < 1e-4
+        assert r["kernel_ms"] > 0 and r["compile_s"] > 0
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    assert summary["variants"]["plain"]["shapes"] == 2
+    assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 2
+    readme = (out / "README.md").read_text()
+    assert "kselect bench gemm" in readme and "mm:17x40x96:fp32:nn" in readme
+
+
+def test_bench_gemm_rejects_unknown_variant():
+    with pytest.raises(bench_gemm.BenchError, match="unknown variant"):
+        bench_gemm.parse_variants("plain,fastest")
+
+
+def test_summary_ratios_are_exact_on_a_known_case():
+    def row(v, p, ms, cs):
+        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True,
+                "benchmarked": 0}
+
+    rows = [row("plain", "a", 1.0, 1.0), row("plain", "b", 1.0, 1.0),
+            row("default", "a", 2.0, 5.0), row("default", "b", 8.0, 9.0),
+            row("kselect-verify", "a", 1.0, 2.0), row("kselect-verify", "b", 2.0, 3.0),
+            dict(row("exhaustive", "a", 1.0, 101.0))]
+    s = bench_gemm.summarize(rows)
+    # kernel verify/default: geomean(1/2, 2/8) = sqrt(1/8)
+    assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(8 ** -0.5)
+    # tuning = compile - plain: verify (1, 2) vs default (4, 8) -> geomean(1/4, 2/8) = 1/4
+    assert s["tuning_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(0.25)
+    assert s["tuning_time_ratio"]["kselect-verify/exhaustive"] == {"shapes": 1, "geomean": pytest.approx(0.01)}
+    assert s["targets"]["verify tuning <= 1/3 of DEFAULT's"][1] is True
+    assert s["targets"]["verify kernel within 1% of EXHAUSTIVE (geomean ratio <= 1.01)"][1] is True

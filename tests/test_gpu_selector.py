@@ -1,0 +1,409 @@
+"""On the H200 (torch 2.11, Triton 3.6): kselect in max-autotune with the shipped bf16 model.
+
+One function holds the four GEMMs of the issue -- mm (x @ W^T, "nt"), addmm (a Linear with
+bias), bmm, and mm with A transposed (X^T @ dY, the weight-gradient GEMM, "tn") -- so the whole
+file makes four max-autotune compiles: predict, verify (k=2), verify again on the same decision
+cache, and an fp32 mm that must go stock. Every compile starts from torch._dynamo.reset() with
+Inductor's caches disabled (force_disable_caches; Triton's kernel cache stays: it saves compile
+time and decides nothing). What Inductor benchmarked is read from its own feedback saver (as in
+tests/test_selector_cpu.py), attributed to a GEMM by the problem key kselect reads from the
+same choices; what kselect decided is read from its log.
+
+The last test reports (as a GpuSelectorReport warning, shown in pytest's warnings summary) what
+each stage did per GEMM: "templates" (the KTC hook, before codegen) and "choices" (the
+preprocessing hook, after codegen). KSELECT_GPU_REPORT=<file.json> also dumps every detail.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import os
+import re
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kselect.kernels.candidate import Candidate  # noqa: E402
+from kselect.kernels.operands import relative_error  # noqa: E402
+from kselect.selector import inductor as ksi  # noqa: E402
+from kselect.selector import inductor_compat as compat  # noqa: E402
+from kselect.selector.policy import CostModelRanker  # noqa: E402
+from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")]
+
+K = 2          # verify mode's cap; with the ATen safety net at most K + 1 choices are benchmarked
+TOL = 2e-2     # relative Frobenius error vs an fp32 reference: bf16 rounding is ~4e-3
+COMPILE_MODE = "max-autotune-no-cudagraphs"
+INDUCTOR_PATCH = {"force_disable_caches": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
+
+
+@dataclass(frozen=True)
+class Gemm:
+    key: str      # the Problem key kselect reads from Inductor's input nodes
+    op: str       # what the decision cache's key fields record as "op" ...
+    out: tuple    # ... and as "out" (the output shape)
+
+
+# In the order four_gemms returns them. Skinny-M shapes with large N x K: the shipped model
+# (Dec 2026) ranks a Triton config first for each (it ranks ATen first for most small and
+# square shapes), so predict builds one Triton template and verify really benchmarks 2-3
+# choices. About 1.4 GB of bf16 operands; each GEMM runs in well under 0.1 ms on the H200.
+GEMMS = {
+    "mm_nt": Gemm("mm:16x16384x8192:bf16:nt", "mm", (16, 16384)),
+    "addmm_linear": Gemm("addmm:8x16384x8192:bf16:nt", "addmm", (8, 16384)),
+    "bmm": Gemm("bmm4x:8x14336x4096:bf16:nn", "bmm", (4, 8, 14336)),
+    "mm_transposed_a": Gemm("mm:8x14336x14336:bf16:tn", "mm", (8, 14336)),
+}
+FP32_KEY = "mm:64x512x256:fp32:nt"
+
+
+def four_gemms(x, w, xl, wl, bias, a, b, xk, dy):
+    return (x @ w.t(),                                  # mm, W stored (N, K): "nt"
+            torch.nn.functional.linear(xl, wl, bias),   # addmm(bias, x, W^T)
+            torch.bmm(a, b),                            # bmm, both row-major: "nn"
+            xk.t() @ dy)                                # dW = X^T @ dY, A stored transposed: "tn"
+
+
+def _randn(gen, dtype, *shape):
+    return torch.randn(*shape, generator=gen, device="cuda").to(dtype)
+
+
+def bf16_inputs():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    r = lambda *s: _randn(g, torch.bfloat16, *s)  # noqa: E731
+    return (r(16, 8192), r(16384, 8192),              # mm: x (M, K), W (N, K)
+            r(8, 8192), r(16384, 8192), r(16384),     # Linear: x (M, K), W (N, K), bias (N,)
+            r(4, 8, 4096), r(4, 4096, 14336),         # bmm: A (B, M, K), B (B, K, N)
+            r(14336, 8), r(14336, 14336))             # dW: X (K, M), dY (K, N)
+
+
+# kselect's log lines (selector/inductor.py)
+DECISION = re.compile(r"^kselect (templates|choices) (\S+): (\d+) candidates seen, kept (\d+) .*; chosen (\[.*\])$")
+HIT = re.compile(r"^kselect (templates|choices) (\S+): decision cache hit -> kept (\[.*\])$")
+
+
+@dataclass
+class Compiled:
+    """One max-autotune compile: outputs, Inductor's benchmarks, kselect's log and stats."""
+
+    outputs: tuple
+    runs: list            # (problem key, {Candidate: ms}) per Inductor benchmark (feedback saver)
+    log: list             # kselect.selector log messages
+    warnings: list        # KselectFallbackWarning messages
+    stats: dict
+    selector: object
+    seconds: float
+    cache_files: list = field(default_factory=list)  # decision-cache JSON right after the compile
+
+    def timed(self, key):
+        return [r for k, r in self.runs if k == key]
+
+    def benchmarked(self, key):
+        """Benchmarks that compared choices (a one-choice 'benchmark' compares nothing)."""
+        return [r for r in self.timed(key) if len(r) > 1]
+
+    def decisions(self, key):
+        """[(stage, candidates seen, kept keys)] for this GEMM, in order."""
+        return [(m.group(1), int(m.group(3)), ast.literal_eval(m.group(5)))
+                for m in map(DECISION.match, self.log) if m and m.group(2) == key]
+
+    def hits(self, key):
+        """[(stage, kept keys)] of decision-cache hits for this GEMM."""
+        return [(m.group(1), ast.literal_eval(m.group(3)))
+                for m in map(HIT.match, self.log) if m and m.group(2) == key]
+
+    def describe(self, key) -> str:
+        dec = ", ".join(f"{s} {seen}->{len(kept)} {kept}" for s, seen, kept in self.decisions(key)) or "none"
+        hits = ", ".join(f"{s} {kept}" for s, kept in self.hits(key)) or "none"
+        runs = [sorted(f"{c.key}={ms:.4f}ms" for c, ms in r.items()) for r in self.timed(key)]
+        return f"{key}: decisions [{dec}]; cache hits [{hits}]; Inductor benchmarked {runs}"
+
+    def to_json(self) -> dict:
+        return {"seconds": self.seconds, "stats": self.stats, "warnings": self.warnings, "log": self.log,
+                "runs": [(k, {c.key: ms for c, ms in r.items()}) for k, r in self.runs],
+                "cache_files": self.cache_files}
+
+
+class Benchmarks:
+    """Inductor's feedback saver: every autotune that benchmarked, keyed as kselect keys GEMMs."""
+
+    def __init__(self):
+        self.runs: list = []
+
+    def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+        try:
+            key = compat.choices_signature(list(choices))[0].key
+        except Exception as exc:  # noqa: BLE001 -- recorded, and the tests flag unknown keys
+            key = f"unreadable:{name}:{type(exc).__name__}"
+        measured: dict = {}
+        for choice, ms in dict(timings).items():
+            cand = compat.caller_candidate(choice) or Candidate.make("unmapped", str(getattr(choice, "name", "")))
+            measured[cand] = min(float(ms), measured.get(cand, float("inf")))
+        self.runs.append((key, measured))
+
+
+class LogLines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+class Harness:
+    def __init__(self, bench: Benchmarks, logs: LogLines):
+        self.bench, self.logs = bench, logs
+
+    def compile(self, mode: str, fn, args, **enable_kwargs) -> Compiled:
+        """A fresh max-autotune compile of fn(*args) with kselect in `mode` (shipped model)."""
+        from torch._inductor import config as inductor_config
+
+        self.bench.runs.clear()
+        self.logs.lines.clear()
+        torch._dynamo.reset()
+        sel = ksi.enable(mode, **enable_kwargs)
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with inductor_config.patch(INDUCTOR_PATCH):
+                    compiled = torch.compile(fn, mode=COMPILE_MODE, dynamic=False, fullgraph=True)
+                    outputs = compiled(*args)
+                torch.cuda.synchronize()
+        finally:
+            ksi.disable()
+        ours = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
+        return Compiled(outputs if isinstance(outputs, tuple) else (outputs,), list(self.bench.runs),
+                        list(self.logs.lines), ours, dict(sel.stats), sel, time.perf_counter() - t0)
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from kselect.models import shipped_model_path
+    from kselect.selector.model import DeviceMismatchError, check_device
+
+    # the wrong GPU skips; any other model problem must fail the tests (as fallbacks), not hide
+    fp = compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
+    try:
+        check_device(json.loads(shipped_model_path("h200-bf16.meta.json").read_text()), fp)
+    except DeviceMismatchError as exc:
+        pytest.skip(f"the shipped model is not for this GPU: {exc}")
+    bench, logs = Benchmarks(), LogLines()
+    logger = logging.getLogger("kselect.selector")
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(logs)
+    remove = compat.add_feedback_saver(bench)
+    try:
+        yield Harness(bench, logs)
+    finally:
+        remove()
+        ksi.disable()
+        logger.removeHandler(logs)
+        logger.setLevel(old_level)
+
+
+@pytest.fixture(scope="module")
+def operands(harness):
+    args = bf16_inputs()
+    return args, four_gemms(*[t.float() for t in args])
+
+
+@pytest.fixture(scope="module")
+def decisions_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("decisions")
+
+
+@pytest.fixture(scope="module")
+def predict(harness, operands):
+    return harness.compile("predict", four_gemms, operands[0])
+
+
+def _cache_files(root: Path) -> list:
+    return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+
+
+@pytest.fixture(scope="module")
+def verify_first(harness, operands, decisions_dir):
+    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir)
+    res.cache_files = _cache_files(decisions_dir)  # before the second compile rewrites any
+    return res
+
+
+@pytest.fixture(scope="module")
+def verify_again(harness, operands, decisions_dir, verify_first):
+    """A new Selector on the same decision cache, Dynamo reset, Inductor caches off."""
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir)
+
+
+@pytest.fixture(scope="module")
+def fp32(harness):
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x, w = _randn(g, torch.float32, 64, 256), _randn(g, torch.float32, 512, 256)
+    res = harness.compile("predict", lambda x, w: x @ w.t(), (x, w))
+    return res, x @ w.t()
+
+
+def _check_outputs(res: Compiled, operands, name: str) -> None:
+    i = list(GEMMS).index(name)
+    got, want = res.outputs[i], operands[1][i]
+    assert got.dtype == torch.bfloat16 and tuple(got.shape) == GEMMS[name].out
+    err = relative_error(got, want)
+    assert err < TOL, f"{GEMMS[name].key}: relative error {err:.3e} vs fp32 reference"
+
+
+def _verified_entries(res: Compiled, gemm: Gemm) -> list:
+    out = []
+    for f in res.cache_files:
+        fields = f.get("key_fields", {})
+        problem = fields.get("problem", {})
+        if fields.get("verified") and problem.get("op") == gemm.op and list(problem.get("out", [])) == list(gemm.out):
+            out.append(f["kept"])
+    return out
+
+
+def _known_candidate(c: Candidate) -> bool:
+    """ATen, or a Triton config with its tile read from the KTC (not a name-only fallback)."""
+    return c.backend == "aten" or (c.backend == "triton" and (c.get("BLOCK_M") or c.get("k_split")))
+
+
+# ---------------------------------------------------------------------------------------
+# predict: the model's top-1 only, nothing benchmarked
+def test_predict_uses_the_shipped_model_without_fallbacks(predict):
+    assert predict.warnings == []
+    assert predict.stats["fallbacks"] == 0 and predict.stats["cache_hits"] == 0
+    assert predict.stats["decisions"] >= len(GEMMS)
+    ranker = predict.selector.ranker_for(compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device())))
+    assert isinstance(ranker, CostModelRanker)
+    assert ranker.model.metadata_.get("booster_file") == "h200-bf16.json"
+
+
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_predict_decides_and_benchmarks_nothing(predict, operands, name):
+    key = GEMMS[name].key
+    decisions = predict.decisions(key)
+    decided_for = sorted({m.group(2) for m in map(DECISION.match, predict.log) if m})
+    assert decisions, f"kselect made no decision for {key}; it decided for {decided_for}"
+    assert all(len(kept) == 1 for _, _, kept in decisions), predict.describe(key)
+    assert any(seen > 1 for _, seen, _ in decisions), predict.describe(key)
+    # one choice left: Inductor compared nothing for this GEMM
+    assert not predict.benchmarked(key), predict.describe(key)
+    _check_outputs(predict, operands, name)
+
+
+# ---------------------------------------------------------------------------------------
+# verify, k=2: at most k + ATen benchmarked; Inductor's winner cached; a recompile measures nothing
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_verify_benchmarks_at_most_k_plus_aten(verify_first, operands, name):
+    gemm = GEMMS[name]
+    res = verify_first
+    assert res.decisions(gemm.key), f"no decision for {gemm.key}: {res.log}"
+    assert any(seen > len(kept) for _, seen, kept in res.decisions(gemm.key)), res.describe(gemm.key)
+    assert all(len(r) <= K + 1 for r in res.timed(gemm.key)), res.describe(gemm.key)
+    benchmarked = res.benchmarked(gemm.key)
+    for r in benchmarked:
+        assert any(c.backend == "aten" for c in r), "the ATen safety net was not benchmarked: " + res.describe(gemm.key)
+        assert all(_known_candidate(c) for c in r), "a choice mapped to no Triton config: " + res.describe(gemm.key)
+    _check_outputs(res, operands, name)
+    if benchmarked:  # kselect cached Inductor's verdict: its winner (+ ATen, if it may be mis-timed)
+        measured: dict = {}
+        for r in benchmarked:
+            for c, ms in r.items():
+                measured[c] = min(ms, measured.get(c, float("inf")))
+        best = min(measured, key=measured.get)
+        allowed = [[best.key]]
+        atens = [c for c in measured if c.backend == "aten"]
+        if best.backend != "aten" and atens:
+            allowed.append([best.key, min(atens, key=measured.get).key])
+        entries = _verified_entries(res, gemm)
+        assert entries, "no verified decision-cache entry: " + res.describe(gemm.key)
+        assert all(e in allowed for e in entries), (entries, allowed, res.describe(gemm.key))
+
+
+def test_verify_really_benchmarked(verify_first):
+    """The checks above are vacuous for a GEMM whose kept set was one choice (a clear ATen winner)."""
+    benchmarked = [g.key for g in GEMMS.values() if verify_first.benchmarked(g.key)]
+    if not benchmarked:
+        pytest.skip("verify kept one choice per GEMM (the model is sure of each): Inductor's benchmark of a "
+                    "kept set and its caching were not exercised; pick shapes the model is less sure of")
+
+
+def test_verify_stats_and_no_fallbacks(verify_first, verify_again):
+    keys = {g.key for g in GEMMS.values()}
+    for res in (verify_first, verify_again):
+        assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
+        assert {k for k, _ in res.runs} <= keys, [k for k, _ in res.runs]
+    benchmarked = {k for k, r in verify_first.runs if len(r) > 1}
+    # every benchmark of a kept set found its pending cache entries
+    assert verify_first.stats["verified"] == len(benchmarked), (verify_first.stats, sorted(benchmarked))
+    assert verify_again.stats["cache_hits"] >= len(GEMMS), verify_again.stats
+
+
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_verify_recompile_from_decision_cache_benchmarks_nothing(verify_first, verify_again, operands, name):
+    gemm = GEMMS[name]
+    entries = _verified_entries(verify_first, gemm)
+    if entries:
+        expected = entries[0]
+    else:  # nothing compared in the first compile: its one kept choice is what was cached
+        decisions = verify_first.decisions(gemm.key)
+        assert decisions and len(decisions[-1][2]) == 1, verify_first.describe(gemm.key)
+        expected = decisions[-1][2]
+    why = f"expected {expected}\n first: {verify_first.describe(gemm.key)}\n again: {verify_again.describe(gemm.key)}"
+    again = verify_again.benchmarked(gemm.key)
+    if len(expected) == 1:
+        assert not again, "the recompile benchmarked again: " + why
+    else:  # GPU rule (docs/selector.md): a Triton winner with ATen within the misread factor
+        assert all({c.key for c in r} == set(expected) for r in again), why  # keeps both: only those
+    assert any(set(kept) == set(expected) for _, kept in verify_again.hits(gemm.key)), why
+    if len(expected) == 1:
+        assert not verify_again.decisions(gemm.key), "the recompile ranked again: " + why
+    _check_outputs(verify_again, operands, name)
+
+
+# ---------------------------------------------------------------------------------------
+# fp32: the shipped model has bf16 data only -> stock Inductor, one warning, correct output
+def test_fp32_mm_falls_back_to_stock_with_one_warning(fp32):
+    res, want = fp32
+    assert len(res.warnings) == 1 and "fp32" in res.warnings[0], res.warnings
+    assert res.stats["decisions"] == 0 and res.stats["fallbacks"] >= 1, res.stats
+    # stock autotuning: Inductor compared every choice (ATen + Triton configs) itself
+    assert max((len(r) for r in res.timed(FP32_KEY)), default=0) >= 2, (FP32_KEY, [k for k, _ in res.runs])
+    got = res.outputs[0]
+    assert got.dtype == torch.float32 and relative_error(got, want.float()) < TOL
+
+
+# ---------------------------------------------------------------------------------------
+class GpuSelectorReport(UserWarning):
+    """Information, not a problem: what the hooks did on this GPU / torch."""
+
+
+def test_report_what_the_hooks_did(predict, verify_first, verify_again, fp32):
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    import triton
+
+    lines = [f"{props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, triton {triton.__version__}"]
+    for title, res in (("predict", predict), (f"verify k={K}", verify_first), ("verify again", verify_again)):
+        lines.append(f"[{title}] {res.seconds:.1f} s, stats {res.stats}")
+        lines += ["  " + res.describe(g.key) for g in GEMMS.values()]
+    lines.append(f"[fp32 predict] {fp32[0].seconds:.1f} s, stats {fp32[0].stats}, warnings {fp32[0].warnings}, "
+                 f"benchmarked {[len(r) for r in fp32[0].timed(FP32_KEY)]} choices")
+    stages = {g.key: sorted({s for s, _, _ in predict.decisions(g.key)}) for g in GEMMS.values()}
+    lines.append(f"stages that decided in predict mode: {stages}")
+    path = os.environ.get("KSELECT_GPU_REPORT")
+    if path:
+        Path(path).write_text(json.dumps({"summary": lines, "predict": predict.to_json(),
+                                          "verify_first": verify_first.to_json(),
+                                          "verify_again": verify_again.to_json(),
+                                          "fp32": fp32[0].to_json()}, indent=1, default=str))
+    warnings.warn("\n".join(lines), GpuSelectorReport)
+    assert all(stages.values())

@@ -1,0 +1,24 @@
+"""`kselect bench ...`: side-by-side benchmarks of stock max-autotune and kselect on a GPU.
+
+`gemm` compares per-GEMM tuning time and chosen-kernel time on a shapes file; `e2e` does the
+same for whole transformer training/inference steps. Each lives in its own module, imported
+only when its sub-subcommand runs.
+"""
+from __future__ import annotations
+
+import importlib
+
+BENCHES = {
+    "gemm": ("kselect.training.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
+    "e2e": ("kselect.training.bench_e2e", "Llama-style training step, prefill and decode under each variant"),
+}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="stock max-autotune vs kselect: tuning time and kernel speed")
+    bsub = p.add_subparsers(dest="bench", metavar="BENCH")
+    for name, (module, help_text) in BENCHES.items():
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module).add_parser(bsub)
+        else:  # pragma: no cover - partial installs
+            bsub.add_parser(name, help=help_text)
