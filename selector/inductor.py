@@ -46,6 +46,8 @@ class Selector:
         self._rankers: dict = {}
         self._lock = threading.Lock()
         self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0}
+        # the GEMM search space stock Inductor would use when enable() widened it (see _stock_items)
+        self.stock_space: str | None = None
         # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
         self.decisions: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
@@ -152,23 +154,24 @@ class Selector:
         """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""
         if self.mode == "off" or len(items) <= 1:
             return items
+        problem = cands = None
         try:
             problem, fields, device = signature()
-            fingerprint = compat.device_fingerprint(device)
             cands = [to_candidate(it) for it in items]
+            fingerprint = compat.device_fingerprint(device)
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             kept, entry = self.select(stage, problem, fields, fingerprint, cands)
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
-            return items
+            return self._stock_items(stage, items, problem, cands)
         except Exception as exc:  # noqa: BLE001 -- a selector bug must never break a compile
             self.stats["fallbacks"] += 1
             warn_once(f"error:{type(exc).__name__}",
                       f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning")
             log.debug("kselect %s failure", stage, exc_info=True)
-            return items
+            return self._stock_items(stage, items, problem, cands)
         out = [items[i] for i in kept]
         faithful = False
         if self.mode == "verify" and len(out) > 1 and stage == "choices" \
@@ -181,6 +184,26 @@ class Selector:
         if self.mode == "verify" and entry is not None and len(out) > 1:
             self._await_verification(stage, problem.key, (*entry, faithful), out)
         return out
+
+    def _stock_items(self, stage: str, items, problem, cands):
+        """What stock Inductor would have built: when enable() widened the search space for
+        the ranker (stock_space set), a fallback narrows the Triton templates back to the
+        user's own space (e.g. DEFAULT's ~20-29 configs, not EXHAUSTIVE's 2,400), so a GEMM
+        kselect cannot rank costs what it costs without kselect."""
+        if stage != "templates" or not self.stock_space or problem is None or cands is None:
+            return items
+        try:
+            from kselect.kernels.triton_space import triton_space
+
+            wanted = {c.key for c in triton_space(problem, self.stock_space.lower())}
+            kept = [it for it, c in zip(items, cands)
+                    if c is None or c.backend != "triton" or c.key in wanted]
+        except Exception as exc:  # noqa: BLE001 -- keep what Inductor built
+            log.debug("kselect: cannot narrow to the %s space: %s", self.stock_space, exc)
+            return items
+        log.info("kselect fallback %s: narrowed %d templates to the %s space's %d", problem.key,
+                 len(items), self.stock_space, len(kept))
+        return kept or items
 
     def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
         """Remember which cache entries Inductor's benchmark of `kept_items` will settle. The
@@ -256,11 +279,14 @@ def _ensure_preprocess() -> None:
 
 
 def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
-           ranker=None) -> Selector | None:
+           ranker=None, search_space: str | None = "EXHAUSTIVE") -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
     object with rank(problem, candidates) (overrides model; e.g. a MeasuredRanker on CPU).
+    search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
+    code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
+    GEMM kselect cannot rank is narrowed back to the user's own space.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -272,7 +298,18 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
     handler.kselect_selector = sel
     _ensure_preprocess()
-    _state.restore = compat.install_choices(handler)
+    restore_handler = compat.install_choices(handler)
+    restore_space = lambda: None  # noqa: E731
+    if search_space:
+        previous, restore_space = compat.set_gemm_search_space(search_space)
+        if previous.upper() != search_space.upper():
+            sel.stock_space = previous
+
+    def restore():
+        restore_space()
+        restore_handler()
+
+    _state.restore = restore
     _state.selector = sel
     log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", mode, sel.k, keep_aten, cache_dir)
     return sel

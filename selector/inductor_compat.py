@@ -307,6 +307,18 @@ def install_choices(handler) -> Callable[[], None]:
     return restore
 
 
+def set_gemm_search_space(space: str):
+    """Set Inductor's max_autotune_gemm_search_space; returns (previous value, undo function)."""
+    from torch._inductor import config
+
+    previous = str(config.max_autotune_gemm_search_space)
+    config.max_autotune_gemm_search_space = space.upper()
+
+    def undo():
+        config.max_autotune_gemm_search_space = previous
+    return previous, undo
+
+
 def current_choices():
     from torch._inductor.virtualized import V
 

@@ -439,3 +439,52 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
     bad = run(KSELECT_MODE="fastest")
     assert bad.returncode == 0, bad.stderr
     assert bad.stdout.split()[0] == "none" and "KSELECT_MODE" in bad.stderr
+
+
+class _Unavailable:
+    ident = "unavailable"
+
+    def rank(self, problem, candidates):
+        raise RankerUnavailable("test-unavailable", "kselect: test ranker unavailable -- stock")
+
+
+def test_fallback_narrows_widened_space_back_to_stock_default():
+    """kselect widens Inductor's GEMM space to EXHAUSTIVE for its ranker; a GEMM it cannot
+    rank must cost what stock DEFAULT costs, not 2,400 benchmarks."""
+    from kselect.kernels.triton_space import triton_space
+
+    problem = Problem(M=256, N=4096, K=4096, layout="nt")
+    exhaustive = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
+    default = {c.key for c in triton_space(problem, "default")}
+    sel = ksi.Selector(mode="predict", ranker=_Unavailable())
+    sel.stock_space = "DEFAULT"
+    reset_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept = sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), lambda c: c)
+    assert len(exhaustive) > 1000 and sel.stats["fallbacks"] == 1
+    assert kept[0] == exhaustive[0]                               # ATen stays
+    assert {c.key for c in kept[1:]} == default and len(kept) == len(default) + 1
+    assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
+    # without a widened space (or in the choices stage) the fallback is the list unchanged
+    sel.stock_space = None
+    assert sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")),
+                        lambda c: c) == exhaustive
+
+
+def test_enable_widens_search_space_and_disable_restores_it():
+    from torch._inductor import config
+
+    with config.patch(max_autotune_gemm_search_space="DEFAULT"):
+        sel = ksi.enable("predict", ranker=_Unavailable())
+        try:
+            assert config.max_autotune_gemm_search_space == "EXHAUSTIVE"
+            assert sel.stock_space == "DEFAULT"
+        finally:
+            ksi.disable()
+        assert config.max_autotune_gemm_search_space == "DEFAULT"
+        sel = ksi.enable("predict", ranker=_Unavailable(), search_space=None)
+        try:
+            assert config.max_autotune_gemm_search_space == "DEFAULT" and sel.stock_space is None
+        finally:
+            ksi.disable()

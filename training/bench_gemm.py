@@ -5,8 +5,10 @@ layout's transposes as views, + bias for addmm) in its own process with fresh In
 Triton cache directories, so nothing one variant compiled helps another:
 - plain: torch.compile without max-autotune (the compile-time floor; no GEMM tuning);
 - default / exhaustive: stock max-autotune over Inductor's DEFAULT / EXHAUSTIVE config lists;
-- kselect-verify / kselect-predict: max-autotune over the EXHAUSTIVE list, pruned by kselect
-  before code generation (verify: adaptive top-k + ATen benchmarked; predict: top-1, nothing).
+- kselect-verify / kselect-predict: max-autotune as a user runs it (DEFAULT configured) with
+  `kselect.selector.enable(mode)`, which widens Inductor's list to EXHAUSTIVE and prunes it
+  before code generation (verify: adaptive top-k + ATen benchmarked; predict: top-1, nothing);
+  a GEMM kselect cannot rank falls back to the DEFAULT list.
 All max-autotune variants enable persistent-TMA templates and disable CUDA graphs in the
 compiled function. Measured per (variant, shape): compile wall time (tuning time = compile
 time minus plain's), the number of choices Inductor benchmarked (its own feedback saver), the
@@ -105,8 +107,9 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     patches = {"force_disable_caches": True}
     if space is not None:
         patches.update({"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON",
-                        "max_autotune_gemm_search_space": space,
                         "triton.enable_persistent_tma_matmul": True})
+        if mode is None:   # stock; with kselect, enable() set the space (and remembers DEFAULT)
+            patches["max_autotune_gemm_search_space"] = space
     fb = _Feedback()
     n_dec = len(selector.decisions) if selector is not None else 0
     stats0 = dict(selector.stats) if selector is not None else {}
@@ -162,7 +165,12 @@ def run_worker(plan: dict) -> int:
     # One throw-away compile first: process-wide import and initialisation costs are not tuning.
     torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device=device))
     torch._dynamo.reset()
-    selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None) if mode else None
+    selector = None
+    if mode:
+        from torch._inductor import config as ic
+
+        ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
+        selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None)
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -242,6 +250,7 @@ def summarize(rows: list[dict]) -> dict:
             "shapes": len(rr), "compile_s_median": _median([r["compile_s"] for r in rr]),
             "tuning_s_total": sum(tuning(r) for r in rr) if plain else float("nan"),
             "benchmarked_total": sum(r.get("benchmarked", 0) for r in rr),
+            "fallbacks": sum(r.get("fallbacks", 0) for r in rr),
             "decision_ms_max": max((r["decision_ms"] / r["decisions"] for r in rr if r.get("decisions")),
                                    default=float("nan"))}
     s["kernel_time_ratio"] = {f"{a}/{b}": ratio(a, b, "kernel_ms") for a, b in (
@@ -289,10 +298,11 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
     for name, (val, ok) in summary["targets"].items():
         lines.append(f"| {name} | {val:.4g} | {'yes' if ok else ('n/a' if ok is None else 'no')} |")
     lines += ["", "## Per variant", "", "| variant | shapes | median compile s | total tuning s | "
-              "choices benchmarked | max decision ms |", "| --- | --- | --- | --- | --- | --- |"]
+              "choices benchmarked | max decision ms | kselect fallbacks |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for v, d in summary["variants"].items():
         lines.append(f"| {v} | {d['shapes']} | {d['compile_s_median']:.2f} | {d['tuning_s_total']:.2f} | "
-                     f"{d['benchmarked_total']} | {d['decision_ms_max']:.2f} |")
+                     f"{d['benchmarked_total']} | {d['decision_ms_max']:.2f} | {d['fallbacks']} |")
     lines += ["", "Geomean ratios over the shapes both variants measured (kernel time; tuning time):", "",
               "| ratio | shapes | geomean |", "| --- | --- | --- |"]
     for kind in ("kernel_time_ratio", "tuning_time_ratio"):
@@ -343,6 +353,13 @@ def run(args) -> int:
         if not torch.cuda.is_available():
             raise BenchError("no CUDA device visible: `kselect bench gemm` times real kernels "
                              "(use --device cpu to exercise the pipeline on a CPU)")
+    if args.device == "cuda" and any(VARIANTS[v][1] for v in variants):
+        try:
+            import xgboost  # noqa: F401
+        except ImportError:
+            raise BenchError("the kselect variants rank with the XGBoost cost model, and xgboost is "
+                             "not importable here (pip install xgboost-cpu); without it kselect "
+                             "would fall back to stock and the comparison would be meaningless") from None
     out = Path(args.out or f"reports/bench-gemm-{'cpu' if args.device == 'cpu' else 'gpu'}")
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
