@@ -242,7 +242,11 @@ def summarize(root: str | Path) -> dict:
     per_shape = df.groupby("problem_key")["candidate_key"].nunique() if len(df) else pd.Series(dtype=int)
     triton_per_shape = (df[df["backend"] == "triton"].groupby("problem_key")["candidate_key"].nunique()
                         if len(df) else pd.Series(dtype=int))
-    oracle = df[df["oracle"]]["problem_key"].nunique() if len(df) else 0
+    oracle_keys = set(df[df["oracle"]]["problem_key"]) if len(df) else set()
+    oracle = len(oracle_keys)
+    aten_ok = set(df[(df["backend"] == "aten") & (df["status"] == "ok")]["problem_key"]) if len(df) else set()
+    # ATen + >= 200 Triton candidates, or ATen + the whole space when the space is smaller
+    floor = {k for k, n in triton_per_shape.items() if n >= 200} | oracle_keys
     return {
         "path": str(root),
         "schema_version": SCHEMA_VERSION,
@@ -256,6 +260,7 @@ def summarize(root: str | Path) -> dict:
         "candidates_per_shape_median": float(np.median(per_shape)) if len(per_shape) else 0.0,
         "triton_candidates_per_shape_min": int(triton_per_shape.min()) if len(triton_per_shape) else 0,
         "oracle_shapes": int(oracle),
+        "shapes_with_aten_and_200_triton_or_full_space": len(floor & aten_ok),
         "shapes_with_aten": int(df[(df["backend"] == "aten") & (df["status"] == "ok")]["problem_key"].nunique()),
         "by_template": {f"{b}:{t}": int(v) for (b, t), v in df.groupby(["backend", "template"]).size().items()},
         "workloads": {k: int(v) for k, v in df.groupby("workload")["problem_key"].nunique().items()},

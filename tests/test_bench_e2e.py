@@ -1,0 +1,223 @@
+"""`kselect bench e2e` on the CPU: the real bench (a cold worker process per run, Inductor,
+an eager reference) on the tiny fp32 Llama; dead, raising and overrunning workers, the budget
+and bad arguments reported clearly; the model's KV cache agrees with a full forward.
+
+Cold CPU compiles cost 15-40 s each on 2 cores (C++ kernels), so the main test runs one
+workload; the train step (loss + gradients vs eager) has its own, slow, test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kselect.training import bench_e2e as be  # noqa: E402
+from kselect.training.cli import main  # noqa: E402
+from kselect.training.llama import PRESETS, build  # noqa: E402
+
+TINY = ["--device", "cpu", "--model", "tiny", "--dtype", "fp32", "--batch", "2", "--seq", "16",
+        "--steps", "3", "--warmup", "1"]
+
+
+def _bench(tmp_path, *args, faults: str = "", timeout: int = 600):
+    """Run the console command as a user would; (process, results.json or None)."""
+    out = tmp_path / "report"
+    env = {**os.environ, be.FAULT_ENV: faults}
+    proc = subprocess.run([sys.executable, "-m", "kselect.training.cli", "bench", "e2e", *TINY,
+                           "--out", str(out), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    path = out / "results.json"
+    return proc, (json.loads(path.read_text()) if path.exists() else None), out
+
+
+def _by_variant(report) -> dict:
+    return {r["variant"]: r for r in report["runs"]}
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path):
+    """plain and kselect-predict compile cold, match eager and are timed; a worker that dies
+    (exit 137) and one that raises are reported with their errors and the bench goes on."""
+    proc, report, out = _bench(
+        tmp_path, "--workloads", "decode", "--variants", "plain,default,kselect-verify,kselect-predict",
+        faults="default/decode/start/exit,kselect-verify/decode/start/raise")
+    assert report is not None, proc.stderr
+    assert proc.returncode == 1, "a failed run must make the exit status non-zero"
+    runs = _by_variant(report)
+    assert list(runs) == ["plain", "default", "kselect-verify", "kselect-predict"]  # plan order
+    for name in ("plain", "kselect-predict"):
+        r = runs[name]
+        assert r["status"] == "ok", r.get("error")
+        assert r["correctness"]["ok"] and r["correctness"]["rel_err"] < 1e-4
+        assert r["compile_s"] > 0 and r["eager_first_s"] > 0 and r["steps"] == 3
+        assert r["step_ms_min"] <= r["step_ms"] <= r["step_ms_p90"]
+        assert r["tokens_per_s"] == pytest.approx(2 / (r["step_ms"] / 1e3))  # decode: batch tokens
+        assert r["gemms"]["benchmarked"] >= 0 and r["graphs"] >= 1
+        assert _pid_gone(r["pid"])
+    assert "kselect" in runs["kselect-predict"] and "kselect" not in runs["plain"]
+    assert runs["default"]["status"] == "died" and "exit code 137" in runs["default"]["error"]
+    assert runs["kselect-verify"]["status"] == "error"
+    assert "fault injected at start" in runs["kselect-verify"]["error"]
+    assert report["env"]["torch_version"] == torch.__version__
+    tg = {t["variant"]: t for t in report["targets"]}
+    assert tg["kselect-predict"]["met"] in (True, False) and tg["kselect-verify"]["met"] is None
+    readme = (out / "README.md").read_text()
+    assert "kselect bench e2e" in readme and "## decode" in readme and "## Targets" in readme
+    assert "| kselect-predict | tiny |" in readme and "died: worker died with exit code 137" in readme
+    assert (out / "compile_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "logs" / "decode-default.log").read_text().startswith("fault injected")
+    for line in ("[1/4] decode  plain", "[4/4] decode  kselect-predict"):
+        assert line.replace("[", "[ ", 1) in proc.stdout
+
+
+@pytest.mark.slow
+def test_cpu_train_step_loss_and_gradients_match_eager(tmp_path):
+    proc, report, _ = _bench(tmp_path, "--workloads", "train", "--variants", "plain")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = report["runs"][0]
+    c = r["correctness"]
+    assert r["status"] == "ok" and c["ok"]
+    assert c["grad_rel_err"] < 1e-4 and c["loss_rel_err"] < 1e-4
+    assert 4.0 < c["loss_eager"] < 7.0          # ~ln(256) for random weights and tokens
+    assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["step_ms"] / 1e3))
+
+
+def test_worker_overrunning_the_budget_is_stopped_and_the_rest_skipped(tmp_path):
+    proc, report, out = _bench(tmp_path, "--workloads", "prefill,decode", "--variants", "plain",
+                               "--max-minutes", "0.1")
+    runs = report["runs"]
+    assert [r["status"] for r in runs] == ["timeout", "skipped"], [r.get("error") for r in runs]
+    assert "deadline" in runs[0]["error"] and _pid_gone(runs[0]["pid"])
+    assert "budget of 0.1 min spent" in runs[1]["error"]
+    assert proc.returncode == 1
+    assert "skipped: budget" in (out / "README.md").read_text()
+
+
+def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
+    base = ["bench", "e2e", *TINY, "--out", str(tmp_path / "r")]
+    assert main(base + ["--variants", "plain,bogus"]) == 2
+    assert "unknown variant 'bogus'; known: plain, default" in capsys.readouterr().err
+    assert main(base + ["--workloads", "train,serve"]) == 2
+    assert "unknown workload 'serve'" in capsys.readouterr().err
+    assert main(base + ["--model", "llama9"]) == 2
+    assert "unknown model preset 'llama9'" in capsys.readouterr().err
+    assert main(base + ["--seq", "4096"]) == 2
+    assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_zero_budget_reports_every_run_as_skipped(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["bench", "e2e", *TINY, "--out", str(out), "--max-minutes", "0", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["runs"]) == 15 and {r["status"] for r in report["runs"]} == {"skipped"}
+    assert json.loads((out / "results.json").read_text())["runs"] == report["runs"]
+    assert (out / "README.md").read_text().count("skipped: budget") == 15
+
+
+def test_plan_runs_baseline_first_and_exhaustive_last_on_its_own_model():
+    s = {"workloads": ["train", "decode"], "variants": list(be.ORDER), "model": "llama3-8b-2l",
+         "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"]}
+    got = [(r["workload"], r["variant"], r["model"]) for r in be.plan(s)]
+    assert got[0] == ("train", "plain", "llama3-8b-2l") and got[4] == ("decode", "plain", "llama3-8b-2l")
+    assert got[-1] == ("decode", "exhaustive", "llama3-8b-1l-v32k") and len(got) == 9
+
+
+def test_targets_compare_against_plain_and_default_of_the_same_workload():
+    def run(variant, compile_s, step_ms, ok=True):
+        return {"workload": "train", "variant": variant, "status": "ok", "model": "m",
+                "compile_s": compile_s, "step_ms": step_ms, "correctness": {"ok": ok}}
+
+    runs = [run("plain", 100, 10), run("default", 400, 9), run("kselect-verify", 120, 8.9),
+            run("kselect-predict", 106, 9.5)]
+    tg = {t["variant"]: t for t in be.targets(runs)}
+    assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is False
+    runs[2] = run("kselect-verify", 120, 8.9, ok=False)
+    assert {t["variant"]: t for t in be.targets(runs)}["kselect-verify"]["met"] is False
+
+
+def test_llama_kv_cache_prefill_and_decode_match_the_full_forward():
+    model = build("tiny", seed=3)
+    g = torch.Generator().manual_seed(0)
+    prompt, nxt = torch.randint(0, 256, (2, 12), generator=g), torch.randint(0, 256, (2, 1), generator=g)
+    caches = model.new_caches(2, 13)
+    with torch.no_grad():
+        full = model(torch.cat([prompt, nxt], 1))
+        pre = model(prompt, caches, 0, last_only=True)
+        dec = model(nxt, caches, 12, last_only=True)
+    torch.testing.assert_close(pre[:, 0], full[:, 11])
+    torch.testing.assert_close(dec[:, 0], full[:, 12])
+    cfg = PRESETS["llama3-8b-2l"]
+    assert (cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate, cfg.vocab, cfg.layers) == \
+        (4096, 32, 8, 14336, 128256, 2)
+    assert sum(p.numel() for p in model.parameters()) == model.cfg.n_params()
+
+
+@pytest.mark.slow
+def test_cpu_freezing_counts_benchmarked_gemms_and_cache_hits_and_kselect_falls_back(tmp_path):
+    """With freezing, CPU max-autotune benchmarks each frozen Linear (MKL vs CPP micro-GEMM):
+    5 distinct GEMMs, the 4 of the second (identical) layer from the autotune cache. kselect has
+    no CPU model: it says so once and every GEMM goes to stock, still correct."""
+    proc, report, out = _bench(tmp_path, "--workloads", "prefill", "--variants", "kselect-predict",
+                               "--freezing")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = report["runs"][0]
+    assert r["status"] == "ok" and r["correctness"]["ok"]
+    assert (r["gemms"]["autotuned"], r["gemms"]["benchmarked"], r["gemms"]["cache_hits"]) == (9, 5, 4)
+    assert r["gemms"]["candidates"] == sum(r["gemms"]["per_gemm"]) >= 10
+    assert r["gemm_tuning"]["gemms"] == 5 and r["gemm_tuning"]["total_s"] > 0   # Inductor's own log
+    assert r["kselect_ranker"].startswith("unavailable (RankerUnavailable: kselect: no cost model for cpu")
+    assert r["kselect"]["stats"]["fallbacks"] == 9 and r["kselect"]["stats"]["decisions"] == 0
+    assert any("no cost model for cpu" in w for w in r["kselect"]["warnings"])
+    assert "freezing on for prefill/decode" in (out / "README.md").read_text()
+
+
+def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tmp_path):
+    """The H200 report's shapes, on given numbers: exhaustive on a smaller model, a timeout, a
+    skip and kselect decisions all render; ratios only compare runs of the same model."""
+    settings = {"device": "cuda", "model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024,
+                "steps": 20, "warmup": 3, "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "",
+                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(be.ORDER),
+                "max_minutes": 8.5, "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"],
+                "rtol": 2e-2}
+
+    def run(variant, compile_s, step_ms, model="llama3-8b-1l", **extra):
+        r = {"workload": "decode", "variant": variant, "model": model, "status": "ok", "compile_s": compile_s,
+             "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms, "tokens_per_s": 8e3 / step_ms,
+             "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 100, "cache_hits": 0},
+             "correctness": {"ok": True, "rel_err": 3e-3, "tol": 2e-2}}
+        return {**r, **extra}
+
+    ks = {"kselect": {"decisions_logged": 10, "candidates_ranked": 2500, "kept": 14, "ranking_ms": 40.0,
+                      "threads": {"MainThread": 10}, "warnings": [],
+                      "stats": {"decisions": 10, "fallbacks": 0}},
+          "kselect_ranker": "model:abc", "kselect_load_s": 0.2}
+    runs = [run("plain", 20.0, 1.0), run("default", 60.0, 0.9), run("kselect-verify", 24.0, 0.89, **ks),
+            {"workload": "decode", "variant": "kselect-predict", "model": "llama3-8b-1l", "status": "timeout",
+             "error": "stopped at the budget's deadline after 30 s", "compile_s": 21.0},
+            {"workload": "decode", "variant": "exhaustive", "model": "llama3-8b-1l-v32k", "status": "skipped",
+             "error": "budget of 8.5 min spent before it could start"}]
+    report = {"command": "kselect bench e2e ...", "settings": settings, "runs": runs, "elapsed_s": 500,
+              "env": {"gpu_name": "NVIDIA H200", "torch_version": "2.11.0", "cpus": 16}}
+    be.write_report(report, tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert "(NVIDIA H200)" in text and "EXHAUSTIVE runs use the smaller model `llama3-8b-1l-v32k`" in text
+    assert "| kselect-verify | llama3-8b-1l | 24.0 | 1.20 | 0.890 (0.890-0.890) | 0.989 |" in text
+    assert "| exhaustive | llama3-8b-1l-v32k | - | - | - | - |" in text
+    assert "timeout: stopped at the budget's deadline" in text and "skipped: budget of 8.5 min" in text
+    tg = {t["variant"]: t for t in json.loads((tmp_path / "results.json").read_text())["targets"]}
+    assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is None
+    assert "| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 | 0 | - |" in text
+    assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report
