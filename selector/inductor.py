@@ -129,8 +129,14 @@ class Selector:
 
     def record_verified(self, kept_items: list, timings: dict, device_type: str) -> None:
         """verify mode: Inductor measured the kept set; cache its winner (policy.verified_keep),
-        so the next compile of this GEMM keeps that one choice and benchmarks nothing. The
-        templates-stage entry of the same problem gets it too when it holds those candidates."""
+        so the next compile of this GEMM keeps that one choice and benchmarks nothing.
+
+        Both stages' entries get it: the choices-stage entry of the set measured now; the
+        templates-stage entry of the same problem, narrowed to the verified templates (a winner
+        built outside the KTC path, e.g. ATen addmm on the GPU, is not a template); and, since
+        that narrowed templates entry shrinks what the next compile's choices stage sees, the
+        choices-stage entry of exactly that smaller set (verified templates + every choice
+        built outside the KTC path), or the next compile would miss it and benchmark again."""
         with self._lock:
             pend = self._pending.pop(tuple(id(c) for c in kept_items), None)
         if pend is None or self.cache is None:
@@ -143,12 +149,24 @@ class Selector:
         keep = verified_keep(measured, device_type, aten_faithful=bool(pend[0][3]))
         if not keep:
             return
-        for key, fields, keys, _ in pend:
-            if all(c.key in keys for c in keep):
-                self.cache.put(key, [c.key for c in keep], {**fields, "verified": True})
+        kept = [c.key for c in keep]
+        (ckey, cfields, ckeys, _), *templates = pend
+        if not set(kept) <= set(ckeys):  # measured choices this stage never saw: cache nothing
+            return
+        self.cache.put(ckey, kept, {**cfields, "verified": True})
+        for tkey, tfields, tkeys, _ in templates:  # this GEMM's templates stage (same problem)
+            kept_t = [k for k in kept if k in tkeys]
+            if not kept_t:  # the winner is built outside the KTC path: templates keep their decision
+                continue
+            self.cache.put(tkey, kept_t, {**tfields, "verified": True})
+            # what the next compile's choices stage sees: these templates + the non-KTC choices
+            seen = sorted(set(kept_t) | {k for k in ckeys if k not in tkeys})
+            if len(seen) > 1 and seen != sorted(ckeys):
+                nfields = {**cfields, "candidates": seen}
+                self.cache.put(decision_key(nfields), kept, {**nfields, "verified": True})
         self.stats["verified"] += 1
         log.info("kselect verified %s: Inductor measured %d kept choices; cached %s",
-                 pend[0][1].get("problem", {}).get("out"), len(measured), [c.key for c in keep])
+                 cfields.get("problem", {}).get("out"), len(measured), kept)
 
     def _guarded(self, stage: str, items, signature, to_candidate):
         """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""

@@ -488,3 +488,70 @@ def test_enable_widens_search_space_and_disable_restores_it():
             assert config.max_autotune_gemm_search_space == "DEFAULT" and sel.stock_space is None
         finally:
             ksi.disable()
+
+
+class _FakeChoice:
+    """A ChoiceCaller as compat.caller_candidate reads it: a name (with Inductor's per-compile
+    counter) and an info_dict backend; "extern" is an ATen call."""
+
+    annotations: dict = {}
+
+    def __init__(self, name: str, backend: str):
+        self.name, self.backend = name, backend
+
+    def info_dict(self):
+        return {"backend": self.backend}
+
+
+def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
+    """One max-autotune compile of one GEMM as Inductor builds it on the GPU, through the real
+    Selector: the templates stage sees the KTC choices (ATen among them for mm, not for addmm,
+    whose ATen Inductor builds outside the KTC path), the choices stage sees what the templates
+    stage kept plus the non-KTC choices; Inductor benchmarks what is left when more than one
+    and hands the timings to record_verified. Returns (selector, templates kept, benchmarked)."""
+    problem = Problem(M=256, N=4096, K=4096, dtype="bf16", layout="nt", op=op)
+    aten = "aten:addmm" if op == "addmm" else "aten:mm"
+    table = {problem.key: {"triton:triton_mm_T1": 1.0, "triton:triton_mm_T2": 1.05,
+                           "triton:triton_mm_T3": 1.5, "triton:triton_mm_T4": 2.0, aten: 1.08}}
+    sel = ksi.Selector("verify", k=2, cache_dir=cache_dir, ranker=MeasuredRanker(table))
+    fields = {"op": op, "out": [256, 4096], "inputs": [[[256, 4096], [4096, 1], "bf16"]]}
+    signature = lambda: (problem, fields, torch.device("cpu"))  # noqa: E731
+    n = 10 * compile_no  # Inductor's per-compile name counters differ; the candidate keys do not
+    templates = [_FakeChoice(f"triton_mm_T{i}_{n + i}", "triton") for i in (1, 2, 3, 4)]
+    extern = [_FakeChoice(op, "extern")]
+    if op == "mm":
+        templates = extern + templates
+    kept_t = sel._guarded("templates", templates, signature, compat.caller_candidate)
+    choices = (extern if op == "addmm" else []) + list(kept_t)
+    kept = sel._guarded("choices", choices, signature, compat.caller_candidate)
+    benchmarked = []
+    if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
+        timings = {c: measured[compat.caller_candidate(c).key] for c in kept}
+        benchmarked = sorted(compat.caller_candidate(c).key for c in kept)
+        sel.record_verified(list(kept), timings, "cuda")
+    return sel, sorted(compat.caller_candidate(c).key for c in kept_t), benchmarked
+
+
+@pytest.mark.parametrize("op", ["addmm", "mm"])
+@pytest.mark.parametrize("winner", ["triton", "triton+aten-misread", "aten"])
+def test_verify_second_compile_reuses_verified_winner_across_both_stages(tmp_path, op, winner):
+    """verify mode: the first compile benchmarks the kept set; the next (new Selector, same cache
+    dir) must find both stages cached even though the templates stage's cache hit shrank the
+    set the choices stage sees -- and benchmark nothing (or only the two choices kept when
+    Inductor's ATen number is within its misread margin)."""
+    aten, t1, t2 = f"aten:{op}", "triton:triton_mm_T1", "triton:triton_mm_T2"
+    measured = {"triton": {t1: 0.050, t2: 0.055, aten: 0.100},
+                "triton+aten-misread": {t1: 0.050, t2: 0.055, aten: 0.060},
+                "aten": {t1: 0.050, t2: 0.055, aten: 0.040}}[winner]
+    verified = {"triton": [t1], "triton+aten-misread": sorted([t1, aten]), "aten": [aten]}[winner]
+
+    sel1, kept_t, bench1 = _gpu_gemm_compile(tmp_path, op, 1, measured)
+    assert kept_t == sorted([t1, t2] + ([aten] if op == "mm" else []))  # k=2 (+ the ATen net)
+    assert bench1 == sorted([aten, t1, t2]) and sel1.stats["verified"] == 1
+
+    for compile_no in (2, 3):  # the next compiles: nothing decided again
+        sel, kept_t, bench = _gpu_gemm_compile(tmp_path, op, compile_no, measured)
+        assert sel.stats["decisions"] == 0 and sel.stats["fallbacks"] == 0, (compile_no, sel.stats)
+        assert bench == (verified if len(verified) > 1 else []), compile_no
+        if winner != "aten" or op == "mm":  # the templates stage builds only the verified templates
+            assert kept_t == sorted(set(verified) - ({aten} if op == "addmm" else set())), compile_no
