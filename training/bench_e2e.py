@@ -39,6 +39,10 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from kselect.kernels.operands import relative_error
+
+from .bench_common import GemmCounter, cold_cache_env
+
 log = logging.getLogger(__name__)
 
 WORKLOADS = ("train", "prefill", "decode")
@@ -272,16 +276,6 @@ def describe(r: dict) -> str:
     return "; ".join(parts) or r["status"]
 
 
-def worker_env(tmp: Path) -> dict:
-    """The parent's environment with fresh, empty compile caches and no KSELECT_* options."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_") or k == FAULT_ENV}
-    env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
-    env.update({"TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"), "TRITON_CACHE_DIR": str(tmp / "triton"),
-                "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "0", "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE": "0",
-                "PYTHONUNBUFFERED": "1"})
-    return env
-
-
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     """One worker process; its result dict, or what is known when it failed or overran."""
     tmp = Path(tempfile.mkdtemp(prefix="kselect-e2e-"))
@@ -297,7 +291,7 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
         with open(log_path, "w") as logf:
             proc = subprocess.Popen([sys.executable, "-m", "kselect.training.bench_e2e", "--worker",
                                      str(tmp / "spec.json")], stdout=logf, stderr=subprocess.STDOUT,
-                                    env=worker_env(tmp), **_own_process_group())
+                                    env=cold_cache_env(tmp, keep=(FAULT_ENV,)), **_own_process_group())
             pid = proc.pid
             try:
                 rc = proc.wait(timeout=max(timeout_s, 1.0))
@@ -455,37 +449,6 @@ def configure(spec: dict):
     return lambda fn: torch.compile(fn, **kwargs)
 
 
-class GemmCounter:
-    """Inductor's feedback saver: one call per autotuned GEMM, benchmarked or from the autotune
-    cache. Inductor's `select_algorithm_autotune` counter moves only when it really benchmarks,
-    which tells the two apart (if the counter is unreadable every call counts as benchmarked)."""
-
-    def __init__(self):
-        self.calls: list[dict] = []
-        self._last = self._benchmarks()
-
-    @staticmethod
-    def _benchmarks():
-        try:
-            from torch._dynamo.utils import counters
-
-            return int(counters["inductor"]["select_algorithm_autotune"])
-        except Exception:  # noqa: BLE001 -- private counter; only sharpens the count
-            return None
-
-    def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
-        now = self._benchmarks()
-        fresh = True if now is None or self._last is None else now > self._last
-        self._last = now
-        self.calls.append({"name": str(name), "choices": len(timings), "benchmarked": fresh})
-
-    def summary(self) -> dict:
-        bench = [c for c in self.calls if c["benchmarked"]]
-        return {"autotuned": len(self.calls), "benchmarked": len(bench),
-                "candidates": sum(c["choices"] for c in bench), "cache_hits": len(self.calls) - len(bench),
-                "per_gemm": [c["choices"] for c in bench]}
-
-
 class SelectorLog(logging.Handler):
     """kselect's own log: decisions (candidates seen, kept, ms) and fallback warnings."""
 
@@ -639,12 +602,6 @@ def steady_state(fn, device, steps: int, warmup: int) -> dict:
             "step_ms_p90": q[-1], "steps": steps, "warmup": warmup}
 
 
-def rel_err(got, want) -> float:
-    """||got - want|| / ||want|| in fp32."""
-    g, w = got.detach().float(), want.detach().float()
-    return float((g - w).norm() / w.norm().clamp_min(1e-30))
-
-
 def _tokens(spec, vocab: int, length: int, device, offset: int = 0):
     import torch
 
@@ -698,7 +655,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     num = sum(float((c.float() - g.float()).norm() ** 2) for c, g in zip(grads_c, grads_e))
     den = sum(float(g.float().norm() ** 2) for g in grads_e)
     grad_err = math.sqrt(num / max(den, 1e-60))
-    worst = max(rel_err(c, g) for c, g in zip(grads_c, grads_e))
+    worst = max(relative_error(c, g) for c, g in zip(grads_c, grads_e))
     del grads_e, grads_c
     loss_err = abs(float(loss_c) - float(loss_e)) / max(abs(float(loss_e)), 1e-30)
     err = max(loss_err, grad_err)
@@ -723,7 +680,7 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         compiled = compile_fn(fn)
         got, first = timed_call(lambda: compiled(tokens, caches), device)
         res["compile_s"] = round(first, 3)
-        err = rel_err(got, want)
+        err = relative_error(got, want)
         res["correctness"] = {"what": "last-position logits vs eager (relative norm)", "rel_err": err,
                               "tol": spec["rtol"], "ok": err <= spec["rtol"]}
         save()

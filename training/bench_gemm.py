@@ -20,13 +20,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .bench_common import GemmCounter, cold_cache_env
 
 log = logging.getLogger(__name__)
 
@@ -68,30 +70,6 @@ def _args(ops):
     return (ops.a, ops.b) if ops.bias is None else (ops.a, ops.b, ops.bias)
 
 
-class _Feedback:
-    """Inductor's feedback saver: what each autotune benchmarked and what won."""
-
-    def __init__(self):
-        self.calls: list[dict] = []
-
-    def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
-        finite = {c: float(t) for c, t in timings.items() if t == t and t != math.inf}
-        best = min(finite, key=finite.get) if finite else None
-        self.calls.append({"benchmarked": len(timings),
-                           "winner": _describe(best) if best is not None else "",
-                           "winner_inductor_ms": finite.get(best, float("nan")) if best is not None else None})
-
-
-def _describe(choice) -> str:
-    from kselect.selector.inductor_compat import caller_candidate
-
-    try:
-        cand = caller_candidate(choice)
-    except Exception:  # noqa: BLE001 -- description only
-        cand = None
-    return cand.key if cand is not None else str(getattr(choice, "name", choice))
-
-
 def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     import torch
     from torch._inductor import config as ic
@@ -110,7 +88,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
                         "triton.enable_persistent_tma_matmul": True})
         if mode is None:   # stock; with kselect, enable() set the space (and remembers DEFAULT)
             patches["max_autotune_gemm_search_space"] = space
-    fb = _Feedback()
+    fb = GemmCounter()
     n_dec = len(selector.decisions) if selector is not None else 0
     stats0 = dict(selector.stats) if selector is not None else {}
     ops = make_operands(problem, device, seed=1)
@@ -129,7 +107,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     row["rel_error"] = relative_error(out, reference(problem, ops))
     row["correct"] = bool(row["rel_error"] <= TOLERANCE[problem.dtype])
     row["autotuned"] = len(fb.calls)
-    row["benchmarked"] = sum(c["benchmarked"] for c in fb.calls)
+    row["benchmarked"] = sum(c["choices"] for c in fb.calls)   # caches are off: every call is fresh
     row["chosen"] = fb.calls[-1]["winner"] if fb.calls else ""
     row["chosen_inductor_ms"] = fb.calls[-1]["winner_inductor_ms"] if fb.calls else None
     if selector is not None:
@@ -198,8 +176,7 @@ def run_worker(plan: dict) -> int:
 def _spawn(plan: dict, timeout: float | None) -> str:
     """Run one variant in a fresh process with cold caches; returns '' or why it stopped."""
     tmp = tempfile.mkdtemp(prefix=f"kselect-bench-{plan['variant']}-")
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "inductor"),
-               TRITON_CACHE_DIR=os.path.join(tmp, "triton"), PYTHONUNBUFFERED="1")
+    env = cold_cache_env(Path(tmp))
     plan_path = Path(tmp) / "plan.json"
     plan_path.write_text(json.dumps(plan))
     try:
@@ -247,7 +224,7 @@ def summarize(rows: list[dict]) -> dict:
     for v, rs in by.items():
         rr = list(rs.values())
         s["variants"][v] = {
-            "shapes": len(rr), "compile_s_median": _median([r["compile_s"] for r in rr]),
+            "shapes": len(rr), "compile_s_median": statistics.median(r["compile_s"] for r in rr),
             "tuning_s_total": sum(tuning(r) for r in rr) if plain else float("nan"),
             "benchmarked_total": sum(r.get("benchmarked", 0) for r in rr),
             "fallbacks": sum(r.get("fallbacks", 0) for r in rr),
@@ -276,11 +253,6 @@ def summarize(rows: list[dict]) -> dict:
 
 def _check(value: float, ok) -> list:
     return [value, None if value != value else bool(ok(value))]
-
-
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if xs else float("nan")
 
 
 def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: dict) -> None:

@@ -261,7 +261,7 @@ def summarize(root: str | Path) -> dict:
         "triton_candidates_per_shape_min": int(triton_per_shape.min()) if len(triton_per_shape) else 0,
         "oracle_shapes": int(oracle),
         "shapes_with_aten_and_200_triton_or_full_space": len(floor & aten_ok),
-        "shapes_with_aten": int(df[(df["backend"] == "aten") & (df["status"] == "ok")]["problem_key"].nunique()),
+        "shapes_with_aten": len(aten_ok),
         "by_template": {f"{b}:{t}": int(v) for (b, t), v in df.groupby(["backend", "template"]).size().items()},
         "workloads": {k: int(v) for k, v in df.groupby("workload")["problem_key"].nunique().items()},
         "corrupt_files": [str(p) for p in ds.corrupt_files],

@@ -17,17 +17,11 @@ from .collect import candidate_list
 BACKENDS = ("aten", "triton")
 
 
-def problem_of(row) -> Problem:
-    return Problem(M=int(row["M"]), N=int(row["N"]), K=int(row["K"]), op=row["op"],
-                   dtype=row["dtype"], layout=row["layout"], batch=int(row["batch"]),
-                   model=row["model"] or "")
-
-
 def complete_shapes(df: pd.DataFrame, backends=BACKENDS) -> set[str]:
     """Problem keys whose full candidate space has a row in `df`."""
     done = set()
     for key, sub in df.groupby("problem_key", sort=False):
-        space = {c.key for c in candidate_list(problem_of(sub.iloc[0]), list(backends), "exhaustive", 0)}
+        space = {c.key for c in candidate_list(Problem.from_dict(sub.iloc[0].to_dict()), list(backends), "exhaustive", 0)}
         if space and space <= set(sub["candidate_key"]):
             done.add(key)
     return done

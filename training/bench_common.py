@@ -1,0 +1,67 @@
+"""What `kselect bench gemm` and `kselect bench e2e` share: cold-cache worker processes and
+counting what Inductor benchmarked."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+
+def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
+    """The parent's environment with fresh, empty compile caches and no KSELECT_* options
+    (other than `keep`): with KSELECT_MODE set, `import torch` would enable kselect in a stock
+    variant's worker through torch's autoload entry point."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_") or k in keep}
+    env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
+    env.update({"TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"),
+                "TRITON_CACHE_DIR": str(Path(tmp) / "triton"),
+                "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "0", "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE": "0",
+                "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def describe_choice(choice) -> str:
+    """A benchmarked choice as a kselect candidate key (or Inductor's name for it)."""
+    from kselect.selector.inductor_compat import caller_candidate
+
+    try:
+        cand = caller_candidate(choice)
+    except Exception:  # noqa: BLE001 -- description only
+        cand = None
+    return cand.key if cand is not None else str(getattr(choice, "name", choice))
+
+
+class GemmCounter:
+    """Inductor's feedback saver: one call per autotuned GEMM, benchmarked or from the autotune
+    cache, with its winner. Inductor's `select_algorithm_autotune` counter moves only when it
+    really benchmarks, which tells the two apart (if the counter is unreadable every call
+    counts as benchmarked)."""
+
+    def __init__(self):
+        self.calls: list[dict] = []
+        self._last = self._benchmarks()
+
+    @staticmethod
+    def _benchmarks():
+        try:
+            from torch._dynamo.utils import counters
+
+            return int(counters["inductor"]["select_algorithm_autotune"])
+        except Exception:  # noqa: BLE001 -- private counter; only sharpens the count
+            return None
+
+    def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
+        now = self._benchmarks()
+        fresh = True if now is None or self._last is None else now > self._last
+        self._last = now
+        finite = {c: float(t) for c, t in timings.items() if t == t and t != math.inf}
+        best = min(finite, key=finite.get) if finite else None
+        self.calls.append({"name": str(name), "choices": len(timings), "benchmarked": fresh,
+                           "winner": describe_choice(best) if best is not None else "",
+                           "winner_inductor_ms": finite[best] if best is not None else None})
+
+    def summary(self) -> dict:
+        bench = [c for c in self.calls if c["benchmarked"]]
+        return {"autotuned": len(self.calls), "benchmarked": len(bench),
+                "candidates": sum(c["choices"] for c in bench), "cache_hits": len(self.calls) - len(bench),
+                "per_gemm": [c["choices"] for c in bench]}
