@@ -90,12 +90,13 @@ def _time_on_host(runners, target_ms: float, replays: int) -> Timing:
 
 def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = DEFAULT_TARGET_MS,
                  replays: int = DEFAULT_REPLAYS, use_graph: bool = True,
-                 max_total_ms: float | None = None, device: str = "cuda") -> Timing:
+                 max_total_ms: float | None = None, device: str = "cuda", stream=None) -> Timing:
     """Time one kernel given one zero-arg runner per rotating operand set.
 
     Runners must already be compiled and verified. `max_total_ms` bounds the time spent
     on a slow candidate (fewer replays, never fewer than 3). On `device="cpu"` it falls
-    back to host wall-clock timing (for CPU backends and tests).
+    back to host wall-clock timing (for CPU backends and tests). `stream`: the side stream
+    to run on (a runner bound to a stream when it was made, e.g. Inductor's, needs its own).
     """
     n = len(runners)
     if n == 0:
@@ -103,7 +104,8 @@ def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = 
     if device == "cpu":
         return _time_on_host(runners, target_ms, replays)
     import torch
-    stream = torch.cuda.Stream()
+    if stream is None:
+        stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(stream):

@@ -24,8 +24,9 @@ import numpy as np
 
 from . import inductor_compat as compat
 from .cache import DecisionCache, decision_key
-from .options import MODES, read as read_options
+from .options import MODES, VERIFY_TIMINGS, read as read_options
 from .policy import CostModelRanker, RankerUnavailable, choose_kept, verified_keep
+from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
 
 log = logging.getLogger("kselect.selector")
@@ -35,9 +36,12 @@ class Selector:
     """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
 
     def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
-                 keep_aten: bool = True, ranker=None):
+                 keep_aten: bool = True, ranker=None, verify_timing: str = "auto"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if verify_timing not in VERIFY_TIMINGS:
+            raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
+        self.verify_timing = verify_timing
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
@@ -45,11 +49,13 @@ class Selector:
         self.cache = DecisionCache(cache_dir) if cache_dir else None
         self._rankers: dict = {}
         self._lock = threading.Lock()
-        self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0}
+        self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
         # the GEMM search space stock Inductor would use when enable() widened it (see _stock_items)
         self.stock_space: str | None = None
         # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
         self.decisions: collections.deque = collections.deque(maxlen=1024)
+        # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
+        self.measurements: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
@@ -165,7 +171,7 @@ class Selector:
                 nfields = {**cfields, "candidates": seen}
                 self.cache.put(decision_key(nfields), kept, {**nfields, "verified": True})
         self.stats["verified"] += 1
-        log.info("kselect verified %s: Inductor measured %d kept choices; cached %s",
+        log.info("kselect verified %s: %d kept choices measured; cached %s",
                  cfields.get("problem", {}).get("out"), len(measured), kept)
 
     def _guarded(self, stage: str, items, signature, to_candidate):
@@ -191,9 +197,13 @@ class Selector:
             log.debug("kselect %s failure", stage, exc_info=True)
             return self._stock_items(stage, items, problem, cands)
         out = [items[i] for i in kept]
+        device_type = str(getattr(device, "type", device))
+        if self.mode == "verify" and len(out) > 1 and stage == "choices" and self._times_itself(device_type):
+            picked = self._measure_kept(problem, entry, out, device_type)
+            if picked is not None:
+                return picked
         faithful = False
-        if self.mode == "verify" and len(out) > 1 and stage == "choices" \
-                and getattr(device, "type", device) == "cuda":
+        if self.mode == "verify" and len(out) > 1 and stage == "choices" and device_type == "cuda":
             try:
                 faithful = compat.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
@@ -202,6 +212,43 @@ class Selector:
         if self.mode == "verify" and entry is not None and len(out) > 1:
             self._await_verification(stage, problem.key, (*entry, faithful), out)
         return out
+
+    def _times_itself(self, device_type: str) -> bool:
+        """Verify with our harness ("kselect") or Inductor's benchmark ("inductor"); "auto" = ours
+        on GPUs, where Inductor misreads ATen, Inductor's on the CPU, where it does not."""
+        if self.verify_timing == "auto":
+            return device_type == "cuda"
+        return self.verify_timing == "kselect"
+
+    def _measure_kept(self, problem, entry, kept_items, device_type: str):
+        """Time the kept choices with the collector's harness (selector/verify_timing.py) and
+        hand Inductor the winner alone; None (one warning) leaves the set to Inductor."""
+        t0 = time.perf_counter()
+        try:
+            got = measure_kept(kept_items, problem.dtype, device_type)
+            best = got.best
+        except VerifyTimingUnavailable as exc:
+            log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
+            warn_once("verify-timing:unavailable", f"kselect: verify cannot measure this set itself "
+                      f"({exc}); Inductor benchmarks it")
+            return None
+        except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
+            warn_once(f"verify-timing:{type(exc).__name__}", f"kselect: verify measurement failed "
+                      f"({type(exc).__name__}: {exc}); Inductor benchmarks this set")
+            log.debug("kselect verify measurement failure", exc_info=True)
+            return None
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        keys = [c.key for c in (compat.caller_candidate(it) for it in kept_items)]
+        self.stats["measured"] += len(kept_items)
+        self.measurements.append({"problem": problem.key, "ms": dict(zip(keys, got.ms)),
+                                  "winner": keys[best], "wall_ms": wall_ms, "method": got.method,
+                                  "dropped": {keys[i]: why for i, why in got.dropped.items()}})
+        log.info("kselect verify %s: measured %s (%s) in %.0f ms -> %s", problem.key,
+                 ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)), got.method, wall_ms, keys[best])
+        if entry is not None:
+            self._await_verification("choices", problem.key, (*entry, True), kept_items)
+            self.record_verified(kept_items, dict(zip(kept_items, got.ms)), device_type)
+        return [kept_items[best]]
 
     def _stock_items(self, stage: str, items, problem, cands):
         """What stock Inductor would have built: when enable() widened the search space for
@@ -297,11 +344,13 @@ def _ensure_preprocess() -> None:
 
 
 def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
-           ranker=None, search_space: str | None = "EXHAUSTIVE") -> Selector | None:
+           ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto") -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
     object with rank(problem, candidates) (overrides model; e.g. a MeasuredRanker on CPU).
+    verify_timing: who measures verify mode's kept set -- "kselect" (the collector's harness,
+    faithful to ATen), "inductor" (its autotune benchmark), "auto" (kselect's on GPUs).
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -312,7 +361,8 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     reset_warnings()
     if mode == "off":
         return None
-    sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker)
+    sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
+                   verify_timing=verify_timing)
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
     handler.kselect_selector = sel
     _ensure_preprocess()
@@ -358,7 +408,7 @@ def selecting(mode: str = "verify", **kwargs):
         if prev is not None:  # re-install the outer configuration
             enable(prev.mode, k=prev.k, model=prev.model,
                    cache_dir=prev.cache.root if prev.cache else None,
-                   keep_aten=prev.keep_aten, ranker=prev.ranker)
+                   keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing)
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -366,4 +416,5 @@ def enable_from_env(environ=None) -> Selector | None:
     o = read_options(environ)
     if o["mode"] == "off":
         return None
-    return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None)
+    return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
+                  verify_timing=o["verify_timing"])

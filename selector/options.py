@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 MODES = ("off", "verify", "predict")
+VERIFY_TIMINGS = ("auto", "kselect", "inductor")
 
 
 class OptionError(ValueError):
@@ -51,6 +52,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_K", _positive_int, 4, "verify mode: most candidates kept per template stage"),
     Option("KSELECT_CACHE_DIR", str, "", "directory of the persistent decision cache (empty = no cache)"),
     Option("KSELECT_MODEL", str, "", "cost-model booster file (empty = the shipped model for this GPU)"),
+    Option("KSELECT_VERIFY_TIMING", str.lower, "auto", "verify mode: who times the kept choices -- kselect "
+           "(the collector's CUDA-graph harness; checks each result against ATen), inductor (its autotune "
+           "benchmark), auto (kselect on GPUs, inductor on the CPU)", VERIFY_TIMINGS),
 )
 
 

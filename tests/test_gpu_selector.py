@@ -234,7 +234,9 @@ def _cache_files(root: Path) -> list:
 
 @pytest.fixture(scope="module")
 def verify_first(harness, operands, decisions_dir):
-    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir)
+    """verify with Inductor's own benchmark of the kept set (verify_timing="inductor")."""
+    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir,
+                          verify_timing="inductor")
     res.cache_files = _cache_files(decisions_dir)  # before the second compile rewrites any
     return res
 
@@ -242,7 +244,26 @@ def verify_first(harness, operands, decisions_dir):
 @pytest.fixture(scope="module")
 def verify_again(harness, operands, decisions_dir, verify_first):
     """A new Selector on the same decision cache, Dynamo reset, Inductor caches off."""
-    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir)
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir,
+                           verify_timing="inductor")
+
+
+@pytest.fixture(scope="module")
+def own_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("decisions-own")
+
+
+@pytest.fixture(scope="module")
+def verify_own(harness, operands, own_dir):
+    """verify as shipped on a GPU: kselect times the kept set with the collector's harness."""
+    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
+    res.cache_files = _cache_files(own_dir)
+    return res
+
+
+@pytest.fixture(scope="module")
+def verify_own_again(harness, operands, own_dir, verify_own):
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
 
 
 @pytest.fixture(scope="module")
@@ -371,6 +392,44 @@ def test_verify_recompile_from_decision_cache_benchmarks_nothing(verify_first, v
 
 
 # ---------------------------------------------------------------------------------------
+# verify as shipped: kselect measures the kept set itself (CUDA graphs, results checked vs ATen)
+def _own_measurements(res: Compiled, key: str) -> list:
+    return [m for m in res.selector.measurements if m["problem"] == key]
+
+
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_verify_measures_kept_set_itself_and_inductor_benchmarks_nothing(verify_own, operands, name):
+    gemm = GEMMS[name]
+    res = verify_own
+    assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
+    assert not res.benchmarked(gemm.key), "Inductor benchmarked a kept set: " + res.describe(gemm.key)
+    kept_sets = [kept for stage, _, kept in res.decisions(gemm.key) if stage == "choices"]
+    measured = _own_measurements(res, gemm.key)
+    if any(len(k) > 1 for k in kept_sets):
+        assert measured, f"kept {kept_sets} but kselect measured nothing: {res.log}"
+        m = measured[-1]
+        assert any(k.startswith("aten:") for k in m["ms"]), m        # the ATen safety net was timed
+        assert m["method"] == "cuda_graph" and not m["dropped"], m
+        finite = {k: t for k, t in m["ms"].items() if t < float("inf")}
+        assert m["winner"] == min(finite, key=finite.get), m
+        assert [m["winner"]] in _verified_entries(res, gemm), (m, res.cache_files)
+    _check_outputs(res, operands, name)
+
+
+def test_verify_own_timing_was_exercised(verify_own):
+    if not verify_own.selector.measurements:
+        pytest.skip("every kept set was one choice: kselect's own verify timing was not exercised")
+
+
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_verify_own_recompile_measures_nothing(verify_own_again, operands, name):
+    res = verify_own_again
+    assert res.stats["decisions"] == 0 and res.stats["measured"] == 0, res.stats
+    assert not res.benchmarked(GEMMS[name].key), res.describe(GEMMS[name].key)
+    _check_outputs(res, operands, name)
+
+
+# ---------------------------------------------------------------------------------------
 # fp32: the shipped model has bf16 data only -> stock Inductor, one warning, correct output
 def test_fp32_mm_falls_back_to_stock_with_one_warning(fp32):
     res, want = fp32
@@ -387,14 +446,18 @@ class GpuSelectorReport(UserWarning):
     """Information, not a problem: what the hooks did on this GPU / torch."""
 
 
-def test_report_what_the_hooks_did(predict, verify_first, verify_again, fp32):
+def test_report_what_the_hooks_did(predict, verify_first, verify_again, verify_own, verify_own_again, fp32):
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     import triton
 
     lines = [f"{props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, triton {triton.__version__}"]
-    for title, res in (("predict", predict), (f"verify k={K}", verify_first), ("verify again", verify_again)):
+    for title, res in (("predict", predict), (f"verify k={K}, Inductor timing", verify_first),
+                       ("verify again", verify_again), (f"verify k={K}, kselect timing", verify_own),
+                       ("verify (kselect timing) again", verify_own_again)):
         lines.append(f"[{title}] {res.seconds:.1f} s, stats {res.stats}")
         lines += ["  " + res.describe(g.key) for g in GEMMS.values()]
+        lines += [f"  kselect measured {m['problem']}: {m['ms']} -> {m['winner']} ({m['wall_ms']:.0f} ms)"
+                  for m in res.selector.measurements]
     lines.append(f"[fp32 predict] {fp32[0].seconds:.1f} s, stats {fp32[0].stats}, warnings {fp32[0].warnings}, "
                  f"benchmarked {[len(r) for r in fp32[0].timed(FP32_KEY)]} choices")
     stages = {g.key: sorted({s for s, _, _ in predict.decisions(g.key)}) for g in GEMMS.values()}
@@ -404,6 +467,9 @@ def test_report_what_the_hooks_did(predict, verify_first, verify_again, fp32):
         Path(path).write_text(json.dumps({"summary": lines, "predict": predict.to_json(),
                                           "verify_first": verify_first.to_json(),
                                           "verify_again": verify_again.to_json(),
+                                          "verify_own": {**verify_own.to_json(),
+                                                         "measurements": list(verify_own.selector.measurements)},
+                                          "verify_own_again": verify_own_again.to_json(),
                                           "fp32": fp32[0].to_json()}, indent=1, default=str))
     warnings.warn("\n".join(lines), GpuSelectorReport)
     assert all(stages.values())

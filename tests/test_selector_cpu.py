@@ -167,7 +167,48 @@ def test_verify_prunes_to_k_and_cache_makes_recompile_benchmark_free(stock, fres
     caplog.clear()
     sel2 = ksi.enable("verify", k=1, cache_dir=tmp_path / "decisions", ranker=ranker)
     assert compile_and_check(fresh) == []  # every GEMM: the cached, verified winner only
-    assert sel2.stats == {"decisions": 0, "cache_hits": N_GEMMS, "fallbacks": 0, "verified": 0}
+    assert sel2.stats == {"decisions": 0, "cache_hits": N_GEMMS, "fallbacks": 0, "verified": 0, "measured": 0}
+
+
+def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tmp_path):
+    """verify_timing="kselect" (the GPU default): kselect runs, checks and times the kept set with
+    the collector's harness and hands Inductor the winner alone. On the CPU only the plain bmm has
+    an ATen and a CPP choice over the same input buffers; the other two GEMMs' choices take
+    different buffers (packed weight; a materialised transpose), which kselect cannot time side
+    by side: Inductor benchmarks those, with one warning."""
+    _, table = stock
+    cpp_first = {p: {c: (1.0 if c.startswith("cpp:") else 2.0) for c in row} for p, row in table.items()}
+    caplog.set_level(logging.INFO, logger="kselect.selector")
+    sel = ksi.enable("verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first),
+                     verify_timing="kselect")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counts = compile_and_check(fresh)
+    ours = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
+    assert len(ours) == 1 and "take different inputs" in ours[0], ours
+    measured = list(sel.measurements)
+    assert [m["problem"] for m in measured] == ["bmm4x:64x80x96:fp32:nn"], measured
+    m = measured[0]
+    assert set(m["ms"]) == set(table["bmm4x:64x80x96:fp32:nn"]) and m["method"] == "cpu_wall"
+    assert all(0 < t < float("inf") for t in m["ms"].values()) and not m["dropped"], m
+    assert m["winner"] == min(m["ms"], key=m["ms"].get)
+    assert sorted(counts) == [2, 2]                      # Inductor benchmarked only the other two
+    assert sel.stats["measured"] == 2 and sel.stats["verified"] == N_GEMMS, sel.stats
+    cached = [json.loads(f.read_text()) for f in (tmp_path / "d").rglob("*.json")]
+    assert [m["winner"]] in [c["kept"] for c in cached if c["key_fields"].get("verified")]
+
+    sel2 = ksi.enable("verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first),
+                      verify_timing="kselect")
+    assert compile_and_check(fresh) == []            # every winner from the cache
+    assert sel2.stats["measured"] == 0 and sel2.stats["decisions"] == 0, sel2.stats
+
+
+def test_verify_timing_option_is_validated():
+    with pytest.raises(ValueError, match="verify_timing"):
+        ksi.Selector("verify", verify_timing="fastest")
+    with pytest.raises(options.OptionError, match="KSELECT_VERIFY_TIMING"):
+        options.read({"KSELECT_VERIFY_TIMING": "sometimes"})
+    assert options.read({"KSELECT_VERIFY_TIMING": "Inductor"})["verify_timing"] == "inductor"
 
 
 def _one_fallback_warning(bench, stock_counts) -> str:
@@ -376,7 +417,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 
 def test_options_env_and_help():
-    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": ""}
+    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto"}
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):

@@ -16,8 +16,8 @@ call for reference, the steady-state step (median of --steps synchronised calls 
 tokens/s, GEMMs autotuned and candidates benchmarked (Inductor's feedback saver; a GEMM served
 from the autotune cache is counted as a cache hit, not as benchmarked), and the result against
 eager (train: loss and all gradients of step 1; prefill/decode: last-position logits) as a
-relative-norm error. No variant uses CUDA graphs ("max-autotune-no-cudagraphs"), so all compare
-like for like. The train step is the compiled forward + cross-entropy loss with its compiled
+relative-norm error. No variant uses CUDA graphs, so all compare like for like; the max-autotune
+variants tune GEMMs only (`max_autotune_gemm`) unless `--autotune full`. The train step is the compiled forward + cross-entropy loss with its compiled
 backward, then an eager AdamW step (fused on CUDA), all inside the timed step.
 """
 from __future__ import annotations
@@ -105,6 +105,11 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
                    "generation, so the whole space costs only ranking time)")
+    p.add_argument("--autotune", choices=("gemm", "full"), default="gemm",
+                   help="what the max-autotune variants tune: gemm = GEMM choices only (Inductor's "
+                   "max_autotune_gemm; default: compile-time differences are GEMM selection alone), "
+                   "full = mode max-autotune-no-cudagraphs, which adds coordinate-descent tuning of "
+                   "every pointwise/reduction kernel to every max-autotune variant, kselect ones too")
     p.add_argument("--kselect-model", default="", help="cost-model booster (default: the shipped one)")
     p.add_argument("--exhaustive-model", help="model preset for the exhaustive variant (default --model)")
     p.add_argument("--exhaustive-workloads", help="workloads of the exhaustive variant (default --workloads)")
@@ -147,6 +152,7 @@ def settings_from_args(args) -> dict:
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
          "warmup": args.warmup, "k": args.k, "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
+         "autotune": getattr(args, "autotune", "gemm"),
          "workloads": _csv(args.workloads, WORKLOADS, "workload"),
          "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes}
     s["exhaustive_model"] = args.exhaustive_model or s["model"]
@@ -445,7 +451,11 @@ def configure(spec: dict):
         config.max_autotune_gemm_search_space = "DEFAULT"
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"])
-    kwargs = {"mode": v.mode} if v.mode else {}
+    kwargs = {}
+    if v.mode and spec.get("autotune", "gemm") == "gemm":
+        config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
+    elif v.mode:
+        kwargs["mode"] = v.mode
     return lambda fn: torch.compile(fn, **kwargs)
 
 
@@ -514,7 +524,12 @@ def measure(spec: dict, res: dict, save) -> None:
         if sel_log is not None:
             from kselect.selector import inductor as ksi
 
-            res["kselect"] = sel_log.summary(ksi.current())
+            sel = ksi.current()
+            res["kselect"] = sel_log.summary(sel)
+            if sel is not None and sel.measurements:   # verify timing its kept sets itself
+                res["gemms"]["kselect_measured"] = len(sel.measurements)
+                res["gemms"]["benchmarked"] += len(sel.measurements)
+                res["gemms"]["candidates"] += sel.stats["measured"]
         res["graphs"] = _graph_count()
         if device.type == "cuda":
             res["peak_memory_gb"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
@@ -795,9 +810,14 @@ def render(report: dict) -> str:
              "- cold caches: every (variant, workload) in a fresh process with new, empty "
              "TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR (Inductor's caches on, as in a user's first "
              "compile: a GEMM shape repeated in another layer is tuned once)",
-             "- no CUDA graphs in any variant (`max-autotune-no-cudagraphs`; plain torch.compile uses none): "
-             "like for like. Max-autotune also tunes pointwise/reduction kernels (coordinate descent) "
-             "in every max-autotune variant, kselect ones included",
+             ("- max-autotune variants = `torch.compile` with Inductor's `max_autotune_gemm` (GEMM "
+              "autotuning only, `--autotune gemm`): compile-time differences are GEMM selection alone. "
+              "The full mode also tunes every pointwise/reduction kernel (coordinate descent; on the "
+              "H200 train step ~+70-115 s of compile in every max-autotune variant, kselect ones too, "
+              "reports/e2e-h200/attempt-1)" if s.get("autotune", "gemm") == "gemm" else
+              "- max-autotune variants = mode `max-autotune-no-cudagraphs` (`--autotune full`): they also "
+              "tune every pointwise/reduction kernel (coordinate descent), kselect ones included"),
+             "- no CUDA graphs in any variant (plain torch.compile uses none): like for like",
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']})` on top of max-autotune, search space "

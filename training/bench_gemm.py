@@ -90,6 +90,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
             patches["max_autotune_gemm_search_space"] = space
     fb = GemmCounter()
     n_dec = len(selector.decisions) if selector is not None else 0
+    n_meas = len(selector.measurements) if selector is not None else 0
     stats0 = dict(selector.stats) if selector is not None else {}
     ops = make_operands(problem, device, seed=1)
     remove = add_feedback_saver(fb)
@@ -117,6 +118,13 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
         row["kept"] = new[-1]["kept"] if new else []
         row["seen"] = max((d["seen"] for d in new), default=0)
         row["fallbacks"] = selector.stats["fallbacks"] - stats0.get("fallbacks", 0)
+        measured = list(selector.measurements)[n_meas:]   # verify mode timing the kept set itself
+        row["kselect_measured"] = sum(len(m["ms"]) for m in measured)
+        row["benchmarked"] += row["kselect_measured"]
+        if measured:
+            row["chosen"] = measured[-1]["winner"]
+            row["kselect_measured_ms"] = measured[-1]["ms"]
+            row["kselect_measure_wall_ms"] = sum(m["wall_ms"] for m in measured)
         if not row["chosen"] and len(row["kept"]) == 1:
             row["chosen"] = row["kept"][0]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 32 << 20

@@ -1,0 +1,221 @@
+"""Verify mode's own measurement of the kept choices: the collector's harness, not Inductor's.
+
+Why: on the H200 Inductor's autotune times ATen (cuBLAS) 1.22-1.57x slower than it runs in
+the compiled program (host dispatch gaps; reports/faithfulness-h200), so a verified set that
+holds ATen and a close Triton kernel is settled by an artefact -- stock picked a 1.29x slower
+kernel on 333x7168x5120 that way. Here every kept choice runs on the same operands, is
+checked against the ATen result (a wrong kernel is dropped, never picked), and is timed by
+`kselect.kernels.timing.time_runners` (CUDA-graph replay over L2-cold rotating operands), the
+harness the training data was measured with. The winner alone goes back to Inductor, which
+then benchmarks nothing.
+
+Anything this module cannot do for a set (a choice kind without a run function, a failed
+graph capture) raises VerifyTimingUnavailable and Inductor benchmarks the set as before.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+log = logging.getLogger("kselect.selector")
+
+MAX_ROTATION_BYTES = 1 << 30      # operand copies for L2-cold timing, at most this much memory
+MAX_SETS = 8
+
+
+class VerifyTimingUnavailable(RuntimeError):
+    """This set of choices cannot be measured here; Inductor's own benchmark must do it."""
+
+
+@dataclass
+class Measured:
+    """Per kept choice (same order): median ms, or inf with the reason it was dropped."""
+    ms: list[float]
+    dropped: dict[int, str] = field(default_factory=dict)
+    method: str = ""
+
+    @property
+    def best(self) -> int:
+        finite = [i for i, t in enumerate(self.ms) if math.isfinite(t)]
+        if not finite:
+            raise VerifyTimingUnavailable("no kept choice compiled, ran and matched the reference")
+        return min(finite, key=lambda i: self.ms[i])
+
+
+def _is_extern(choice) -> bool:
+    from torch._inductor.select_algorithm import ExternKernelCaller
+
+    return isinstance(choice, ExternKernelCaller)
+
+
+def _check_runnable(choices) -> None:
+    nodes = [tuple(n.get_name() for n in c.input_nodes) for c in choices]
+    if len(set(nodes)) != 1:
+        raise VerifyTimingUnavailable(f"kept choices take different inputs {sorted(set(nodes))}")
+    for c in choices:
+        if not _is_extern(c) and not hasattr(getattr(c, "bmreq", None), "make_run_fn"):
+            raise VerifyTimingUnavailable(f"{type(c).__name__} has no run function")
+
+
+def _example(node_or_layout):
+    """A random tensor with the node's (or layout's) hinted sizes, strides, dtype, device."""
+    from torch._inductor import ir
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    node = node_or_layout
+    if isinstance(node, ir.Layout):
+        node = ir.Buffer(name="kselect_verify_out", layout=node)
+    return AlgorithmSelectorCache.benchmark_example_value(node)
+
+
+def _hint(expr) -> int:
+    """A size expression's concrete value (torch 2.13: optimization_hint; 2.11: size_hint)."""
+    from torch._inductor.virtualized import V
+
+    sizevars = V.graph.sizevars
+    for name in ("optimization_hint", "size_hint"):
+        fn = getattr(sizevars, name, None)
+        if fn is not None:
+            return int(fn(expr))
+    return int(expr)
+
+
+def _extern_view(base, node):
+    """What an ATen call sees: `node`'s sizes/strides/offset over the base tensor (a transposed
+    weight is a view of the stored one), as Inductor builds extern benchmark inputs."""
+    import torch
+
+    sizes = [_hint(s) for s in node.get_size()]
+    strides = [_hint(s) for s in node.get_stride()]
+    offset = _hint(node.get_layout().offset)
+    need = torch._prims_common.compute_required_storage_length(sizes, strides, offset)
+    if need > base.untyped_storage().nbytes() // base.element_size():
+        raise VerifyTimingUnavailable(f"input {node.get_name()} needs more storage than its base")
+    return torch.as_strided(base, sizes, strides, offset)
+
+
+@dataclass
+class Operands:
+    """One operand set: templates take base tensors, ATen calls their strided views."""
+    bases: list
+    views: list
+    out: object
+
+    def clone(self, nodes) -> "Operands":
+        import torch
+
+        bases = [t.clone() for t in self.bases]
+        return Operands(bases, [_extern_view(b, n) for b, n in zip(bases, nodes)], torch.empty_like(self.out))
+
+
+def _operand_sets(choices, device_type: str) -> list[Operands]:
+    """The first set plus copies so that one rotation exceeds twice the L2."""
+    from kselect.kernels.timing import rotation_count
+
+    nodes = choices[0].input_nodes
+    bases = [_example(n) for n in nodes]
+    first = Operands(bases, [_extern_view(b, n) for b, n in zip(bases, nodes)], _example(choices[0].layout))
+    sets = [first]
+    if device_type != "cuda":
+        return sets
+    import torch
+
+    nbytes = sum(t.untyped_storage().nbytes() for t in (*bases, first.out))
+    l2 = torch.cuda.get_device_properties(first.out.device).L2_cache_size
+    n = min(rotation_count(nbytes, l2), MAX_SETS, max(1, MAX_ROTATION_BYTES // max(nbytes, 1)))
+    sets += [first.clone(nodes) for _ in range(n - 1)]
+    return sets
+
+
+def _runner(choice, ops: Operands):
+    """A zero-argument launch of `choice` on these operands (its result lands in `ops.out`)."""
+    out = ops.out
+    if _is_extern(choice):
+        fn, inputs = choice.to_callable(), ops.views
+        if getattr(choice, "has_out_variant", True):
+            return lambda: fn(*inputs, out=out)
+        return lambda: out.copy_(fn(*inputs))
+    return choice.bmreq.make_run_fn(*ops.bases, out=out)
+
+
+def _precompile(choices) -> dict[int, str]:
+    """Compile the kept templates in parallel (as Inductor's precompile does); {index: why failed}."""
+    todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
+    failed: dict[int, str] = {}
+    if not todo:
+        return failed
+    with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+        futures = {i: pool.submit(choices[i].precompile) for i in todo}
+    for i, fut in futures.items():
+        exc = fut.exception()
+        if exc is not None:
+            failed[i] = f"compile failed: {type(exc).__name__}: {str(exc)[:200]}"
+    return failed
+
+
+def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7) -> Measured:
+    """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot."""
+    import torch
+
+    _check_runnable(choices)
+    dropped = _precompile(choices)
+    sets = _operand_sets(choices, device_type)
+    cuda = device_type == "cuda"
+    # Inductor's run functions bind the current stream when made: make them on our side stream.
+    stream = torch.cuda.Stream() if cuda else None
+    if cuda:
+        stream.wait_stream(torch.cuda.current_stream())
+    results, runners = {}, {}
+    try:
+        with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
+            for i, c in enumerate(choices):
+                if i in dropped:
+                    continue
+                try:
+                    runners[i] = [_runner(c, ops) for ops in sets]
+                    sets[0].out.fill_(math.nan)
+                    runners[i][0]()
+                    if cuda:
+                        torch.cuda.synchronize()
+                    results[i] = sets[0].out.clone()
+                except Exception as exc:  # noqa: BLE001 -- a choice that cannot run is dropped, not picked
+                    dropped[i] = f"run failed: {type(exc).__name__}: {str(exc)[:200]}"
+                    runners.pop(i, None)
+        return _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
+                               target_ms, replays)
+    finally:
+        for c in choices:
+            cleanup = getattr(getattr(c, "bmreq", None), "cleanup_run_fn", None)
+            if cleanup is not None and not _is_extern(c):
+                try:
+                    cleanup()
+                except Exception:  # noqa: BLE001 -- a leak at worst
+                    pass
+
+
+def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
+                    target_ms, replays) -> Measured:
+    """Drop choices whose result differs from ATen's, time the rest."""
+    from kselect.kernels.operands import TOLERANCE, relative_error
+    from kselect.kernels.timing import time_runners
+
+    ref_i = next((i for i in results if _is_extern(choices[i])), None)
+    if ref_i is None:
+        why = "; ".join(f"{getattr(choices[i], 'name', i)}: {w}" for i, w in dropped.items())
+        raise VerifyTimingUnavailable("no ATen choice ran to check the others against" + (f" ({why})" if why else ""))
+    for i, got in results.items():
+        err = relative_error(got, results[ref_i])
+        if not err <= TOLERANCE.get(dtype, 2e-2):
+            dropped[i] = f"wrong result (relative error {err:.3g} vs ATen)"
+            runners.pop(i, None)
+    ms = [math.inf] * len(choices)
+    method = ""
+    for i, rs in runners.items():
+        t = time_runners(rs, target_ms=target_ms, replays=replays, device=device_type, stream=stream)
+        ms[i], method = t.median_ms, t.method
+    for i, why in dropped.items():
+        log.warning("kselect verify: dropped %s: %s", getattr(choices[i], "name", i), why)
+    return Measured(ms=ms, dropped=dropped, method=method)
