@@ -118,6 +118,17 @@ def get_backend(name: str) -> Backend:
     return _INSTANCES[name]
 
 
+def shared_knobs(candidate: Candidate) -> dict[str, float]:
+    """The candidate's knobs in the shared schema (KNOBS), as its backend maps them (FlyDSL's
+    TILE_M is BLOCK_M, ...); candidates of unregistered backends (CPP, CUTLASS) as they are.
+    The dataset and the features both read knobs through here, so they cannot disagree."""
+    try:
+        backend = get_backend(candidate.backend)
+    except BackendError:
+        return {k: float(candidate.get(k, 0) or 0) for k in KNOBS}
+    return backend.config_features(candidate)
+
+
 def known_backends() -> list[str]:
     return sorted(set(_BUILTIN_MODULES) | set(_REGISTRY))
 

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 
@@ -110,7 +111,7 @@ class _CandidateRegistry:
     def _add(self, c: Candidate) -> int:
         if not isinstance(c, Candidate):
             raise FeatureError(f"candidates must be kselect Candidates, got {type(c).__name__}")
-        kw = dict(c.params)
+        kw = shared_knobs(c)
         row = [_template_code(c.backend, c.template)] + [float(kw.get(k, 0) or 0) for k in KNOB_COLUMNS]
         i = len(self.index)
         if i >= self.table.shape[0]:

@@ -9,6 +9,7 @@ Two hook points, both in inductor_compat (the only module touching private Induc
 Both ask `Selector.select`, which maps choices to Candidates, consults the decision cache,
 else a Ranker + the policy, and returns what to keep. Any failure -> the stock list and one
 warning per cause: kselect can make a compile slower to tune, never wrong or crashed.
+On ROCm the handler also lets FlyDSL join mm/addmm (flydsl_join.py), ranked with the rest.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ import numpy as np
 
 from . import inductor_compat as compat
 from .cache import DecisionCache, decision_key
+from .flydsl_join import FlyDSLJoin
 from .options import MODES, VERIFY_TIMINGS, read as read_options
-from .policy import CostModelRanker, RankerUnavailable, choose_kept, verified_keep
+from .policy import CostModelRanker, RankerUnavailable, choose_kept, unseen_backends, verified_keep
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
 
@@ -59,6 +61,7 @@ class Selector:
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
+        self.flydsl = FlyDSLJoin()
 
     # -- ranker per device ------------------------------------------------------------
     def ranker_for(self, fingerprint: dict):
@@ -118,8 +121,9 @@ class Selector:
         scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
         broken = [i for i, c in enumerate(candidates) if compat.known_broken(c, problem)]
         scores[broken] = np.nan  # never kept
+        unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
         kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
-                                bool(getattr(ranker, "log_time_scores", False)))
+                                bool(getattr(ranker, "log_time_scores", False)), unseen)
         ms = (time.perf_counter() - t0) * 1e3
         self.stats["decisions"] += 1
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
@@ -363,7 +367,8 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
         return None
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
                    verify_timing=verify_timing)
-    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
+    sel.flydsl.prepare()
+    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
     handler.kselect_selector = sel
     _ensure_preprocess()
     restore_handler = compat.install_choices(handler)

@@ -6,6 +6,9 @@
   before code generation (`_finalize_template_configs`), records them, and keeps only
   those a predicate accepts.
 - `choices_handler`: install such a handler for the duration of a compile.
+- `make_selecting_choices`: the selector's handler; it also lets FlyDSL join mm/addmm
+  (`get_template_configs`), compiles what survives (`_finalize_template_configs`) and keeps
+  FlyDSL outputs in a fixed layout (`_need_to_fix_layout`).
 """
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ import contextlib
 import logging
 from typing import Callable, Iterable
 
+from kselect.kernels.backend import BackendError
 from kselect.kernels.candidate import Candidate
+from kselect.kernels.flydsl import space as flydsl_space
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +28,8 @@ _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_war
 def template_of(uid: str) -> tuple[str, str]:
     """Inductor template uid -> (backend, template) in our naming."""
     u = uid.lower()
+    if flydsl_space.CHOICE_NAME in u:  # an ExternKernelChoice, uid "aten::flydsl_gemm_<op>"
+        return flydsl_space.BACKEND, flydsl_space.TEMPLATE
     if u.startswith("aten") or "extern" in u:
         op = u.split("::", 1)[1] if "::" in u else "mm"
         return "aten", {"mm": "mm", "addmm": "addmm", "bmm": "bmm"}.get(op, op)
@@ -48,6 +55,8 @@ def ktc_candidate(ktc) -> Candidate:
     kw = ktc_params(ktc)
     if backend == "aten":
         return Candidate.make("aten", template)
+    if backend == flydsl_space.BACKEND:
+        return flydsl_space.candidate(**kw)
     if template == "decompose_k":
         return Candidate.make("triton", "decompose_k", k_split=int(kw["k_split"]))
     if backend == "triton" and all(k in kw for k in _TILE_KEYS):
@@ -122,9 +131,20 @@ def choice_candidate(choice) -> Candidate | None:
     if ktc is not None:
         return ktc_candidate(ktc)
     name = getattr(choice, "name", "") or ""
+    if name.startswith(flydsl_space.CHOICE_NAME):
+        return flydsl_candidate(choice)
     if "extern" in name or name.startswith("aten"):
         return Candidate.make("aten", "mm")
     return None
+
+
+def flydsl_candidate(choice) -> Candidate | None:
+    """A FlyDSL ExternKernelCaller -> the same Candidate kernels/flydsl/space.py lists (its bound
+    knobs; `ab_layout` is the problem's, not a knob); None when the knobs are not all there."""
+    try:
+        return flydsl_space.candidate(**(getattr(choice, "kwargs", None) or {}))
+    except BackendError:
+        return None
 
 
 def candidates_of(records: Iterable) -> list[Candidate]:
@@ -134,15 +154,18 @@ def candidates_of(records: Iterable) -> list[Candidate]:
 # ---------------------------------------------------------------------------------------
 # The selector plug-in (selector/inductor.py) reaches Inductor only through what follows.
 def caller_candidate(choice) -> Candidate | None:
-    """Any backend's ChoiceCaller -> Candidate: KTC-backed ones via their KTC; extern
-    library calls (`_mkl_linear`, `bmm`) as aten; others (CPP, CUTLASS, ...) as
-    (backend, name without Inductor's per-compile counter), stable across compiles."""
+    """Any backend's ChoiceCaller -> Candidate: KTC-backed ones via their KTC; FlyDSL extern
+    calls as flydsl (their bound knobs); other extern library calls (`_mkl_linear`, `bmm`) as
+    aten; others (CPP, CUTLASS, ...) as (backend, name without Inductor's per-compile
+    counter), stable across compiles."""
     import re
 
     ann = getattr(choice, "annotations", None) or {}
     if ann.get("ktc") is not None:
         return ktc_candidate(ann["ktc"])
     name = str(getattr(choice, "name", "") or "")
+    if name.startswith(flydsl_space.CHOICE_NAME):  # an extern call, but not ATen's
+        return flydsl_candidate(choice)
     try:
         info = choice.info_dict() or {}
     except Exception:
@@ -269,17 +292,56 @@ def device_fingerprint(device) -> dict:
     return fp
 
 
-def make_selecting_choices(select_ktcs: Callable, uuid: str):
+def is_flydsl_ktc(ktc) -> bool:
+    return flydsl_space.CHOICE_NAME in str(getattr(ktc.template, "uid", ""))
+
+
+def _joins_here(templates, op_name: str) -> bool:
+    """Where extra mm/addmm templates join: the get_template_configs call that builds ATen's own
+    mm/addmm (tuned_addmm makes several calls per GEMM, this one once per GEMM; read on 2.13,
+    the 2.11 lowering is unchecked), and only under max-autotune (without it nothing is tuned)."""
+    from torch._inductor import config
+
+    if op_name not in ("mm", "addmm") or not (config.max_autotune or config.max_autotune_gemm):
+        return False
+    return any(str(getattr(t, "uid", "")) == f"aten::{op_name}" for t in templates)
+
+
+def flydsl_builds(ktcs) -> list:
+    """(index, kernel build) of each FlyDSL KTC in `ktcs`."""
+    from kselect.kernels.flydsl.inductor import build_of
+
+    return [(i, build_of(k.template.name, k.params.to_kwargs(), k.inputs))
+            for i, k in enumerate(ktcs) if is_flydsl_ktc(k)]
+
+
+def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None):
     """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
-    `select_ktcs(ktcs, kernel_inputs, op_name) -> list` (before any code generation)."""
+    `select_ktcs(ktcs, kernel_inputs, op_name) -> list` (before any code generation).
+
+    `join` (optional) adds templates to mm/addmm: `join.templates(kernel_inputs, op_name)` gives
+    ExternKernelChoices whose configs come from their registered template heuristic, and
+    `join.finalize(kept, stock)` vets the kept KTCs (compiles FlyDSL's) after selection."""
     base = _base_choices_class()
 
     class KselectChoices(base):
+        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            if join is not None and _joins_here(templates, op_name):
+                templates = list(templates) + list(join.templates(kernel_inputs, op_name))
+            return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+
         def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
                                        kwarg_overrides=None):
-            stock = super()._finalize_template_configs(template_choices, kernel_inputs, templates,
-                                                       op_name, kwarg_overrides)
-            return select_ktcs(list(stock), kernel_inputs, op_name)
+            stock = list(super()._finalize_template_configs(template_choices, kernel_inputs, templates,
+                                                            op_name, kwarg_overrides))
+            kept = select_ktcs(list(stock), kernel_inputs, op_name)
+            return join.finalize(kept, stock) if join is not None else kept
+
+        def _need_to_fix_layout(self, adjusted_choices, op_name):
+            # FlyDSL writes a contiguous output; a flexible layout could be re-strided later
+            if any(is_flydsl_ktc(k) for k in adjusted_choices):
+                return True
+            return super()._need_to_fix_layout(adjusted_choices, op_name)
 
         def uuid(self) -> str:  # folded into Inductor's FX-graph cache key on 2.13
             return uuid
@@ -381,7 +443,8 @@ def time_extern_under_cuda_graphs(choices) -> bool:
 
     honoured = True
     for choice in choices:
-        if isinstance(choice, ExternKernelCaller):
+        # FlyDSL's first launch JIT-compiles in process: never inside a graph capture
+        if isinstance(choice, ExternKernelCaller) and not choice.name.startswith(flydsl_space.CHOICE_NAME):
             if hasattr(choice, "_benchmark_with_cudagraphs"):
                 choice._benchmark_with_cudagraphs = True
             else:

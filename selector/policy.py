@@ -10,6 +10,11 @@ data for this device, dtype or problem, and the selector leaves that GEMM to sto
 
 `choose_kept` is the policy: predict keeps the top-1; verify keeps an adaptive top-k (fewer
 when #1 is far ahead, more when close, never more than the cap) plus ATen as a safety net.
+
+A ranker may say which backends it has data for (`backends`). Candidates of any other
+backend (FlyDSL under a model trained on NVIDIA data) are not scored by guesswork: predict
+never picks them; verify benchmarks the first few in the order Inductor listed them, inside
+the cap, so a newcomer gets measured without pretending the model knows it.
 """
 from __future__ import annotations
 
@@ -32,11 +37,20 @@ class RankerUnavailable(RuntimeError):
         self.cause = cause
 
 
+# Models whose metadata predates the `backends` field were all trained on the collector's
+# default backends.
+LEGACY_MODEL_BACKENDS = ("aten", "triton")
+# verify mode: most candidates of backends the ranker has no data for that one GEMM benchmarks
+UNSEEN_KEEP = 2
+
+
 class Ranker(Protocol):
     #: True when scores are log(predicted time): the policy then reads gaps as time ratios.
     log_time_scores: bool
     #: what identifies the ranker's knowledge (model hash, table hash): part of cache keys
     ident: str
+    #: (optional) backends it has data for; None or absent = it scores any backend
+    backends: frozenset | None
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray: ...
 
@@ -52,6 +66,7 @@ class CostModelRanker:
         meta = getattr(model, "metadata_", {}) or {}
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
         self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
+        self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)
         self.ident = "model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
 
     def check(self) -> None:
@@ -72,8 +87,12 @@ class CostModelRanker:
                                     f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning")
         from .features import featurize_candidates
 
-        X = featurize_candidates(problem, list(candidates), self.model.fingerprint)
-        return np.asarray(self.model.selection_cost(X), dtype=np.float64)
+        seen = [i for i, c in enumerate(candidates) if c.backend in self.backends]
+        scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
+        if seen:
+            X = featurize_candidates(problem, [candidates[i] for i in seen], self.model.fingerprint)
+            scores[seen] = self.model.selection_cost(X)
+        return scores
 
 
 class MeasuredRanker:
@@ -88,6 +107,7 @@ class MeasuredRanker:
 
         self.ident = name + ":" + hashlib.sha256(
             json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
+        self.backends = frozenset(k.split(":", 1)[0] for row in self.table.values() for k in row)
 
     @classmethod
     def from_csv(cls, path: str | Path) -> "MeasuredRanker":
@@ -131,19 +151,38 @@ def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.1
     return max(1, min(cap, n_close))
 
 
+def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
+    """Indices of candidates whose backend `ranker` has no data for, in listed order."""
+    known = getattr(ranker, "backends", None)
+    if known is None:
+        return []
+    return [i for i, c in enumerate(candidates) if c.backend not in known]
+
+
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
-                keep_aten: bool, log_time: bool) -> tuple[list[int], str]:
-    """Indices of the kept candidates (best first) and a one-line reason."""
-    scores = np.asarray(scores, dtype=np.float64)
+                keep_aten: bool, log_time: bool, unseen: Sequence[int] = ()) -> tuple[list[int], str]:
+    """Indices of the kept candidates (best first) and a one-line reason.
+
+    `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
+    Predict never picks one; verify keeps the first `UNSEEN_KEEP` of them, never more than
+    cap - 1 (one slot always goes to the ranker's pick), after the ranked ones."""
+    scores = np.array(scores, dtype=np.float64)
+    unseen = [int(i) for i in unseen]
+    scores[unseen] = np.nan
     finite = np.flatnonzero(np.isfinite(scores))
     if len(finite) == 0:
         raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
     order = finite[np.argsort(scores[finite], kind="stable")]
+    names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
-        return [int(order[0])], "predict: top-1"
-    n = adaptive_k(scores[order], k, log_time)
-    kept = [int(i) for i in order[:n]]
+        return [int(order[0])], "predict: top-1" + (
+            f"; {len(unseen)} unscored {names} never picked" if unseen else "")
+    n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
+    n = min(adaptive_k(scores[order], k, log_time), k - n_new)
+    kept = [int(i) for i in order[:n]] + unseen[:n_new]
     why = f"verify: adaptive k={n} of cap {k}"
+    if unseen:
+        why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
     if keep_aten:
         aten = [i for i, c in enumerate(candidates) if is_aten(c) and i not in kept]
         if aten:

@@ -51,6 +51,14 @@ def _is_extern(choice) -> bool:
     return isinstance(choice, ExternKernelCaller)
 
 
+def _is_aten(choice) -> bool:
+    """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
+    from .inductor_compat import caller_candidate
+
+    cand = caller_candidate(choice)
+    return _is_extern(choice) and cand is not None and cand.backend == "aten"
+
+
 def _check_runnable(choices) -> None:
     nodes = [tuple(n.get_name() for n in c.input_nodes) for c in choices]
     if len(set(nodes)) != 1:
@@ -202,7 +210,7 @@ def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stre
     from kselect.kernels.operands import TOLERANCE, relative_error
     from kselect.kernels.timing import time_runners
 
-    ref_i = next((i for i in results if _is_extern(choices[i])), None)
+    ref_i = next((i for i in results if _is_aten(choices[i])), None)
     if ref_i is None:
         why = "; ".join(f"{getattr(choices[i], 'name', i)}: {w}" for i, w in dropped.items())
         raise VerifyTimingUnavailable("no ATen choice ran to check the others against" + (f" ({why})" if why else ""))

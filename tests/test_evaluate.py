@@ -145,6 +145,7 @@ def test_auto_objective_is_chosen_by_grouped_cv():
     best = max(card["cv_table"], key=lambda r: r["score"])
     assert model.objective == best["objective"] and best["objective"] in card["objective_reason"]
     assert card["cv_scheme"] == "family-kfold"  # 4 families >= 2 folds: groups are families
+    assert card["backends"] == sorted(set(df["backend"]))  # what the selector trusts scores for
 
 
 def test_targets_on_oracle_shapes_are_checked_separately():

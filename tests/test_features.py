@@ -96,3 +96,23 @@ def test_bad_input_names_the_problem():
         featurize_frame(bad, DEVICE)
     with pytest.raises(ValueError, match="missing"):
         featurize_frame(rows_of(p, space(p)[:3]).drop(columns=["BLOCK_K"]), DEVICE)
+
+
+def test_flydsl_candidates_encode_in_schema_v1():
+    """FlyDSL knobs land on the shared knob columns (TILE_M is BLOCK_M, waves are warps, SPLIT_K
+    is k_split) under the 'other' template class; the dataset row the collector writes for the
+    same candidate featurises identically. ISA features would need a new schema version."""
+    from kselect.kernels.flydsl import space as fly
+    from kselect.training.collect import row_for
+
+    p = Problem(4096, 4096, 4096, layout="nt")
+    cands = fly.candidates(p, "gfx942", "default")
+    X = featurize_candidates(p, cands, DEVICE)
+    assert FEATURE_SCHEMA_VERSION == 1 and X.shape == (len(cands), len(FEATURE_NAMES))
+    assert np.isfinite(X).all()
+    col = {n: X[:, i] for i, n in enumerate(FEATURE_NAMES)}
+    kw = pd.DataFrame([c.kwargs for c in cands])
+    assert (col["BLOCK_M"] == kw.TILE_M).all() and (col["BLOCK_K"] == kw.TILE_K).all()
+    assert (col["num_warps"] == kw.WAVES_M * kw.WAVES_N).all() and (col["k_split"] == kw.SPLIT_K).all()
+    assert (col["tmpl_other"] == 1).all() and (col["tiles"] > 0).all()
+    assert np.array_equal(featurize_frame(pd.DataFrame([row_for(p, c) for c in cands]), DEVICE), X)

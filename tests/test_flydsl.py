@@ -192,7 +192,7 @@ def test_rocm_gate_refuses_on_cpu(caplog):
     from kselect.kernels.flydsl import inductor
     from torch._inductor.template_heuristics.registry import _TEMPLATE_HEURISTIC_REGISTRY
 
-    assert inductor.flydsl_choices(None, None) == []
+    assert inductor.templates(None, "mm") == []
     assert not any("flydsl" in str(k) for k in _TEMPLATE_HEURISTIC_REGISTRY)
 
 
@@ -228,6 +228,9 @@ class _Inputs:
     def mnk_hinted(self):
         return self._mnk
 
+    def mnk_symbolic(self):
+        return self._mnk
+
     def strides_hinted(self):
         return ((self._mnk[2], 1), self._b)
 
@@ -244,16 +247,22 @@ def test_inductor_problem_and_configs_from_kernel_inputs():
     assert (nt.key, nn.key) == ("mm:256x512x1024:bf16:nt", "addmm:256x512x1024:fp16:nn")
     with pytest.raises(ProblemError, match="neither"):
         inductor.problem_from_inputs(_Inputs(256, 512, 1024, (2048, 2)), "mm")
+    dynamic = _Inputs(256, 512, 1024, (1, 1024))
+    dynamic.mnk_symbolic = lambda: (__import__("sympy").Symbol("s0"), 512, 1024)
+    with pytest.raises(ProblemError, match="dynamic"):
+        inductor.problem_from_inputs(dynamic, "mm")
     configs = [c.to_kwargs() for c in inductor.FlyDSLGemmHeuristic().get_template_configs(
         _Inputs(256, 512, 1024, (1, 1024)), "mm")]
     assert 0 < len(configs) <= inductor.MAX_CHOICES
     assert configs == [c.kwargs for c in space.candidates(nt, "gfx942", "default")][:len(configs)]
 
 
-def test_inductor_choices_behind_an_open_gate(cache, monkeypatch, caplog):
-    """With the gate forced open (no launch happens), choices are real ExternKernelCallers."""
+def test_inductor_ktcs_behind_an_open_gate(cache, monkeypatch):
+    """With the gate forced open (no launch happens), FlyDSL configs become real
+    ExternKernelCallers through Inductor's own KTC path, and `usable` compiles them for real."""
     import torch
     from torch._inductor.ir import FixedLayout
+    from torch._inductor.kernel_template_choice import make_ktc_generator
 
     from kselect.kernels import Availability
     from kselect.kernels.flydsl import inductor
@@ -262,21 +271,29 @@ def test_inductor_choices_behind_an_open_gate(cache, monkeypatch, caplog):
         def nodes(self):
             return []
 
+        def get_scalar(self, name):
+            return {"alpha": 1, "beta": 2}[name]
+
     layout = FixedLayout(torch.device("cpu"), torch.bfloat16, [256, 256], [256, 1])
     monkeypatch.setattr(inductor, "rocm_gate", lambda: Availability(True))
     monkeypatch.setattr(inductor, "MAX_CHOICES", 2)
-    choices = inductor.flydsl_choices(Inputs(256, 256, 512, (1, 512)), layout, "mm")
+    inputs = Inputs(256, 256, 512, (1, 512))
+    assert inductor.templates(inputs, "bmm") == []
+    assert inductor.templates(Inputs(256, 256, 512, (1024, 2)), "mm") == []   # B neither layout
+    [extern] = inductor.templates(inputs, "mm")
+    heuristic = inductor.FlyDSLGemmHeuristic()
+    assert heuristic.get_extra_kwargs(inputs, "addmm") == {"ab_layout": "nt", "alpha": 1, "beta": 2}
+    ktcs = list(make_ktc_generator(extern, heuristic.get_template_configs(inputs, "mm"),
+                                   heuristic.get_extra_kwargs(inputs, "mm"), {}, layout, inputs))
+    choices = [k.choice for k in ktcs]
     assert [c.choice.call_name() for c in choices] == ["extern_kernels.flydsl_gemm_mm"] * 2
     assert choices[0].kwargs == dict(ab_layout="nt", TILE_M=64, TILE_N=64, TILE_K=32, STAGES=2,
                                      WAVES_M=2, WAVES_N=2, SPLIT_K=1, GROUP_M=1)
-
-    def broken(*a, **k):
-        raise RuntimeError("compile pool died")
-
-    monkeypatch.setattr(inductor.fcompile, "compile_many", broken)
-    with caplog.at_level(logging.WARNING, logger="kselect.kernels.flydsl.inductor"):
-        assert inductor.flydsl_choices(Inputs(256, 256, 512, (1, 512)), layout, "mm") == []
-    assert len(caplog.records) == 1 and "falling back" in caplog.records[0].message
+    builds = [inductor.build_of(extern.name, k.params.to_kwargs(), inputs) for k in ktcs]
+    assert builds[0] == KernelParams(256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 1)
+    assert inductor.usable(builds) == [True, True]
+    bad = KernelParams(256, 256, 512, "bf16", "nt", 256, 256, 64, 3, 1, 1, 1, 1)  # LDS > 64 KiB
+    assert inductor.usable([bad]) == [False]
 
 
 def test_extern_kernel_refuses_to_launch_on_cpu():

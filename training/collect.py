@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kselect.kernels.backend import CandidateError, get_backend
+from kselect.kernels.backend import CandidateError, get_backend, shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton_space import shared_memory_bytes
@@ -100,7 +100,8 @@ def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
            "layout": problem.layout, "model": problem.model,
            "candidate_key": cand.key, "backend": cand.backend, "template": cand.template,
            "params": json.dumps(cand.kwargs, sort_keys=True)}
-    row.update({k: int(cand.get(k, 0) or 0) for k in KNOBS})
+    knobs = shared_knobs(cand)  # e.g. FlyDSL's TILE_M as BLOCK_M, as the features read it
+    row.update({k: int(knobs.get(k, 0) or 0) for k in KNOBS})
     row.update({"status": "ok", "error": "", "time_ms": float("nan"), "time_min_ms": float("nan"),
                 "time_max_ms": float("nan"), "spread": float("nan"), "noisy": False, "reps": 0,
                 "method": "", "rel_error": float("nan"), "compile_s": 0.0, "oracle": False,

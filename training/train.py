@@ -186,6 +186,8 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
             "train_rows": int(len(idx)), "dataset_rows": int(len(shapes.rows)),
             "shapes": int(shapes.n_shapes), "max_rows_per_shape": max_rows, "oracle_shapes": int(shapes.oracle.sum()),
             "families": sorted(map(str, np.unique(shapes.family))), "train_seconds": round(seconds, 1),
+            # what the model has seen: the selector never trusts its scores for other backends
+            "backends": sorted(map(str, np.unique(shapes.rows["backend"].astype(str)))),
             "selection_metric": f"mean held-out geomean % of oracle at k in {SELECTION_KS}"}
     if table:
         card["objective_reason"] = objective_reason(table)

@@ -1,11 +1,13 @@
 """FlyDSL GEMM choices for Inductor mm/addmm autotuning on ROCm gfx942/gfx950.
 
-Pieces: an `ExternKernelChoice` ("flydsl_gemm", made on first use) whose callable launches
-our kernel (through the ROCm gate); a config heuristic registered with Inductor's template
-heuristic registry only when the gate passes at import; and `flydsl_choices(...)`, which a
-choices handler calls to get ChoiceCallers for one GEMM. Configs are precompiled in
-subprocesses first (an LLVM abort cannot take Inductor down); anything going wrong yields
-[] and one log line, so autotuning carries on with the other backends.
+Pieces: one `ExternKernelChoice` per op (`flydsl_gemm_mm`, `flydsl_gemm_addmm`) whose callable
+launches our kernel through the ROCm gate; `FlyDSLGemmHeuristic`, registered in Inductor's
+template-heuristic registry under that choice's uid only when the gate passes at import, so
+Inductor's own KernelTemplateChoice machinery turns our configs into choices and a choices
+handler can rank them before anything is compiled; `templates(...)`, what a handler adds to an
+mm/addmm; and `usable(...)`, which compiles the FlyDSL configs that survived selection in
+subprocesses (an LLVM abort cannot take Inductor down) and drops those that do not build.
+The caller is the selector's choices handler (kselect.selector.flydsl_join).
 """
 from __future__ import annotations
 
@@ -20,9 +22,9 @@ from . import compile as fcompile
 from . import space
 from .gate import rocm_gate, target_arch
 from .params import KNOB_NAMES, KernelParams
+from .space import CHOICE_NAME
 
 log = logging.getLogger(__name__)
-CHOICE_NAME = "flydsl_gemm"
 OPS = ("mm", "addmm")
 MAX_CHOICES = 16          # configs offered per GEMM (the cost model may narrow this further)
 
@@ -52,8 +54,18 @@ def _extern(op: str):
         flydsl_addmm if op == "addmm" else flydsl_gemm, name=name, has_out_variant=True)
 
 
+def _is_static(dim) -> bool:
+    return isinstance(dim, int) or bool(getattr(dim, "is_number", False))
+
+
 def problem_from_inputs(kernel_inputs, op: str) -> Problem:
-    """Our Problem for Inductor's MMKernelInputs; ProblemError when FlyDSL cannot serve it."""
+    """Our Problem for Inductor's MMKernelInputs; ProblemError when FlyDSL cannot serve it.
+
+    Shapes must be static: a build is specialised on M, N, K and has no tails, so a dynamic
+    dimension would launch it on sizes it was never checked for."""
+    symbolic = [d for d in kernel_inputs.mnk_symbolic() if not _is_static(d)]
+    if symbolic:
+        raise ProblemError(f"dynamic GEMM dimensions {symbolic}: FlyDSL builds are shape-specialised")
     m, n, k = (int(v) for v in kernel_inputs.mnk_hinted())
     strides = kernel_inputs.strides_hinted()
     a_stride, b_stride = strides[-2], strides[-1]      # mat1, mat2 (addmm's bias comes first)
@@ -80,32 +92,49 @@ class FlyDSLGemmHeuristic(TemplateConfigHeuristics):
         for cand in space.candidates(problem, target_arch(), "default")[:MAX_CHOICES]:
             yield cand.kwargs
 
+    def get_extra_kwargs(self, kernel_inputs, op_name: str) -> dict[str, Any]:
+        """Same for every config: the operand layout, and addmm's alpha/beta."""
+        out = {"ab_layout": problem_from_inputs(kernel_inputs, op_name).layout}
+        if op_name == "addmm":
+            out.update(alpha=kernel_inputs.get_scalar("alpha"), beta=kernel_inputs.get_scalar("beta"))
+        return out
 
-# Registered only where launches are allowed; on CPU/CUDA Inductor never sees it.
-for _op in OPS:
-    register_template_heuristic(f"{CHOICE_NAME}_{_op}", "cuda", register=bool(rocm_gate()),
-                                op_name=_op)(FlyDSLGemmHeuristic)
+
+# Registered only where launches are allowed (the extern choices are created there too);
+# on CPU/CUDA Inductor never sees either. Keyed by the choice's uid, which is what
+# InductorChoices.get_ktc looks heuristics up by.
+if rocm_gate():
+    for _op in OPS:
+        register_template_heuristic(_extern(_op).uid, "cuda", op_name=_op)(FlyDSLGemmHeuristic)
 
 
-def flydsl_choices(kernel_inputs, layout, op_name: str = "mm") -> list:
-    """ChoiceCallers for one mm/addmm, precompiled; [] (and one log line) when not possible."""
-    gate = rocm_gate()
-    if not gate:
-        return []                      # rocm_gate already logged why, at debug
-    try:
-        problem = problem_from_inputs(kernel_inputs, op_name)
-        configs = list(FlyDSLGemmHeuristic().get_template_configs(kernel_inputs, op_name))
-        builds = [KernelParams(M=problem.M, N=problem.N, K=problem.K, dtype=problem.dtype,
-                               layout=problem.layout, **cfg.to_kwargs()) for cfg in configs]
-        results = fcompile.compile_many(builds, target_arch())
-        extern = _extern(op_name)
-        choices = [extern.bind(kernel_inputs.nodes(), layout, ab_layout=problem.layout,
-                               **{k: getattr(r.params, k) for k in KNOB_NAMES})
-                   for r in results if r.ok]
-        if len(choices) < len(results):
-            log.info("FlyDSL: %d of %d configs for %s compiled usable", len(choices), len(results), problem.key)
-        return choices
-    except Exception as exc:           # never break autotuning: the other backends still run
-        log.warning("FlyDSL choices unavailable for this %s, falling back: %s: %s",
-                    op_name, type(exc).__name__, exc)
+def templates(kernel_inputs, op_name: str) -> list:
+    """The ExternKernelChoice to add to this mm/addmm's templates, or [] (gate closed, or a
+    problem FlyDSL cannot serve: logged at debug)."""
+    if op_name not in OPS or not rocm_gate():
         return []
+    try:
+        problem_from_inputs(kernel_inputs, op_name)
+    except ProblemError as exc:
+        log.debug("FlyDSL skips this %s: %s", op_name, exc)
+        return []
+    return [_extern(op_name)]
+
+
+def build_of(name: str, kwargs: dict, kernel_inputs) -> KernelParams:
+    """The kernel build of one FlyDSL choice: its extern name ("flydsl_gemm_<op>"), its
+    config kwargs (knobs) and the op's inputs."""
+    problem = problem_from_inputs(kernel_inputs, name[len(CHOICE_NAME) + 1:])
+    return KernelParams(M=problem.M, N=problem.N, K=problem.K, dtype=problem.dtype,
+                        layout=problem.layout, **{k: int(kwargs[k]) for k in KNOB_NAMES})
+
+
+def usable(builds: list[KernelParams]) -> list[bool]:
+    """Compile `builds` for this device in worker subprocesses (cached on disk); whether each
+    gave a usable kernel. Failures are logged once per call; this never raises for a build."""
+    results = fcompile.compile_many(builds, target_arch())
+    bad = [r for r in results if not r.ok]
+    if bad:
+        log.info("FlyDSL: %d of %d configs unusable (first: %s: %s)", len(bad), len(results),
+                 bad[0].status, bad[0].reason)
+    return [r.ok for r in results]

@@ -11,11 +11,12 @@ import itertools
 from ..backend import SEARCH_SPACES, BackendError
 from ..candidate import Candidate
 from ..problem import Problem
-from .params import (ARCHS, DTYPES, LAYOUTS, LDS_LIMIT_BYTES, MAX_THREADS, MFMA_K, MFMA_MN,
-                     VEC_ELEMS, KernelParams, lds_bytes)
+from .params import (ARCHS, DTYPES, KNOB_NAMES, LAYOUTS, LDS_LIMIT_BYTES, MAX_THREADS, MFMA_K,
+                     MFMA_MN, VEC_ELEMS, KernelParams, lds_bytes)
 
 BACKEND = "flydsl"
 TEMPLATE = "gemm"
+CHOICE_NAME = "flydsl_gemm"       # Inductor's name for our choices: flydsl_gemm_mm, flydsl_gemm_addmm
 REGISTERS_PER_LANE = 512          # VGPR + AGPR file per lane on CDNA3/CDNA4
 
 # Knob grids per search space, in the (deterministic) order candidates are listed.
@@ -26,6 +27,15 @@ GRIDS = {
                        STAGES=(1, 2, 3), WAVES=((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2)),
                        SPLIT_K=(1, 2, 4, 8), GROUP_M=(1, 4, 8)),
 }
+
+
+def candidate(**knobs) -> Candidate:
+    """The Candidate of one knob setting (all of KNOB_NAMES, as ints): the one key every
+    producer uses -- the grid here, the dataset, and the selector reading Inductor's choices."""
+    missing = [k for k in KNOB_NAMES if k not in knobs]
+    if missing:
+        raise BackendError(f"FlyDSL gemm knobs {missing} missing from {knobs}")
+    return Candidate.make(BACKEND, TEMPLATE, **{k: int(knobs[k]) for k in KNOB_NAMES})
 
 
 def check_arch(arch: str) -> str:
@@ -109,8 +119,8 @@ def _grid(search_space: str):
     g = GRIDS[s]
     for tm, tn, tk, st, (wm, wn), sk, gm in itertools.product(
             g["TILE_M"], g["TILE_N"], g["TILE_K"], g["STAGES"], g["WAVES"], g["SPLIT_K"], g["GROUP_M"]):
-        yield Candidate.make(BACKEND, TEMPLATE, TILE_M=tm, TILE_N=tn, TILE_K=tk, STAGES=st,
-                             WAVES_M=wm, WAVES_N=wn, SPLIT_K=sk, GROUP_M=gm)
+        yield candidate(TILE_M=tm, TILE_N=tn, TILE_K=tk, STAGES=st, WAVES_M=wm, WAVES_N=wn,
+                        SPLIT_K=sk, GROUP_M=gm)
 
 
 def explain(problem: Problem, arch: str, search_space: str = "exhaustive") -> list[tuple[Candidate, list[str]]]:
