@@ -202,12 +202,13 @@ class Selector:
             return self._stock_items(stage, items, problem, cands)
         out = [items[i] for i in kept]
         device_type = str(getattr(device, "type", device))
-        if self.mode == "verify" and len(out) > 1 and stage == "choices" and self._times_itself(device_type):
+        verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
+        if verifying_set and self._times_itself(device_type):
             picked = self._measure_kept(problem, entry, out, device_type)
             if picked is not None:
                 return picked
         faithful = False
-        if self.mode == "verify" and len(out) > 1 and stage == "choices" and device_type == "cuda":
+        if verifying_set and device_type == "cuda":
             try:
                 faithful = compat.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake

@@ -54,9 +54,10 @@ def _is_extern(choice) -> bool:
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
     from .inductor_compat import caller_candidate
+    from .policy import is_aten
 
     cand = caller_candidate(choice)
-    return _is_extern(choice) and cand is not None and cand.backend == "aten"
+    return _is_extern(choice) and cand is not None and is_aten(cand)
 
 
 def _check_runnable(choices) -> None:

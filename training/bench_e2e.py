@@ -17,8 +17,9 @@ tokens/s, GEMMs autotuned and candidates benchmarked (Inductor's feedback saver;
 from the autotune cache is counted as a cache hit, not as benchmarked), and the result against
 eager (train: loss and all gradients of step 1; prefill/decode: last-position logits) as a
 relative-norm error. No variant uses CUDA graphs, so all compare like for like; the max-autotune
-variants tune GEMMs only (`max_autotune_gemm`) unless `--autotune full`. The train step is the compiled forward + cross-entropy loss with its compiled
-backward, then an eager AdamW step (fused on CUDA), all inside the timed step.
+variants tune GEMMs only (`max_autotune_gemm`) unless `--autotune full`. The train step is the
+compiled forward + cross-entropy loss with its compiled backward, then an eager AdamW step
+(fused on CUDA), all inside the timed step.
 """
 from __future__ import annotations
 
