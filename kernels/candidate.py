@@ -5,6 +5,7 @@ and a stable string key that names it in datasets, caches and logs.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -23,7 +24,15 @@ class Candidate:
 
     @classmethod
     def make(cls, backend: str, template: str, **params: Any) -> "Candidate":
-        return cls(backend, template, tuple(sorted(params.items())))
+        """Interned: equal candidates made twice are one object, so its key is built once per
+        process (the selector maps ~2,400 Inductor choices per GEMM to candidates)."""
+        c = cls(backend, template, tuple(sorted(params.items())))
+        if cls is not Candidate:
+            return c
+        try:
+            return _INTERNED.setdefault(c, c)
+        except TypeError:  # an unhashable knob value: usable, just not interned
+            return c
 
     @property
     def kwargs(self) -> dict:
@@ -32,7 +41,7 @@ class Candidate:
     def get(self, name: str, default: Any = 0) -> Any:
         return self.kwargs.get(name, default)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         parts = [f"{_SHORT.get(k, k)}{v}" for k, v in self.params]
         return f"{self.backend}:{self.template}" + (":" + "-".join(parts) if parts else "")
@@ -48,3 +57,6 @@ class Candidate:
 
     def __str__(self) -> str:
         return self.key
+
+
+_INTERNED: dict = {}

@@ -26,6 +26,8 @@ import numpy as np
 from . import inductor_compat as compat
 from .cache import DecisionCache, decision_key
 from .flydsl_join import FlyDSLJoin
+from .fusion import effective_ms, epilogue_saving_ms
+from .gil import short_switch_interval
 from .options import MODES, VERIFY_TIMINGS, read as read_options
 from .policy import CostModelRanker, RankerUnavailable, choose_kept, unseen_backends, verified_keep
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
@@ -38,12 +40,14 @@ class Selector:
     """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
 
     def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
-                 keep_aten: bool = True, ranker=None, verify_timing: str = "auto"):
+                 keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
+                 epilogue_fusion: bool = False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
             raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
         self.verify_timing = verify_timing
+        self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
@@ -98,17 +102,27 @@ class Selector:
         model.set_threads(1)
         ranker = CostModelRanker(model, fingerprint)
         ranker.check()
+        try:
+            ranker.warm_up()
+        except Exception as exc:  # noqa: BLE001 -- only the first decision's latency is at stake
+            log.debug("kselect: ranker warm-up failed: %s", exc)
         return ranker
 
     # -- the decision ---------------------------------------------------------------
-    def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence):
+    def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
+               epilogue: bool = False):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
-        when this GEMM must go to stock Inductor."""
-        keys = [c.key for c in candidates]
+        when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
+        too (policy.choose_kept). The recorded ms is the whole decision (keys, cache lookup,
+        ranking, policy; not the one-time model load); cpu_ms this thread's CPU time in it."""
         ranker = self.ranker_for(fingerprint)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        keys = [c.key for c in candidates]
         key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
                       "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
                       "candidates": sorted(keys), "ranker": getattr(ranker, "ident", type(ranker).__name__)}
+        if epilogue:
+            key_fields["epilogue"] = True
         key = decision_key(key_fields)
         entry = (key, key_fields, keys) if self.cache is not None else None
         if self.cache is not None:
@@ -117,17 +131,20 @@ class Selector:
                 self.stats["cache_hits"] += 1
                 log.info("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
                 return [keys.index(k) for k in cached], entry
-        t0 = time.perf_counter()
-        scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
-        broken = [i for i, c in enumerate(candidates) if compat.known_broken(c, problem)]
+        with short_switch_interval():
+            scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
+        bad = compat.broken_templates(problem)
+        broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
         kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
-                                bool(getattr(ranker, "log_time_scores", False)), unseen)
-        ms = (time.perf_counter() - t0) * 1e3
+                                bool(getattr(ranker, "log_time_scores", False)), unseen,
+                                fusion_candidate=epilogue and self.mode == "verify")
+        ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
         self.stats["decisions"] += 1
+        # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
-                               "kept": [keys[i] for i in kept], "ms": ms, "why": why})
+                               "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms, "why": why})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept), why, ms, [keys[i] for i in kept])
         if log.isEnabledFor(logging.DEBUG):
@@ -183,13 +200,18 @@ class Selector:
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
+        saving_ms = 0.0
         try:
             problem, fields, device = signature()
             cands = [to_candidate(it) for it in items]
             fingerprint = compat.device_fingerprint(device)
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            kept, entry = self.select(stage, problem, fields, fingerprint, cands)
+            epilogue = (self.epilogue_fusion and self.mode == "verify"
+                        and fingerprint.get("gpu_name") is not None and compat.output_feeds_pointwise())
+            kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue)
+            if epilogue:
+                saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
@@ -204,7 +226,7 @@ class Selector:
         device_type = str(getattr(device, "type", device))
         verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
         if verifying_set and self._times_itself(device_type):
-            picked = self._measure_kept(problem, entry, out, device_type)
+            picked = self._measure_kept(problem, entry, out, device_type, saving_ms)
             if picked is not None:
                 return picked
         faithful = False
@@ -225,13 +247,24 @@ class Selector:
             return device_type == "cuda"
         return self.verify_timing == "kselect"
 
-    def _measure_kept(self, problem, entry, kept_items, device_type: str):
+    def _bandwidth_gbs(self, fingerprint: dict) -> float | None:
+        """The GPU's memory bandwidth as the cost model's fingerprint records it (or None)."""
+        try:
+            model_fp = getattr(getattr(self.ranker_for(fingerprint), "model", None), "fingerprint", None)
+        except RankerUnavailable:
+            return None
+        return (model_fp or {}).get("mem_bandwidth_gbs")
+
+    def _measure_kept(self, problem, entry, kept_items, device_type: str, saving_ms: float = 0.0):
         """Time the kept choices with the collector's harness (selector/verify_timing.py) and
-        hand Inductor the winner alone; None (one warning) leaves the set to Inductor."""
+        hand Inductor the winner alone; None (one warning) leaves the set to Inductor.
+
+        saving_ms > 0 (the GEMM feeds a pointwise epilogue): choices that cannot fuse it are
+        charged the separate epilogue kernel (selector/fusion.py) before the winner is taken."""
         t0 = time.perf_counter()
         try:
             got = measure_kept(kept_items, problem.dtype, device_type)
-            best = got.best
+            got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
             warn_once("verify-timing:unavailable", f"kselect: verify cannot measure this set itself "
@@ -243,16 +276,24 @@ class Selector:
             log.debug("kselect verify measurement failure", exc_info=True)
             return None
         wall_ms = (time.perf_counter() - t0) * 1e3
-        keys = [c.key for c in (compat.caller_candidate(it) for it in kept_items)]
+        cands = [compat.caller_candidate(it) for it in kept_items]
+        eff = effective_ms(got.ms, cands, saving_ms) if saving_ms else list(got.ms)
+        best = min((i for i, t in enumerate(eff) if math.isfinite(t)), key=lambda i: eff[i])
+        keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
-        self.measurements.append({"problem": problem.key, "ms": dict(zip(keys, got.ms)),
-                                  "winner": keys[best], "wall_ms": wall_ms, "method": got.method,
-                                  "dropped": {keys[i]: why for i, why in got.dropped.items()}})
-        log.info("kselect verify %s: measured %s (%s) in %.0f ms -> %s", problem.key,
-                 ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)), got.method, wall_ms, keys[best])
+        record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
+                  "wall_ms": wall_ms, "method": got.method,
+                  "dropped": {keys[i]: why for i, why in got.dropped.items()}}
+        if saving_ms:
+            record["epilogue_saving_ms"] = saving_ms
+            record["bare_winner"] = keys[got.best]
+        self.measurements.append(record)
+        log.info("kselect verify %s: measured %s (%s) in %.0f ms%s -> %s", problem.key,
+                 ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)), got.method, wall_ms,
+                 f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "", keys[best])
         if entry is not None:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
-            self.record_verified(kept_items, dict(zip(kept_items, got.ms)), device_type)
+            self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type)
         return [kept_items[best]]
 
     def _stock_items(self, stage: str, items, problem, cands):
@@ -306,7 +347,8 @@ class Selector:
         source = getattr(self.ranker, "ident", type(self.ranker).__name__) if self.ranker is not None \
             else (str(self.model) if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
                   else type(self.model).__name__)
-        return f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}:{source}"
+        return (f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}"
+                f"{':epilogue' if self.epilogue_fusion else ''}:{source}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,13 +391,17 @@ def _ensure_preprocess() -> None:
 
 
 def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
-           ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto") -> Selector | None:
+           ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
+           epilogue_fusion: bool = False) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
     object with rank(problem, candidates) (overrides model; e.g. a MeasuredRanker on CPU).
     verify_timing: who measures verify mode's kept set -- "kselect" (the collector's harness,
     faithful to ATen), "inductor" (its autotune benchmark), "auto" (kselect's on GPUs).
+    epilogue_fusion: verify on GPUs also keeps a template that can fuse a GEMM's pointwise
+    epilogue and charges ATen the separate epilogue kernel (selector/fusion.py; opt-in until
+    the H200 end-to-end runs show a gain, docs/selector.md).
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -367,7 +413,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     if mode == "off":
         return None
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
-                   verify_timing=verify_timing)
+                   verify_timing=verify_timing, epilogue_fusion=epilogue_fusion)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
     handler.kselect_selector = sel
@@ -414,7 +460,8 @@ def selecting(mode: str = "verify", **kwargs):
         if prev is not None:  # re-install the outer configuration
             enable(prev.mode, k=prev.k, model=prev.model,
                    cache_dir=prev.cache.root if prev.cache else None,
-                   keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing)
+                   keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing,
+                   epilogue_fusion=prev.epilogue_fusion)
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -423,4 +470,4 @@ def enable_from_env(environ=None) -> Selector | None:
     if o["mode"] == "off":
         return None
     return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
-                  verify_timing=o["verify_timing"])
+                  verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"])

@@ -452,10 +452,41 @@ def time_extern_under_cuda_graphs(choices) -> bool:
     return honoured
 
 
-def known_broken(candidate: Candidate, problem) -> bool:
-    """Choices this torch builds but cannot run: on torch 2.11, every bf16 decompose-k choice
-    fails inside Inductor (reports/faithfulness-h200). Predict mode must never keep one."""
+# views that keep the GEMM's element order: an epilogue behind them still reads each output
+# element where the template stores it (slices, splits, permutes do not: RoPE, chunked SwiGLU)
+_ORDER_KEEPING_VIEWS = frozenset({"view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "alias"})
+
+
+def _fusible_use(node) -> bool:
     import torch
 
-    return (candidate.template == "decompose_k" and problem.dtype == "bf16"
-            and torch.__version__.startswith("2.11"))
+    if getattr(node, "op", None) != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    if node.target.overloadpacket.__name__ in _ORDER_KEEPING_VIEWS:
+        return any(_fusible_use(u) for u in node.users)
+    return torch.Tag.pointwise in node.target.tags
+
+
+def output_feeds_pointwise() -> bool:
+    """Whether the GEMM Inductor is lowering right now feeds a pointwise op element by element
+    (directly or through order-keeping views): an epilogue a Triton template can fuse.
+    False when there is no FX node to ask."""
+    from torch._inductor.virtualized import V
+
+    try:
+        node = V.graph.current_node
+    except (AttributeError, AssertionError):  # no graph being lowered
+        return False
+    if node is None or getattr(node, "op", None) != "call_function":
+        return False
+    return any(_fusible_use(u) for u in node.users)
+
+
+def broken_templates(problem) -> frozenset:
+    """Templates this torch builds but cannot run for `problem`: on torch 2.11, every bf16
+    decompose-k choice fails inside Inductor (reports/faithfulness-h200). Never kept."""
+    import torch
+
+    if problem.dtype == "bf16" and torch.__version__.startswith("2.11"):
+        return frozenset({"decompose_k"})
+    return frozenset()

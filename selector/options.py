@@ -46,6 +46,18 @@ def _positive_int(raw: str) -> int:
 
 _positive_int.__name__ = "int >= 1"
 
+
+def _on_off(raw: str) -> bool:
+    v = raw.lower()
+    if v in ("1", "on", "true", "yes"):
+        return True
+    if v in ("0", "off", "false", "no"):
+        return False
+    raise ValueError(raw)
+
+
+_on_off.__name__ = "on|off"
+
 OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_MODE", str.lower, "off", "off = stock Inductor; verify = benchmark the model's "
            "adaptive top-k (+ATen); predict = take the model's top-1, benchmark nothing", MODES),
@@ -55,6 +67,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_VERIFY_TIMING", str.lower, "auto", "verify mode: who times the kept choices -- kselect "
            "(the collector's CUDA-graph harness; checks each result against ATen), inductor (its autotune "
            "benchmark), auto (kselect on GPUs, inductor on the CPU)", VERIFY_TIMINGS),
+    Option("KSELECT_EPILOGUE_FUSION", _on_off, False, "verify mode on GPUs: also keep a template that can "
+           "fuse the GEMM's pointwise epilogue and charge ATen the separate epilogue kernel when "
+           "picking the winner (selector/fusion.py)"),
 )
 
 

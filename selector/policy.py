@@ -28,6 +28,8 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 
+from .fusion import fuses_epilogue
+
 
 class RankerUnavailable(RuntimeError):
     """This ranker cannot score this device / dtype / problem; the message says why."""
@@ -67,7 +69,9 @@ class CostModelRanker:
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
         self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
         self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)
-        self.ident = "model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
+        # what decides its rankings: the trees (data + training time) and the selection cascade
+        self.ident = ("model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
+                      + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}")
 
     def check(self) -> None:
         """Raise RankerUnavailable unless the model accepts this device (CostModel.check_device)."""
@@ -80,6 +84,16 @@ class CostModelRanker:
             self.model.check_device(self.fingerprint)
         except ModelError as exc:
             raise RankerUnavailable("device", f"kselect: {exc} -- stock autotuning") from None
+
+    def warm_up(self) -> None:
+        """Rank one GEMM's whole EXHAUSTIVE space once, at load: the first real decision then
+        finds the candidate encodings cached and XGBoost's predictor initialised (a one-time
+        cost of tens of ms, part of loading, not of any GEMM's decision)."""
+        from kselect.kernels.triton_space import triton_space
+
+        for dtype in self.dtypes:
+            problem = Problem(4096, 4096, 4096, dtype, "nt")
+            self.rank(problem, [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive"))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
         if problem.dtype not in self.dtypes:
@@ -160,12 +174,16 @@ def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
 
 
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
-                keep_aten: bool, log_time: bool, unseen: Sequence[int] = ()) -> tuple[list[int], str]:
+                keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
+                fusion_candidate: bool = False) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
     Predict never picks one; verify keeps the first `UNSEEN_KEEP` of them, never more than
-    cap - 1 (one slot always goes to the ranker's pick), after the ranked ones."""
+    cap - 1 (one slot always goes to the ranker's pick), after the ranked ones.
+    `fusion_candidate` (verify; the GEMM feeds a pointwise epilogue): the best-ranked choice
+    that can fuse it is kept too, like the ATen safety net, so that measuring the set can weigh
+    the epilogue a template absorbs (selector/fusion.py) -- the bare-GEMM ranking cannot."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -183,6 +201,11 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     why = f"verify: adaptive k={n} of cap {k}"
     if unseen:
         why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
+    if fusion_candidate and not any(fuses_epilogue(candidates[i]) for i in kept):
+        fusing = [int(i) for i in order if fuses_epilogue(candidates[i])]
+        if fusing:
+            kept.append(fusing[0])
+            why += " + best epilogue-fusing template"
     if keep_aten:
         aten = [i for i, c in enumerate(candidates) if is_aten(c) and i not in kept]
         if aten:

@@ -128,7 +128,7 @@ def test_zero_budget_reports_every_run_as_skipped(tmp_path, capsys):
 
 
 def test_plan_runs_baseline_first_and_exhaustive_last_on_its_own_model():
-    s = {"workloads": ["train", "decode"], "variants": list(be.ORDER), "model": "llama3-8b-2l",
+    s = {"workloads": ["train", "decode"], "variants": list(be.DEFAULT_VARIANTS), "model": "llama3-8b-2l",
          "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"]}
     got = [(r["workload"], r["variant"], r["model"]) for r in be.plan(s)]
     assert got[0] == ("train", "plain", "llama3-8b-2l") and got[4] == ("decode", "plain", "llama3-8b-2l")
@@ -189,7 +189,7 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     skip and kselect decisions all render; ratios only compare runs of the same model."""
     settings = {"device": "cuda", "model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024,
                 "steps": 20, "warmup": 3, "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "",
-                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(be.ORDER),
+                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(be.DEFAULT_VARIANTS),
                 "max_minutes": 8.5, "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"],
                 "rtol": 2e-2}
 
@@ -202,7 +202,8 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
 
     ks = {"kselect": {"decisions_logged": 10, "candidates_ranked": 2500, "kept": 14, "ranking_ms": 40.0,
                       "threads": {"MainThread": 10}, "warnings": [],
-                      "stats": {"decisions": 10, "fallbacks": 0}},
+                      "stats": {"decisions": 10, "fallbacks": 0}, "decision_cpu_ms": 35.0,
+                      "picks_by_template": {"triton:mm": 2, "aten:mm": 3}},
           "kselect_ranker": "model:abc", "kselect_load_s": 0.2}
     runs = [run("plain", 20.0, 1.0), run("default", 60.0, 0.9), run("kselect-verify", 24.0, 0.89, **ks),
             {"workload": "decode", "variant": "kselect-predict", "model": "llama3-8b-1l", "status": "timeout",
@@ -219,5 +220,6 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert "timeout: stopped at the budget's deadline" in text and "skipped: budget of 8.5 min" in text
     tg = {t["variant"]: t for t in json.loads((tmp_path / "results.json").read_text())["targets"]}
     assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is None
-    assert "| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 | 0 | - |" in text
+    assert ("| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
+            "aten:mm 3, triton:mm 2 | 0 | - |") in text
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report

@@ -430,6 +430,43 @@ def test_verify_own_recompile_measures_nothing(verify_own_again, operands, name)
 
 
 # ---------------------------------------------------------------------------------------
+# a GEMM feeding pointwise ops (decode-sized x @ W^T -> relu * r): verify keeps a template that
+# can fuse them next to ATen and charges ATen the separate epilogue kernel (selector/fusion.py)
+EPILOGUE_KEY = "mm:8x4096x4096:bf16:nt"
+
+
+def _with_epilogue(x, w, r):
+    return torch.relu(x @ w.t()) * r
+
+
+@pytest.fixture(scope="module")
+def epilogue_own(harness):
+    g = torch.Generator(device="cuda").manual_seed(2)
+    args = (_randn(g, torch.bfloat16, 8, 4096), _randn(g, torch.bfloat16, 4096, 4096),
+            _randn(g, torch.bfloat16, 8, 4096))
+    res = harness.compile("verify", _with_epilogue, args, k=K, epilogue_fusion=True)
+    return res, _with_epilogue(*[t.float() for t in args])
+
+
+def test_verify_prices_the_epilogue_a_template_can_fuse(epilogue_own):
+    from kselect.selector.fusion import EPILOGUE_KERNEL_MS
+
+    res, want = epilogue_own
+    assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
+    measured = _own_measurements(res, EPILOGUE_KEY)
+    assert measured, f"kselect measured nothing for {EPILOGUE_KEY}: {res.log}"
+    m = measured[-1]
+    fusing = [k for k in m["ms"] if k.startswith(("triton:mm", "triton:persistent_tma"))]
+    assert fusing and any(k.startswith("aten:") for k in m["ms"]), m
+    saving = m["epilogue_saving_ms"]
+    assert EPILOGUE_KERNEL_MS <= saving < 2 * EPILOGUE_KERNEL_MS, m   # 8 x 4096 outputs: ~the kernel
+    eff = {k: t + (0.0 if k in fusing else saving) for k, t in m["ms"].items() if t < float("inf")}
+    assert m["winner"] == min(eff, key=eff.get), m
+    got = res.outputs[0]
+    assert got.dtype == torch.bfloat16 and relative_error(got, want) < TOL
+
+
+# ---------------------------------------------------------------------------------------
 # fp32: the shipped model has bf16 data only -> stock Inductor, one warning, correct output
 def test_fp32_mm_falls_back_to_stock_with_one_warning(fp32):
     res, want = fp32
@@ -446,14 +483,16 @@ class GpuSelectorReport(UserWarning):
     """Information, not a problem: what the hooks did on this GPU / torch."""
 
 
-def test_report_what_the_hooks_did(predict, verify_first, verify_again, verify_own, verify_own_again, fp32):
+def test_report_what_the_hooks_did(predict, verify_first, verify_again, verify_own, verify_own_again, fp32,
+                                   epilogue_own):
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     import triton
 
     lines = [f"{props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, triton {triton.__version__}"]
     for title, res in (("predict", predict), (f"verify k={K}, Inductor timing", verify_first),
                        ("verify again", verify_again), (f"verify k={K}, kselect timing", verify_own),
-                       ("verify (kselect timing) again", verify_own_again)):
+                       ("verify (kselect timing) again", verify_own_again),
+                       ("verify, GEMM with a pointwise epilogue", epilogue_own[0])):
         lines.append(f"[{title}] {res.seconds:.1f} s, stats {res.stats}")
         lines += ["  " + res.describe(g.key) for g in GEMMS.values()]
         lines += [f"  kselect measured {m['problem']}: {m['ms']} -> {m['winner']} ({m['wall_ms']:.0f} ms)"
@@ -470,6 +509,9 @@ def test_report_what_the_hooks_did(predict, verify_first, verify_again, verify_o
                                           "verify_own": {**verify_own.to_json(),
                                                          "measurements": list(verify_own.selector.measurements)},
                                           "verify_own_again": verify_own_again.to_json(),
-                                          "fp32": fp32[0].to_json()}, indent=1, default=str))
+                                          "fp32": fp32[0].to_json(),
+                                          "epilogue_own": {**epilogue_own[0].to_json(), "measurements":
+                                                           list(epilogue_own[0].selector.measurements)}},
+                                         indent=1, default=str))
     warnings.warn("\n".join(lines), GpuSelectorReport)
     assert all(stages.values())

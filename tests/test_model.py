@@ -63,6 +63,7 @@ def test_rank_candidates_matches_predict(fitted):
 
     model, path, _ = fitted
     loaded = CostModel.load(path, fingerprint=FINGERPRINT)
+    loaded.set_params(cascade_keep=0)  # every feasible row scored by the whole model
     p = Problem(333, 4096, 4096)
     cands = [Candidate.make("aten", "mm")] + triton_space(p, "exhaustive")
     top = loaded.rank_candidates(p, cands, k=4)
@@ -139,3 +140,24 @@ def test_cascade_rescores_the_stage_one_best(data):
     assert cost[ok & ~rescored].min() > cost[rescored].max()  # everything else ranks behind them
     model.set_params(cascade_keep=0)
     assert np.array_equal(model.selection_cost(X)[ok], full[ok])
+
+
+def test_evaluation_cascades_each_shape_on_its_own(data):
+    """Held-out metrics rank each shape's rows apart, as the selector ranks one GEMM at a time:
+    every shape gets its own cascade_keep rows re-scored by the whole model."""
+    from kselect.selector.features import infeasible
+    from kselect.training.train import per_shape_selection_cost
+
+    shapes, X = data
+    model = fit_model(shapes, X, sample_rows(shapes), {**FAST, "n_estimators": 30, "objective": "rank:pairwise"})
+    model.set_params(cascade_trees=5, cascade_keep=4)
+    got = per_shape_selection_cost(model, shapes.sid, X)
+    full = model.predict(X)
+    for s in np.unique(shapes.sid):
+        rows = np.flatnonzero(shapes.sid == s)
+        assert np.array_equal(got[rows], model.selection_cost(X[rows]))
+        ok = ~infeasible(X[rows])
+        if ok.sum() > 4:
+            assert (np.isin(got[rows], full[rows]) & ok).sum() == 4   # 4 re-scored rows per shape
+    # over all rows at once only 4 rows in total would get the whole model
+    assert (np.isin(model.selection_cost(X), full) & ~infeasible(X)).sum() == 4

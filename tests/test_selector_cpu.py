@@ -333,13 +333,14 @@ def test_known_broken_choices_are_never_kept(monkeypatch):
     dk = Candidate.make("triton", "decompose_k", k_split=4)
     bf16 = Problem(16, 4096, 131072, "bf16")
     monkeypatch.setattr(torch, "__version__", "2.11.0+cu130")
-    assert compat.known_broken(dk, bf16) and not compat.known_broken(dk, Problem(16, 4096, 131072, "fp16"))
+    assert compat.broken_templates(bf16) == {"decompose_k"}
+    assert not compat.broken_templates(Problem(16, 4096, 131072, "fp16"))
     sel = ksi.Selector("predict", ranker=MeasuredRanker({bf16.key: {dk.key: 0.25, "aten:mm": 0.30}}))
     fp = compat.device_fingerprint(torch.device("cpu"))
     kept, _ = sel.select("templates", bf16, {}, fp, [dk, Candidate.make("aten", "mm")])
     assert kept == [1]  # the measured-faster decompose-k cannot run on 2.11
     monkeypatch.setattr(torch, "__version__", "2.13.0")
-    assert not compat.known_broken(dk, bf16)
+    assert not compat.broken_templates(bf16)
 
 
 def test_env_var_enables_on_import(tmp_path):
@@ -417,9 +418,12 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 
 def test_options_env_and_help():
-    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto"}
+    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
+                                "epilogue_fusion": False}
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
-    for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"}):
+    assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
+    for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
+                {"KSELECT_EPILOGUE_FUSION": "maybe"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -430,18 +434,20 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     before = compat.current_choices()
     try:
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
-                                   "KSELECT_CACHE_DIR": str(tmp_path)})
-        assert (sel.mode, sel.k, sel.cache.root) == ("verify", 3, tmp_path)
+                                   "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1"})
+        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion) == ("verify", 3, tmp_path, True)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
-        assert compat.current_choices().kselect_selector.mode == "verify"  # outer one back
+        outer = compat.current_choices().kselect_selector  # the outer configuration is back
+        assert outer.mode == "verify" and outer.epilogue_fusion is True
     finally:
         ksi.disable()
     assert compat.current_choices() is before
     assert ksi.enable_from_env({"KSELECT_MODE": "off"}) is None
     # the handler's uuid goes into Inductor's FX-graph cache key: stable, yet mode-specific
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
+    assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, epilogue_fusion=True).uuid()
     with pytest.raises(ValueError):
         ksi.enable("fast")
 

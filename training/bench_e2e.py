@@ -66,6 +66,7 @@ class Variant:
     space: str | None         # max_autotune_gemm_search_space; "kselect" = --kselect-space
     kselect: str | None       # selector mode
     help: str
+    options: tuple = ()       # extra kselect.selector.enable() keywords, as (name, value) pairs
 
 
 VARIANTS = {v.name: v for v in (
@@ -74,11 +75,17 @@ VARIANTS = {v.name: v for v in (
     Variant("exhaustive", MAX_AUTOTUNE, "EXHAUSTIVE", None, "stock max-autotune, EXHAUSTIVE search space"),
     Variant("kselect-verify", MAX_AUTOTUNE, "kselect", "verify",
             "max-autotune + kselect verify: Inductor benchmarks the model's adaptive top-k + ATen"),
+    Variant("kselect-verify-epilogue", MAX_AUTOTUNE, "kselect", "verify",
+            "kselect verify with epilogue_fusion=True: also keeps a template that can fuse the GEMM's "
+            "pointwise epilogue and charges ATen the separate kernel (selector/fusion.py)",
+            (("epilogue_fusion", True),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
-ORDER = ("plain", "default", "kselect-verify", "kselect-predict", "exhaustive")
+ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-predict", "exhaustive")
+# what runs unless --variants says otherwise (the epilogue variant is an opt-in experiment)
+DEFAULT_VARIANTS = tuple(v for v in ORDER if v != "kselect-verify-epilogue")
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).
 DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024},
@@ -97,7 +104,8 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--device", choices=("cuda", "cpu"), help="default cuda when available")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of "
                    f"{','.join(WORKLOADS)}")
-    p.add_argument("--variants", default=",".join(ORDER), help=f"comma-separated subset of {','.join(ORDER)}")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help=f"comma-separated subset of {','.join(ORDER)} (default: all but the epilogue experiment)")
     p.add_argument("--batch", type=int, help="sequences per step (decode: M = batch); default 8 cuda, 2 cpu")
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
@@ -451,7 +459,8 @@ def configure(spec: dict):
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
-                   cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"])
+                   cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
+                   **dict(v.options))
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
         config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
@@ -488,7 +497,27 @@ class SelectorLog(logging.Handler):
                "ranking_ms": round(self.ms, 1), "threads": self.threads, "warnings": self.warnings[:10]}
         if selector is not None:
             out["stats"] = dict(selector.stats)
+            out.update(selector_picks(selector))
         return out
+
+
+def selector_picks(selector) -> dict:
+    """What kselect finally handed Inductor per GEMM (the later stage and a verify measurement
+    override the earlier), counted by template, plus its own measurements and CPU time."""
+    final: dict = {}
+    for d in selector.decisions:
+        final[d["problem"]] = d["kept"]
+    measured = list(selector.measurements)
+    for m in measured:
+        final[m["problem"]] = [m["winner"]]
+    by_template: dict = {}
+    for kept in final.values():
+        name = ":".join(kept[0].split(":")[:2]) if len(kept) == 1 else "set-of-%d" % len(kept)
+        by_template[name] = by_template.get(name, 0) + 1
+    return {"picks": final, "picks_by_template": by_template,
+            "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
+            "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "epilogue_saving_ms",
+                                                 "bare_winner") if k in m} for m in measured]}
 
 
 def measure(spec: dict, res: dict, save) -> None:
@@ -735,8 +764,8 @@ def targets(runs: list[dict]) -> list[dict]:
     out = []
     for w in dict.fromkeys(r["workload"] for r in runs):
         plain, default = ok.get((w, "plain")), ok.get((w, "default"))
-        for variant, text in (("kselect-verify", f"step <= default's and compile <= "
-                               f"{VERIFY_COMPILE_VS_PLAIN}x plain's"),
+        verify_text = f"step <= default's and compile <= {VERIFY_COMPILE_VS_PLAIN}x plain's"
+        for variant, text in (("kselect-verify", verify_text), ("kselect-verify-epilogue", verify_text),
                               ("kselect-predict", f"compile <= {PREDICT_COMPILE_VS_PLAIN}x plain's")):
             if not any(r["workload"] == w and r["variant"] == variant for r in runs):
                 continue
@@ -744,7 +773,7 @@ def targets(runs: list[dict]) -> list[dict]:
             met, why = None, "not measured"
             if r and plain and (variant == "kselect-predict" or default):
                 c = r["compile_s"] / plain["compile_s"]
-                if variant == "kselect-verify":
+                if variant.startswith("kselect-verify"):
                     s = r["step_ms"] / default["step_ms"]
                     met = s <= 1.0 and c <= VERIFY_COMPILE_VS_PLAIN
                     why = f"step {s:.3f}x default, compile {c:.2f}x plain"
@@ -848,7 +877,8 @@ def render(report: dict) -> str:
         lines += ["## kselect decisions", "", "Ranker: " + "; ".join(sorted({str(r.get("kselect_ranker"))
                                                                            for r in ks})), "",
                   "| workload | variant | ranker load s | decisions (per thread) | candidates ranked | kept | "
-                  "ranking ms | fallbacks | warnings |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "ranking ms (CPU ms) | final picks | fallbacks | warnings |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in ks:
             k = r["kselect"]
             st = k.get("stats", {})
@@ -856,7 +886,9 @@ def render(report: dict) -> str:
             lines.append(f"| {r['workload']} | {r['variant']} | {_fmt(r.get('kselect_load_s'), '.2f')} | "
                          f"{st.get('decisions', k['decisions_logged'])}"
                          f"{f' ({threads})' if threads else ''} | {k['candidates_ranked']} | {k['kept']} | "
-                         f"{k['ranking_ms']} | {st.get('fallbacks', '-')} | "
+                         f"{k['ranking_ms']} ({_fmt(k.get('decision_cpu_ms'), '.1f')}) | "
+                         f"{', '.join(f'{t} {n}' for t, n in sorted(k.get('picks_by_template', {}).items())) or '-'}"
+                         f" | {st.get('fallbacks', '-')} | "
                          f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |")
         lines.append("")
     lines += ["![compile time vs step time](compile_vs_step.png)", ""]

@@ -115,6 +115,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
         new = list(selector.decisions)[n_dec:]
         row["decisions"] = len(new)
         row["decision_ms"] = sum(d["ms"] for d in new)
+        row["decision_cpu_ms"] = sum(d.get("cpu_ms", 0.0) for d in new)   # wall >> CPU: the thread waited
         row["kept"] = new[-1]["kept"] if new else []
         row["seen"] = max((d["seen"] for d in new), default=0)
         row["fallbacks"] = selector.stats["fallbacks"] - stats0.get("fallbacks", 0)

@@ -1,6 +1,6 @@
 """Time ranking one GEMM's whole EXHAUSTIVE + persistent-TMA space (featurise + predict).
 
-    python -m kselect.training.bench_rank --model models/h200-bf16.json [--reps 200]
+    python -m kselect.training.bench_rank --model models/h200-bf16.json [--reps 200] [--contend]
 
 Pins itself to one CPU core and one XGBoost thread, as a selector inside a compile would
 run. Reports median and p90 wall milliseconds over repetitions after one warm-up call (which
@@ -10,8 +10,10 @@ median thread CPU time, which is what other processes on a shared machine cannot
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import threading
 import time
 
 import numpy as np
@@ -24,7 +26,16 @@ from kselect.selector.model import CostModel
 
 
 def bench(model: CostModel, fingerprint: dict, problem: Problem | None = None, reps: int = 200,
-          pin: bool = True) -> dict:
+          pin: bool = True, guard: bool = False) -> dict:
+    """guard: rank inside the selector's short GIL switch interval (selector/gil.py)."""
+    from kselect.selector.gil import short_switch_interval
+
+    with short_switch_interval() if guard else contextlib.nullcontext():
+        out = _bench(model, fingerprint, problem, reps, pin)
+    return {**out, "short_switch_interval": guard}
+
+
+def _bench(model: CostModel, fingerprint: dict, problem: Problem | None, reps: int, pin: bool) -> dict:
     if pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     model.set_threads(1)
@@ -54,10 +65,35 @@ def main(argv=None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--shape", default="4096x4096x4096", help="MxNxK (bf16, nt)")
+    ap.add_argument("--contend", action="store_true",
+                    help="also time with one busy Python thread (as inside a compile), with and "
+                         "without the selector's short GIL switch interval")
     args = ap.parse_args(argv)
     model = CostModel.load(args.model)
     m, n, k = (int(x) for x in args.shape.lower().split("x"))
-    print(json.dumps(bench(model, model.fingerprint, Problem(m, n, k), args.reps), indent=1))
+    problem = Problem(m, n, k)
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    out = {"idle": bench(model, model.fingerprint, problem, args.reps)}
+    if args.contend:
+        stop = threading.Event()
+        if cpus:  # unpin: both threads may run on any core, as in a compile
+            os.sched_setaffinity(0, cpus)
+
+        def busy():  # pure-Python work that holds the GIL whenever it can
+            x = 0
+            while not stop.is_set():
+                x += 1
+
+        t = threading.Thread(target=busy, daemon=True)
+        t.start()
+        try:
+            reps = max(10, args.reps // 10)
+            out["busy_thread"] = bench(model, model.fingerprint, problem, reps, pin=False)
+            out["busy_thread_guarded"] = bench(model, model.fingerprint, problem, reps, pin=False, guard=True)
+        finally:
+            stop.set()
+            t.join()
+    print(json.dumps(out, indent=1))
     return 0
 
 

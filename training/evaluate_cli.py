@@ -22,7 +22,7 @@ from kselect.selector.model import CostModel
 from .baselines import baseline_rankers
 from .dataset import DatasetDir, load_dataset
 from .evaluate import KS, ShapeSet, default_metrics, evaluate_costs, held_out_costs
-from .train import MAX_ROWS_PER_SHAPE, ModelRanker, dataset_hash
+from .train import MAX_ROWS_PER_SHAPE, ModelRanker, dataset_hash, per_shape_selection_cost
 
 SCHEMES = ("family", "shape")
 BASELINES = ("roofline", "random_forest", "nearest_shape", "default")
@@ -78,7 +78,7 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         res["cost_model_aten_first"] = evaluate_costs(shapes, aten_first, KS)
         res["default"] = default_metrics(shapes)
         result["schemes"][scheme] = res
-    in_sample = model.selection_cost(X)
+    in_sample = per_shape_selection_cost(model, shapes.sid, X)
     result["in_sample"] = evaluate_costs(shapes, in_sample, KS)
     costs["in_sample"] = {"cost_model": in_sample}
     main = result["schemes"][schemes[0]]["cost_model"]

@@ -89,10 +89,23 @@ class ModelRanker:
         return self
 
     def cost(self, shapes: ShapeSet, X: np.ndarray) -> np.ndarray:
-        return self.model_.selection_cost(X)
+        return per_shape_selection_cost(self.model_, shapes.sid, X)
 
     def raw_cost(self, X: np.ndarray) -> np.ndarray:
         return self.model_.predict(X)
+
+
+def per_shape_selection_cost(model: CostModel, sid: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """model.selection_cost applied to each shape's rows on their own, as the selector ranks one
+    GEMM's candidates at a time (its cascade keeps the best rows OF A SHAPE for the full model;
+    over many shapes at once it would keep the best rows of the whole set)."""
+    cost = np.full(len(X), np.nan)
+    order = np.argsort(sid, kind="stable")
+    bounds = np.flatnonzero(np.diff(sid[order])) + 1
+    for rows in np.split(order, bounds):
+        if len(rows):
+            cost[rows] = model.selection_cost(X[rows])
+    return cost
 
 
 def fit_model(shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict,
