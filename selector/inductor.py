@@ -41,13 +41,14 @@ class Selector:
 
     def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
                  keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
-                 epilogue_fusion: bool = False):
+                 epilogue_fusion: bool = False, adaptive_k: bool = True):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
             raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
         self.verify_timing = verify_timing
         self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
+        self.adaptive_k = bool(adaptive_k)             # verify: k from the scores' gaps, or the cap
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
@@ -123,6 +124,8 @@ class Selector:
                       "candidates": sorted(keys), "ranker": getattr(ranker, "ident", type(ranker).__name__)}
         if epilogue:
             key_fields["epilogue"] = True
+        if not self.adaptive_k:
+            key_fields["adaptive_k"] = False
         key = decision_key(key_fields)
         entry = (key, key_fields, keys) if self.cache is not None else None
         if self.cache is not None:
@@ -139,7 +142,7 @@ class Selector:
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
         kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
                                 bool(getattr(ranker, "log_time_scores", False)), unseen,
-                                fusion_candidate=epilogue and self.mode == "verify")
+                                fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k)
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
@@ -348,7 +351,7 @@ class Selector:
             else (str(self.model) if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
                   else type(self.model).__name__)
         return (f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}"
-                f"{':epilogue' if self.epilogue_fusion else ''}:{source}")
+                f"{':epilogue' if self.epilogue_fusion else ''}{'' if self.adaptive_k else ':fixedk'}:{source}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,7 +395,7 @@ def _ensure_preprocess() -> None:
 
 def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
            ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
-           epilogue_fusion: bool = False) -> Selector | None:
+           epilogue_fusion: bool = False, adaptive_k: bool = True) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -402,6 +405,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     epilogue_fusion: verify on GPUs also keeps a template that can fuse a GEMM's pointwise
     epilogue and charges ATen the separate epilogue kernel (selector/fusion.py; opt-in until
     the H200 end-to-end runs show a gain, docs/selector.md).
+    adaptive_k: verify keeps fewer than k when the scores say #1 is far ahead (True) or always k.
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -413,7 +417,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     if mode == "off":
         return None
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
-                   verify_timing=verify_timing, epilogue_fusion=epilogue_fusion)
+                   verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
     handler.kselect_selector = sel
@@ -461,7 +465,7 @@ def selecting(mode: str = "verify", **kwargs):
             enable(prev.mode, k=prev.k, model=prev.model,
                    cache_dir=prev.cache.root if prev.cache else None,
                    keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing,
-                   epilogue_fusion=prev.epilogue_fusion)
+                   epilogue_fusion=prev.epilogue_fusion, adaptive_k=prev.adaptive_k)
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -470,4 +474,5 @@ def enable_from_env(environ=None) -> Selector | None:
     if o["mode"] == "off":
         return None
     return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
-                  verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"])
+                  verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"],
+                  adaptive_k=o["adaptive_k"])

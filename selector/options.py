@@ -70,6 +70,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_EPILOGUE_FUSION", _on_off, False, "verify mode on GPUs: also keep a template that can "
            "fuse the GEMM's pointwise epilogue and charge ATen the separate epilogue kernel when "
            "picking the winner (selector/fusion.py)"),
+    Option("KSELECT_ADAPTIVE_K", _on_off, True, "verify mode: keep fewer than KSELECT_K when the model's "
+           "scores put #1 far ahead (on), or always KSELECT_K (off; held out: 98.9 % of the measured best "
+           "at k=2 vs 94.7 % adaptive, reports/cost-model-h200-bf16/adaptive-k.json)"),
 )
 
 

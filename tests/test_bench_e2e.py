@@ -223,3 +223,43 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert ("| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
             "aten:mm 3, triton:mm 2 | 0 | - |") in text
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report
+
+
+def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
+    """--repeats N: each round runs every variant once (drift hits all alike); the report's step
+    and compile time are medians over the processes, the range is min-max of their medians."""
+    s = {"workloads": ["decode"], "variants": ["plain", "default", "kselect-verify"], "model": "m",
+         "exhaustive_model": "m", "exhaustive_workloads": ["decode"], "repeats": 3}
+    got = [(r["variant"], r["repeat"]) for r in be.plan(s)]
+    assert got == [("plain", 0), ("default", 0), ("kselect-verify", 0), ("plain", 1), ("default", 1),
+                   ("kselect-verify", 1), ("plain", 2), ("default", 2), ("kselect-verify", 2)]
+
+    def run(variant, repeat, compile_s, step_ms, status="ok"):
+        r = {"workload": "decode", "variant": variant, "model": "m", "repeat": repeat, "status": status}
+        if status == "ok":
+            r.update({"compile_s": compile_s, "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
+                      "tokens_per_s": 8e3 / step_ms, "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 9,
+                                                               "cache_hits": 0},
+                      "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2}})
+        return r
+
+    runs = [run("plain", 0, 5.0, 0.83), run("default", 0, 10.0, 0.52), run("kselect-verify", 0, 5.5, 0.60),
+            run("plain", 1, 4.0, 0.56), run("default", 1, 11.0, 0.78), run("kselect-verify", 1, 6.0, 0.54),
+            run("plain", 2, 6.0, 0.56), run("default", 2, 12.0, 0.53), run("kselect-verify", 2, None, None,
+                                                                             status="timeout")]
+    settings = {"device": "cuda", "model": "m", "dtype": "bf16", "batch": 8, "seq": 1024, "steps": 20, "warmup": 3,
+                "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "", "freezing": False, "seed": 0,
+                "workloads": ["decode"], "variants": s["variants"], "max_minutes": 10, "exhaustive_model": "m",
+                "exhaustive_workloads": ["decode"], "rtol": 2e-2, "repeats": 3}
+    report = {"command": "kselect bench e2e --repeats 3", "settings": settings, "runs": runs, "elapsed_s": 60,
+              "env": {"gpu_name": "NVIDIA H200"}}
+    be.write_report(report, tmp_path)
+    combined = {r["variant"]: r for r in json.loads((tmp_path / "results.json").read_text())["combined"]}
+    assert combined["plain"]["step_ms"] == 0.56 and combined["plain"]["compile_s"] == 5.0
+    assert combined["default"]["step_ms"] == 0.53 and combined["default"]["step_ms_p90"] == 0.78
+    v = combined["kselect-verify"]   # two ok processes of three: median of those two, and said so
+    assert v["repeats"] == 2 and v["step_ms"] == pytest.approx(0.57) and "1 of 3" in v["error"]
+    assert v["correctness"]["rel_err"] == pytest.approx(6e-3)
+    text = (tmp_path / "README.md").read_text()
+    assert "each variant in 3 processes (interleaved)" in text
+    assert "| kselect-verify | m | 5.8 | 1.15 | 0.570 (0.540-0.600) | 1.075 |" in text

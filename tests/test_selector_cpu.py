@@ -329,6 +329,16 @@ def test_choose_kept_modes_and_aten_safety_net():
         choose_kept(cands, np.full(4, np.nan), "verify", 4, True, True)
 
 
+def test_fixed_k_keeps_the_cap_whatever_the_gaps():
+    cands = [Candidate.make("triton", "mm", BLOCK_M=16 * (i + 1)) for i in range(5)] + [Candidate.make("aten", "mm")]
+    scores = np.array([0.0, 9.0, 9.5, 10.0, 11.0, 12.0])    # #1 far ahead: adaptive keeps it alone
+    assert choose_kept(cands, scores, "verify", 3, True, False)[0] == [0, 5]
+    kept, why = choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)
+    assert kept == [0, 1, 2, 5] and "fixed k=3" in why          # the cap, then the ATen safety net
+    assert choose_kept(cands[:2], scores[:2], "verify", 3, False, False, adaptive=False)[0] == [0, 1]
+    assert choose_kept(cands, scores, "predict", 3, True, False, adaptive=False)[0] == [0]
+
+
 def test_known_broken_choices_are_never_kept(monkeypatch):
     dk = Candidate.make("triton", "decompose_k", k_split=4)
     bf16 = Problem(16, 4096, 131072, "bf16")
@@ -419,7 +429,8 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
-                                "epilogue_fusion": False}
+                                "epilogue_fusion": False, "adaptive_k": True}
+    assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
@@ -434,13 +445,15 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     before = compat.current_choices()
     try:
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
-                                   "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1"})
-        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion) == ("verify", 3, tmp_path, True)
+                                   "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
+                                   "KSELECT_ADAPTIVE_K": "off"})
+        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k) == \
+            ("verify", 3, tmp_path, True, False)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
         outer = compat.current_choices().kselect_selector  # the outer configuration is back
-        assert outer.mode == "verify" and outer.epilogue_fusion is True
+        assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -448,6 +461,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     # the handler's uuid goes into Inductor's FX-graph cache key: stable, yet mode-specific
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, epilogue_fusion=True).uuid()
+    assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, adaptive_k=False).uuid()
     with pytest.raises(ValueError):
         ksi.enable("fast")
 

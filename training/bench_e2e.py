@@ -111,6 +111,8 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
     p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
+    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
+                   "gaps (enable(adaptive_k=False))")
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
                    "generation, so the whole space costs only ranking time)")
@@ -127,6 +129,9 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--rtol", type=float, help="relative-norm tolerance vs eager (default bf16 2e-2, "
                    "fp16 1e-2, fp32 1e-4)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), interleaved; "
+                   "the report gives the median and range over them (between-process noise on the H200 "
+                   "reached 5-48 %% of a step, reports/e2e-h200/samples.md); exhaustive runs once")
     p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
                    "later are skipped (and reported); a running one is stopped at the deadline")
     p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")
@@ -159,11 +164,13 @@ def settings_from_args(args) -> dict:
     pick = (lambda given, key: d[key] if given is None else given)
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
-         "warmup": args.warmup, "k": args.k, "kselect_space": args.kselect_space.upper(),
+         "warmup": args.warmup, "k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)),
+         "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),
          "workloads": _csv(args.workloads, WORKLOADS, "workload"),
-         "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes}
+         "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes,
+         "repeats": getattr(args, "repeats", 1)}
     s["exhaustive_model"] = args.exhaustive_model or s["model"]
     s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
                                  if args.exhaustive_workloads else s["workloads"])
@@ -171,6 +178,8 @@ def settings_from_args(args) -> dict:
     for name in ("batch", "seq", "steps", "k"):
         if s[name] < 1:
             raise BenchError(f"--{name} must be >= 1, got {s[name]}")
+    if s["repeats"] < 1:
+        raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
     if s["warmup"] < 0 or s["max_minutes"] < 0:
         raise BenchError("--warmup and --max-minutes must be >= 0")
     for name in {s["model"], s["exhaustive_model"]}:
@@ -184,12 +193,14 @@ def settings_from_args(args) -> dict:
 
 
 def plan(settings: dict) -> list[dict]:
-    """The runs in order: per workload plain, default, kselect-verify, kselect-predict; then
-    every exhaustive run (the slowest, so a tight budget skips those first)."""
+    """The runs in order: per workload plain, default, kselect-verify, kselect-predict, that
+    round `repeats` times (interleaved, so drift hits every variant alike); then every
+    exhaustive run, once (the slowest, so a tight budget skips those first)."""
     runs = []
     for w in settings["workloads"]:
-        runs += [{"variant": v, "workload": w, "model": settings["model"]}
-                 for v in ORDER if v in settings["variants"] and v != "exhaustive"]
+        for r in range(settings.get("repeats", 1)):
+            runs += [{"variant": v, "workload": w, "model": settings["model"], "repeat": r}
+                     for v in ORDER if v in settings["variants"] and v != "exhaustive"]
     if "exhaustive" in settings["variants"]:
         runs += [{"variant": "exhaustive", "workload": w, "model": settings["exhaustive_model"]}
                  for w in settings["exhaustive_workloads"]]
@@ -256,6 +267,7 @@ def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
             except Exception as exc:  # noqa: BLE001 -- e.g. no process could be started
                 res = {**spec, "status": "error",
                        "error": f"could not run the worker: {type(exc).__name__}: {exc}"}
+        res.setdefault("repeat", spec.get("repeat", 0))
         report["runs"].append(res)
         report["env"] = report["env"] or res.get("env", {})
         report["elapsed_s"] = round(time.monotonic() - t0, 1)
@@ -299,7 +311,8 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     spec = {**spec, "result_path": str(result_path), "tmp": str(tmp),
             "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S}
     (tmp / "spec.json").write_text(json.dumps(spec))
-    log_path = log_dir / f"{spec['workload']}-{spec['variant']}.log"
+    rep = f"-r{spec['repeat']}" if spec.get("repeat") else ""
+    log_path = log_dir / f"{spec['workload']}-{spec['variant']}{rep}.log"
     t0 = time.monotonic()
     status, error = "ok", ""
     try:
@@ -459,6 +472,7 @@ def configure(spec: dict):
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
+                   adaptive_k=not spec.get("fixed_k", False),
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
                    **dict(v.options))
     kwargs = {}
@@ -818,7 +832,7 @@ def table(runs: list[dict], workload: str) -> list[str]:
 
 
 def render(report: dict) -> str:
-    s, env, runs = report["settings"], report.get("env", {}), report["runs"]
+    s, env, runs = report["settings"], report.get("env", {}), report.get("combined") or report["runs"]
     device = (env.get("gpu_name") or "cuda") if s["device"] == "cuda" else f"CPU ({env.get('cpus', '?')} cores)"
     lines = [f"# End-to-end: Llama-style decoder under each compile variant ({device})", "",
              f"Command: `{report.get('command')}`", "",
@@ -833,7 +847,11 @@ def render(report: dict) -> str:
              f"(M = {s['batch'] * s['seq']}); decode: batch {s['batch']} (M = {s['batch']}), one token after "
              f"a {s['seq']}-token static KV cache",
              f"- steady state: median of {s['steps']} synchronised steps after {s['warmup']} warm-up steps"
-             + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)"),
+             + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)")
+             + (f"; each variant in {s['repeats']} processes (interleaved): step and compile are the "
+                f"medians over them, the step range in brackets is min-max of the per-process medians, "
+                f"every sample in results.json (`combined[].step_ms_samples`)"
+                if s.get("repeats", 1) > 1 else ""),
              "- compile s: wall time of the first call (compile + one step), synchronised; the eager "
              "first call is in results.json (`eager_first_s`); kselect's one-time cost-model load is "
              "not in it (below, `ranker load s`)",
@@ -850,7 +868,8 @@ def render(report: dict) -> str:
              "- no CUDA graphs in any variant (plain torch.compile uses none): like for like",
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
-             f"- kselect: `kselect.selector.enable(mode, k={s['k']})` on top of max-autotune, search space "
+             f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
+             f"{', adaptive_k=False' if s.get('fixed_k') else ''})` on top of max-autotune, search space "
              f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
              f"the whole space costs milliseconds), cost model "
              f"{s['kselect_model'] or 'shipped for this GPU'}, decision cache in the run's fresh temp dir",
@@ -872,7 +891,7 @@ def render(report: dict) -> str:
         lines += [f"| {t['workload']} | {t['variant']} | {t['target']} | "
                   f"{ {True: 'met', False: 'NOT met', None: 'n/a'}[t['met']]} | {t['detail']} |" for t in tg]
         lines.append("")
-    ks = [r for r in runs if r.get("kselect")]
+    ks = [r for r in report["runs"] if r.get("kselect")]
     if ks:
         lines += ["## kselect decisions", "", "Ranker: " + "; ".join(sorted({str(r.get("kselect_ranker"))
                                                                            for r in ks})), "",
@@ -918,7 +937,7 @@ def plot(runs: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     workloads = list(dict.fromkeys(r["workload"] for r in runs))
-    markers = dict(zip(ORDER, "osD^v"))
+    markers = dict(zip(ORDER, "osDPv^"))
     fig, axes = plt.subplots(1, max(len(workloads), 1), figsize=(5 * max(len(workloads), 1), 4), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         pts = [r for r in runs if r["workload"] == w and r.get("compile_s") is not None and r.get("step_ms")]
@@ -950,11 +969,42 @@ def _safe(fn, *args):
         return f"({getattr(fn, '__name__', 'report')} failed: {type(exc).__name__}: {exc})"
 
 
+def combine_repeats(runs: list[dict]) -> list[dict]:
+    """One row per (workload, variant, model): with several processes per variant, the median
+    step and compile time over the ok ones, their range in step_ms_p10 / _p90 (min / max of the
+    per-process medians) and every sample in *_samples. A single run passes through."""
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r["workload"], r["variant"], r["model"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        ok = [r for r in rs if r.get("status") == "ok"]
+        if len(rs) == 1 or not ok:
+            out.append(rs[0])
+            continue
+        steps = [r["step_ms"] for r in ok]
+        compiles = [r["compile_s"] for r in ok]
+        row = dict(ok[0])
+        row.update({"repeats": len(ok), "step_ms": statistics.median(steps),
+                    "step_ms_p10": min(steps), "step_ms_p90": max(steps),
+                    "compile_s": statistics.median(compiles), "step_ms_samples": steps,
+                    "compile_s_samples": compiles,
+                    "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
+                    "correctness": {**ok[0]["correctness"], "ok": all(r["correctness"]["ok"] for r in ok),
+                                    "rel_err": max(r["correctness"]["rel_err"] for r in ok)}})
+        if len(ok) < len(rs):
+            row["error"] = f"{len(rs) - len(ok)} of {len(rs)} processes not ok"
+        out.append(row)
+    return out
+
+
 def write_report(report: dict, out: Path) -> None:
     """results.json first (the numbers), then the plot and README.md; their failures are noted."""
-    report["targets"] = _safe(targets, report["runs"])
+    combined = _safe(combine_repeats, report["runs"])
+    report["combined"] = combined if isinstance(combined, list) else report["runs"]
+    report["targets"] = _safe(targets, report["combined"])
     _write_json(out / "results.json", report)
-    err = _safe(plot, report["runs"], out / "compile_vs_step.png")
+    err = _safe(plot, report["combined"], out / "compile_vs_step.png")
     if err:
         report["plot_error"] = err
     else:

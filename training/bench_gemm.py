@@ -157,7 +157,8 @@ def run_worker(plan: dict) -> int:
         from torch._inductor import config as ic
 
         ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
-        selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None)
+        selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
+                              adaptive_k=not plan.get("fixed_k", False))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -357,6 +358,7 @@ def run(args) -> int:
             continue
         print(f"== {v}: {len(shapes)} shapes", flush=True)
         plan = {"variant": v, "device": args.device, "k": args.k, "model": args.model,
+                "fixed_k": bool(getattr(args, "fixed_k", False)),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)
@@ -384,6 +386,8 @@ def add_parser(sub) -> None:
     p.add_argument("--exhaustive-shapes", type=int, default=3,
                    help="stock EXHAUSTIVE on only the N shapes with the smallest space (-1 = all)")
     p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept")
+    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the "
+                   "scores' gaps (enable(adaptive_k=False))")
     p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")

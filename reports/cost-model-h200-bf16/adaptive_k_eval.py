@@ -1,0 +1,76 @@
+"""Verify mode's adaptive k, held out: how many candidates it benchmarks and how close the best
+of them is to the measured best, for several `spread` values (policy.adaptive_k) and fixed k,
+with the ATen safety net -- exactly the selector's policy on the selector's scores
+(per-shape selection_cost, cascade included), leave-one-family-out.
+
+Run from the repository root: python reports/cost-model-h200-bf16/adaptive_k_eval.py OUT.json
+(about 1 min on the 2-core dev machine; wrote adaptive-k.json beside this file)."""
+import json
+import math
+import sys
+
+import numpy as np
+
+from kselect.selector.features import TEMPLATE_CLASSES, featurize_frame
+from kselect.selector.model import CostModel
+from kselect.selector.policy import adaptive_k
+from kselect.training.evaluate import ShapeSet, folds
+from kselect.training.evaluate_cli import load_data
+from kselect.training.train import MAX_ROWS_PER_SHAPE, ModelRanker
+
+# (label, cap, spread): the shipped rule was cap 4, spread 0.5; spread inf = always the cap
+SETTINGS = [(f"cap 4, spread {s:g}", 4, s) for s in (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)] + \
+    [(f"fixed k={k}", k, math.inf) for k in (1, 2, 3, 4, 6, 8)]
+
+df, fp = load_data("data/h200-bf16")
+shapes = ShapeSet.from_frame(df)
+X = featurize_frame(shapes.rows, fp)
+params = CostModel.load("models/h200-bf16.json").get_params()
+cost = np.full(len(X), np.nan)
+for name, test in folds(shapes, "family", 5):
+    train_rows = ~test[shapes.sid]
+    r = ModelRanker(params, MAX_ROWS_PER_SHAPE).fit(shapes.subset(~test), X[train_rows])
+    cost[~train_rows] = r.cost(shapes.subset(test), X[~train_rows])
+    print("fold", name, flush=True)
+
+aten = shapes.tmpl == TEMPLATE_CLASSES.index("aten")
+ends = np.r_[shapes.starts[1:], len(X)]
+out = {}
+def local_spread(top_m, spread, cap=4):
+    """A variant tried here: the scale is the spread of the best `top_m` scores only."""
+    def rule(s):
+        sd = float(np.std(s[:top_m])) if len(s) > 1 else 0.0
+        return max(1, min(cap, int(np.sum(s - s[0] <= spread * sd + 1e-12))))
+    return rule
+
+
+def absolute_gap(gap, cap=4):
+    return lambda s: max(1, min(cap, int(np.sum(s - s[0] <= gap + 1e-12))))
+
+
+RULES = [(key, (lambda s, cap=cap, spread=spread: cap if spread == math.inf
+                else adaptive_k(s, cap, False, spread=spread))) for key, cap, spread in SETTINGS]
+RULES += [(f"cap 4, spread {sp:g} of the best {m} scores", local_spread(m, sp)) for m in (8, 64) for sp in (1.0, 2.0)]
+RULES += [(f"cap 4, score gap <= {g:g}", absolute_gap(g)) for g in (0.2, 0.8)]
+
+for key, rule in RULES:
+    pct, kept_n = [], []
+    for s, (a, b) in enumerate(zip(shapes.starts, ends)):
+        c = cost[a:b]
+        fin = np.flatnonzero(np.isfinite(c))
+        order = fin[np.argsort(c[fin], kind="stable")]
+        n = rule(c[order])
+        kept = set(order[:max(n, 1)].tolist()) | set(np.flatnonzero(aten[a:b]).tolist()[:1])
+        t = shapes.time[a:b][sorted(kept)]
+        pct.append(shapes.best[s] / t.min() if np.isfinite(t.min()) else 0.0)
+        kept_n.append(len(kept))
+    pct, kept_n = np.array(pct), np.array(kept_n)
+    row = {}
+    for scope, m in (("all", np.ones(len(pct), bool)), ("oracle", shapes.oracle)):
+        p = np.maximum(pct[m], 1e-9)
+        row[scope] = {"shapes": int(m.sum()), "pct_oracle_geomean": float(np.exp(np.log(p).mean())),
+                      "share_within_1pct": float((pct[m] >= 0.99).mean()),
+                      "benchmarked_mean": float(kept_n[m].mean()), "benchmarked_max": int(kept_n[m].max())}
+    out[key] = row
+    print(key, {sc: {k: round(v, 4) for k, v in d.items()} for sc, d in row.items()}, flush=True)
+json.dump(out, open(sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json", "w"), indent=1)
