@@ -267,7 +267,7 @@ class Selector:
         t0 = time.perf_counter()
         try:
             got = measure_kept(kept_items, problem.dtype, device_type)
-            got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
+            _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
             warn_once("verify-timing:unavailable", f"kselect: verify cannot measure this set itself "
