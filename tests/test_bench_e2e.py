@@ -263,3 +263,17 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     text = (tmp_path / "README.md").read_text()
     assert "each variant in 3 processes (interleaved)" in text
     assert "| kselect-verify | m | 5.8 | 1.15 | 0.570 (0.540-0.600) | 1.075 |" in text
+
+
+def test_graph_replay_is_cuda_only_and_rendered():
+    """The GPU-only step time is None on the CPU (nothing to capture); a captured row renders it."""
+    import torch
+
+    assert be.graph_replay_ms(lambda: None, torch.device("cpu")) is None
+    row = {"workload": "decode", "variant": "plain", "model": "m", "status": "ok", "compile_s": 5.0,
+           "step_ms": 0.56, "step_ms_p10": 0.55, "step_ms_p90": 0.6, "tokens_per_s": 14e3,
+           "graph_step_ms": 0.211, "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2}}
+    failed = {**row, "variant": "default", "graph_step_ms": None, "graph_error": "RuntimeError: capture"}
+    text = "\n".join(be.table([row, failed], "decode"))
+    assert "| plain | m | 5.0 | 1.00 | 0.560 (0.550-0.600) | 1.000 | 0.211 |" in text
+    assert "capture failed" in text

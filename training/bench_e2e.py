@@ -661,6 +661,42 @@ def steady_state(fn, device, steps: int, warmup: int) -> dict:
             "step_ms_p90": q[-1], "steps": steps, "warmup": warmup}
 
 
+def graph_replay_ms(fn, device, replays: int = 20) -> dict | None:
+    """The step's GPU time alone: `fn` captured once in a CUDA graph, replayed `replays` times.
+
+    Why: decode steps are launch-bound (no CUDA graphs in any variant), so a step time mixes
+    kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
+    on the host side only. Measured after the step timing, on CUDA; a step that cannot be
+    captured records why instead (None on the CPU)."""
+    import torch
+
+    if device.type != "cuda":
+        return None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return {"graph_step_ms": statistics.median(times), "graph_replays": replays}
+    except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
+        return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
 def _tokens(spec, vocab: int, length: int, device, offset: int = 0):
     import torch
 
@@ -744,7 +780,11 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
                               "tol": spec["rtol"], "ok": err <= spec["rtol"]}
         save()
         timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
-    _record(res, save, timing, tokens_per_step)
+        _record(res, save, timing, tokens_per_step)
+        graph = graph_replay_ms(lambda: compiled(tokens, caches), device)
+    if graph:
+        res.update(graph)
+        save()
 
 
 def run_prefill(model, spec, res, save, compile_fn) -> None:
@@ -809,8 +849,9 @@ def table(runs: list[dict], workload: str) -> list[str]:
     ok = {r["variant"]: r for r in rows if r.get("status") == "ok"}
     base_model = (ok.get("plain") or rows[0])["model"]
     lines = ["| variant | model | compile s | x plain compile | step ms (p10-p90) | x default step | "
-             "tokens/s | GEMMs benchmarked (+cache hits) | candidates benchmarked | GEMM tuning s | vs eager | "
-             "status |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "GPU-only step ms (CUDA-graph replay) | tokens/s | GEMMs benchmarked (+cache hits) | "
+             "candidates benchmarked | GEMM tuning s | vs eager | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in sorted(rows, key=lambda r: ORDER.index(r["variant"])):
         same = r["model"] == base_model
         plain, default = ok.get("plain"), ok.get("default")
@@ -824,8 +865,9 @@ def table(runs: list[dict], workload: str) -> list[str]:
         tuned = f"{g['benchmarked']} (+{g['cache_hits']})" if g else "-"
         tuning = _fmt((r.get("gemm_tuning") or {}).get("total_s"), ".1f")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {str(r.get('error', ''))[:120]}"
+        gpu_only = _fmt(r.get("graph_step_ms"), ".3f", "-" if not r.get("graph_error") else "capture failed")
         lines.append(f"| {r['variant']} | {r['model']} | {_fmt(r.get('compile_s'), '.1f')} | {_fmt(xc, '.2f')} | "
-                     f"{step} | {_fmt(xs, '.3f')} | {_fmt(r.get('tokens_per_s'), ',.0f')} | "
+                     f"{step} | {_fmt(xs, '.3f')} | {gpu_only} | {_fmt(r.get('tokens_per_s'), ',.0f')} | "
                      f"{tuned} | {g.get('candidates', '-')} | {tuning} | "
                      f"{check} | {status.replace('|', '/')} |")
     return lines
@@ -865,7 +907,9 @@ def render(report: dict) -> str:
               "reports/e2e-h200/attempt-1)" if s.get("autotune", "gemm") == "gemm" else
               "- max-autotune variants = mode `max-autotune-no-cudagraphs` (`--autotune full`): they also "
               "tune every pointwise/reduction kernel (coordinate descent), kselect ones included"),
-             "- no CUDA graphs in any variant (plain torch.compile uses none): like for like",
+             "- no CUDA graphs in any variant (plain torch.compile uses none): like for like; prefill/decode "
+             "also report the step's GPU time alone (the compiled step captured in a CUDA graph by the "
+             "benchmark, median of 20 replays): step minus that is host launch overhead",
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
@@ -992,6 +1036,9 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
                     "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
                     "correctness": {**ok[0]["correctness"], "ok": all(r["correctness"]["ok"] for r in ok),
                                     "rel_err": max(r["correctness"]["rel_err"] for r in ok)}})
+        graphs = [r["graph_step_ms"] for r in ok if r.get("graph_step_ms") is not None]
+        if graphs:
+            row["graph_step_ms"], row["graph_step_ms_samples"] = statistics.median(graphs), graphs
         if len(ok) < len(rs):
             row["error"] = f"{len(rs) - len(ok)} of {len(rs)} processes not ok"
         out.append(row)
