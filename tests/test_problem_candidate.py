@@ -71,3 +71,19 @@ def test_triton_compile_key_carries_k_divisibility_class():
     assert key(64, 4096, 4544) != key(64, 4096, 4096)          # EVEN_K differs
     assert key(64, 4096, 4544) != key(64, 4096, 4545)          # K % 16 class differs
     assert launch_plan(cand, Problem(M=64, N=4096, K=4544, layout="tn"), 132).stride_spec[-1] == 16
+
+
+def test_made_candidates_are_interned_and_keep_value_semantics():
+    """Candidate.make returns one object per distinct candidate (its key string built once);
+    equality, hashing, ordering and JSON round trips are those of the plain values."""
+    from kselect.kernels.candidate import Candidate
+
+    a = Candidate.make("triton", "mm", BLOCK_M=64, num_warps=4)
+    b = Candidate.make("triton", "mm", num_warps=4, BLOCK_M=64)
+    direct = Candidate("triton", "mm", (("BLOCK_M", 64), ("num_warps", 4)))
+    assert a is b and a == direct and hash(a) == hash(direct) and a is not direct
+    assert a.key == direct.key == "triton:mm:BM64-W4" and a.key is a.key
+    assert Candidate.from_json(a.to_json()) is a
+    assert sorted([Candidate.make("triton", "mm", BLOCK_M=128), a])[0] is a
+    odd = Candidate.make("triton", "mm", tiles=[1, 2])   # an unhashable knob: still usable
+    assert odd.key == "triton:mm:tiles[1, 2]" and odd.kwargs == {"tiles": [1, 2]}
