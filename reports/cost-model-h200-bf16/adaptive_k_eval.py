@@ -1,10 +1,14 @@
 """Verify mode's adaptive k, held out: how many candidates it benchmarks and how close the best
 of them is to the measured best, for several `spread` values (policy.adaptive_k) and fixed k,
 with the ATen safety net -- exactly the selector's policy on the selector's scores
-(per-shape selection_cost, cascade included), leave-one-family-out.
+(per-shape selection_cost, cascade included), leave-one-family-out. Then the same with
+time-unit scores: a reg:log model (predicts log(time / shape's best)) with the shipped
+hyper-parameters, whose gaps adaptive_k reads as time ratios (its `margin` rule).
 
-Run from the repository root: python reports/cost-model-h200-bf16/adaptive_k_eval.py OUT.json
-(about 1 min on the 2-core dev machine; wrote adaptive-k.json beside this file)."""
+Run from the repository root:
+    python reports/cost-model-h200-bf16/adaptive_k_eval.py OUT.json OUT_REGLOG.json
+(about 2 min on the 2-core dev machine; wrote adaptive-k.json and adaptive-k-reglog.json
+beside this file)."""
 import json
 import math
 import sys
@@ -14,7 +18,7 @@ import numpy as np
 from kselect.selector.features import TEMPLATE_CLASSES, featurize_frame
 from kselect.selector.model import CostModel
 from kselect.selector.policy import adaptive_k
-from kselect.training.evaluate import ShapeSet, folds
+from kselect.training.evaluate import ShapeSet, held_out_costs
 from kselect.training.evaluate_cli import load_data
 from kselect.training.train import MAX_ROWS_PER_SHAPE, ModelRanker
 
@@ -26,34 +30,18 @@ df, fp = load_data("data/h200-bf16")
 shapes = ShapeSet.from_frame(df)
 X = featurize_frame(shapes.rows, fp)
 params = CostModel.load("models/h200-bf16.json").get_params()
-cost = np.full(len(X), np.nan)
-for name, test in folds(shapes, "family", 5):
-    train_rows = ~test[shapes.sid]
-    r = ModelRanker(params, MAX_ROWS_PER_SHAPE).fit(shapes.subset(~test), X[train_rows])
-    cost[~train_rows] = r.cost(shapes.subset(test), X[~train_rows])
-    print("fold", name, flush=True)
-
 aten = shapes.tmpl == TEMPLATE_CLASSES.index("aten")
 ends = np.r_[shapes.starts[1:], len(X)]
-out = {}
-def local_spread(top_m, spread, cap=4):
-    """A variant tried here: the scale is the spread of the best `top_m` scores only."""
-    def rule(s):
-        sd = float(np.std(s[:top_m])) if len(s) > 1 else 0.0
-        return max(1, min(cap, int(np.sum(s - s[0] <= spread * sd + 1e-12))))
-    return rule
 
 
-def absolute_gap(gap, cap=4):
-    return lambda s: max(1, min(cap, int(np.sum(s - s[0] <= gap + 1e-12))))
+def held_out(objective):
+    """Per-row cost from models that never saw the row's model family (ranked per shape)."""
+    p = {**params, "objective": objective}
+    return held_out_costs(shapes, X, lambda: ModelRanker(p, MAX_ROWS_PER_SHAPE), "family", 5, progress=print)
 
 
-RULES = [(key, (lambda s, cap=cap, spread=spread: cap if spread == math.inf
-                else adaptive_k(s, cap, False, spread=spread))) for key, cap, spread in SETTINGS]
-RULES += [(f"cap 4, spread {sp:g} of the best {m} scores", local_spread(m, sp)) for m in (8, 64) for sp in (1.0, 2.0)]
-RULES += [(f"cap 4, score gap <= {g:g}", absolute_gap(g)) for g in (0.2, 0.8)]
-
-for key, rule in RULES:
+def kept_quality(cost, rule) -> dict:
+    """What verify measures per GEMM under `rule` (+ the ATen safety net) and how good its best is."""
     pct, kept_n = [], []
     for s, (a, b) in enumerate(zip(shapes.starts, ends)):
         c = cost[a:b]
@@ -71,6 +59,36 @@ for key, rule in RULES:
         row[scope] = {"shapes": int(m.sum()), "pct_oracle_geomean": float(np.exp(np.log(p).mean())),
                       "share_within_1pct": float((pct[m] >= 0.99).mean()),
                       "benchmarked_mean": float(kept_n[m].mean()), "benchmarked_max": int(kept_n[m].max())}
-    out[key] = row
-    print(key, {sc: {k: round(v, 4) for k, v in d.items()} for sc, d in row.items()}, flush=True)
-json.dump(out, open(sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json", "w"), indent=1)
+    return row
+
+
+def sweep(cost, rules, path):
+    out = {}
+    for key, rule in rules:
+        out[key] = kept_quality(cost, rule)
+        print(key, {sc: {k: round(v, 4) for k, v in d.items()} for sc, d in out[key].items()}, flush=True)
+    json.dump(out, open(path, "w"), indent=1)
+
+
+def local_spread(top_m, spread, cap=4):
+    """A variant tried here: the scale is the spread of the best `top_m` scores only."""
+    def rule(s):
+        sd = float(np.std(s[:top_m])) if len(s) > 1 else 0.0
+        return max(1, min(cap, int(np.sum(s - s[0] <= spread * sd + 1e-12))))
+    return rule
+
+
+def absolute_gap(gap, cap=4):
+    return lambda s: max(1, min(cap, int(np.sum(s - s[0] <= gap + 1e-12))))
+
+
+RULES = [(key, (lambda s, cap=cap, spread=spread: cap if spread == math.inf
+                else adaptive_k(s, cap, False, spread=spread))) for key, cap, spread in SETTINGS]
+RULES += [(f"cap 4, spread {sp:g} of the best {m} scores", local_spread(m, sp)) for m in (8, 64) for sp in (1.0, 2.0)]
+RULES += [(f"cap 4, score gap <= {g:g}", absolute_gap(g)) for g in (0.2, 0.8)]
+
+sweep(held_out("rank:ndcg"), RULES, sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json")
+REGLOG_RULES = [(f"reg:log fixed k={k}", lambda s, k=k: k) for k in (1, 2, 4)]
+REGLOG_RULES += [(f"reg:log margin {m:g} cap {cap}", lambda s, m=m, cap=cap: adaptive_k(s, cap, True, margin=m))
+                 for m in (0.01, 0.02, 0.05, 0.1, 0.2) for cap in (2, 4)]
+sweep(held_out("reg:log"), REGLOG_RULES, sys.argv[2] if len(sys.argv) > 2 else "/tmp/adaptive_k_reglog.json")
