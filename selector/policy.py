@@ -103,12 +103,12 @@ class CostModelRanker:
 
         scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
         if {c.backend for c in candidates} <= self.backends:  # the usual case, one cheap pass
-            scores[:] = self.model.selection_cost(featurize_candidates(problem, candidates, self.model.fingerprint))
-            return scores
-        seen = [i for i, c in enumerate(candidates) if c.backend in self.backends]
-        if seen:
-            X = featurize_candidates(problem, [candidates[i] for i in seen], self.model.fingerprint)
-            scores[seen] = self.model.selection_cost(X)
+            seen, rows = slice(None), candidates
+        else:
+            seen = [i for i, c in enumerate(candidates) if c.backend in self.backends]
+            rows = [candidates[i] for i in seen]
+        if rows:
+            scores[seen] = self.model.selection_cost(featurize_candidates(problem, rows, self.model.fingerprint))
         return scores
 
 
