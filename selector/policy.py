@@ -8,7 +8,7 @@ data for this device, dtype or problem, and the selector leaves that GEMM to sto
 - `MeasuredRanker`: a table of measured times (candidate key -> ms per problem key); honest
   where a model cannot serve (CPU CI, a device without a trained model).
 
-`choose_kept` is the policy: predict keeps the top-1; verify keeps an adaptive top-k (fewer
+`choose_kept` is the policy: predict keeps the top-1; verify keeps an adaptive top-k (min_k
 when #1 is far ahead, more when close, never more than the cap) plus ATen as a safety net.
 
 A ranker may say which backends it has data for (`backends`). Candidates of any other
@@ -149,19 +149,23 @@ def is_aten(c: Candidate) -> bool:
 
 
 def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.10,
-               spread: float = 0.5) -> int:
-    """How many of the sorted `scores` (ascending, finite) to keep: 1..cap.
+               spread: float = 0.5, floor: int = 1) -> int:
+    """How many of the sorted `scores` (ascending, finite) to keep: floor..cap (never more
+    than there are).
 
     With log-time scores, keep those predicted within `margin` (10%) of #1; otherwise (ranking
-    margins with no unit) keep those within `spread` standard deviations of #1. Always >= 1:
-    a clear winner keeps one, a close race keeps up to `cap`.
+    margins with no unit) keep those within `spread` standard deviations of #1; never fewer
+    than `floor`: a clear winner keeps `floor`, a close race keeps up to `cap`.
 
-    Held out on the H200 data (reports/cost-model-h200-bf16/adaptive-k.json) the shipped
-    rank:ndcg model's gaps are a weak confidence signal: this rule (cap 4, spread 0.5) kept
-    1.40 candidates per GEMM for 94.7 % of the measured best, where a fixed top-2 keeps 2.07
-    for 98.9 % and a fixed top-4 4.06 for 99.45 %. `Selector(adaptive_k=False)` /
-    `KSELECT_ADAPTIVE_K=off` keeps the cap instead; which default wins end to end (pick quality
-    against the template compiles each kept choice costs) is for the H200 to say.
+    Verify passes floor = the selector's `min_k` (default 1). Held out on the H200 data
+    (reports/cost-model-h200-bf16/adaptive-k.json, leave-one-family-out, ATen safety net
+    included) the shipped rank:ndcg model's gaps barely predict who wins: floor 1 (cap 4,
+    spread 0.5) keeps 1.40 candidates per GEMM for 94.7 % of the measured best, hardly above
+    top-1's 94.5 %; floor 2 keeps 2.27 for 99.0 % (fixed top-2: 2.07 for 98.9 %). But each
+    extra kept Triton template is compiled during lowering, one GEMM after another: on the
+    H200 a Llama-3-8B decode step compiled in 11.3 s with top-2 against 7.8 s (plain
+    torch.compile: 5.0 s) for the same GPU step time, 0.410 vs 0.412 ms
+    (reports/h200-session5). Hence floor 1 by default, `min_k=2` where kernel time matters more.
     """
     s = np.sort(np.asarray(scores, dtype=np.float64))
     if len(s) == 0:
@@ -172,7 +176,7 @@ def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.1
         sd = float(np.std(s)) if len(s) > 1 else 0.0
         tol = spread * sd
     n_close = int(np.sum(s - s[0] <= tol + 1e-12))
-    return max(1, min(cap, n_close))
+    return max(1, min(cap, len(s), max(floor, n_close)))
 
 
 def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
@@ -185,7 +189,7 @@ def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
 
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
                 keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
-                fusion_candidate: bool = False, adaptive: bool = True) -> tuple[list[int], str]:
+                fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -194,8 +198,8 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     `fusion_candidate` (verify; the GEMM feeds a pointwise epilogue): the best-ranked choice
     that can fuse it is kept too, like the ATen safety net, so that measuring the set can weigh
     the epilogue a template absorbs (selector/fusion.py) -- the bare-GEMM ranking cannot.
-    `adaptive=False`: verify keeps the cap, whatever the scores' gaps (see adaptive_k: on the
-    shipped model's unit-free scores the gaps barely predict who wins, held out)."""
+    `adaptive=False`: verify keeps the cap, whatever the scores' gaps; adaptive keeps
+    min_k..cap by the gaps (see adaptive_k for the evidence on min_k)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -208,7 +212,8 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
         return [int(order[0])], "predict: top-1" + (
             f"; {len(unseen)} unscored {names} never picked" if unseen else "")
     n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
-    n = min(adaptive_k(scores[order], k, log_time) if adaptive else min(k, len(order)), k - n_new)
+    n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)),
+            k - n_new)
     kept = [int(i) for i in order[:n]] + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}"
     if unseen:

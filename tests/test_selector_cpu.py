@@ -316,6 +316,25 @@ def test_adaptive_k_follows_confidence_and_never_exceeds_cap():
     # unit-free ranking margins: judged against their spread
     assert adaptive_k(np.array([0.0, 0.01, 0.02, 5.0, 6.0, 7.0]), cap=8, log_time=False) == 3
     assert adaptive_k(np.array([0.0, 9.0, 9.5, 10.0]), cap=8, log_time=False) == 1
+    # a floor: a clear winner still keeps the runner-up; the cap and the list length still bound it
+    assert adaptive_k(far, cap=4, log_time=True, floor=2) == 2
+    assert adaptive_k(close, cap=4, log_time=True, floor=2) == 4
+    assert adaptive_k(far, cap=1, log_time=True, floor=2) == 1
+    assert adaptive_k(np.log([1.0]), cap=4, log_time=True, floor=2) == 1
+
+
+def test_min_k_keeps_the_runner_up_even_behind_a_clear_winner():
+    """Verify's floor: min_k=2 measures #2 too (held out: 99.0 % of the best vs 94.7 % at 1)."""
+    cands = [Candidate.make("triton", "mm", BLOCK_M=b) for b in (16, 32, 64)] + [Candidate.make("aten", "mm")]
+    scores = np.log([1.0, 3.0, 4.0, 5.0])  # #1 far ahead
+    assert choose_kept(cands, scores, "verify", 4, True, True)[0] == [0, 3]  # default floor 1
+    kept, why = choose_kept(cands, scores, "verify", 4, True, True, min_k=2)
+    assert kept == [0, 1, 3] and "adaptive k=2" in why
+    assert choose_kept(cands, scores, "verify", 1, True, True, min_k=2)[0] == [0, 3]  # the cap wins
+    # ATen first and a clear winner: ATen + the best template
+    assert choose_kept(cands, np.log([3.0, 4.0, 5.0, 1.0]), "verify", 4, True, True, min_k=2)[0] == [3, 0]
+    with pytest.raises(ValueError, match="min_k"):
+        ksi.Selector("verify", min_k=0)
 
 
 def test_choose_kept_modes_and_aten_safety_net():
@@ -388,6 +407,23 @@ def test_verified_keep_distrusts_inductor_aten_numbers_on_gpu_only():
     assert verified_keep({tri: 0.050, aten: 0.060}, "cuda", aten_faithful=True) == [tri]
 
 
+def test_background_cache_writes_are_read_back_at_once_and_land_on_disk(tmp_path):
+    from kselect.selector.cache import candidate_set_digest, decision_key
+
+    first = DecisionCache(tmp_path)
+    first.put_later("ef56", ["triton:mm:BM64"], {"candidates": ["a", "b"]})
+    first.put_later("ef56", ["aten:mm"])          # the later decision wins
+    assert DecisionCache(tmp_path).get("ef56") == ["aten:mm"]  # another cache, same directory
+    first.flush()
+    data = json.loads((tmp_path / "ef" / "ef56.json").read_text())
+    assert data["kept"] == ["aten:mm"] and not list(tmp_path.rglob("*.tmp"))
+    # the candidate set enters the key order-free, by content
+    assert candidate_set_digest(["x", "y", "z"]) == candidate_set_digest(("z", "x", "y"))
+    assert candidate_set_digest(["x", "y"]) != candidate_set_digest(["x", "z"])
+    assert decision_key({"op": "mm", "candidates": ["x", "y"]}) == decision_key({"candidates": ["y", "x"], "op": "mm"})
+    assert decision_key({"op": "mm", "candidates": ["x", "y"]}) != decision_key({"op": "mm", "candidates": ["x"]})
+
+
 def test_cache_roundtrip_and_corrupt_file_warns_once(tmp_path):
     reset_warnings()
     cache = DecisionCache(tmp_path)
@@ -429,7 +465,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
-                                "epilogue_fusion": False, "adaptive_k": True}
+                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1}
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True

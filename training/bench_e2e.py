@@ -113,6 +113,8 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
     p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
                    "gaps (enable(adaptive_k=False))")
+    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
+                   "ranked candidates (enable(min_k=...); default 1)")
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
                    "generation, so the whole space costs only ranking time)")
@@ -165,6 +167,7 @@ def settings_from_args(args) -> dict:
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
          "warmup": args.warmup, "k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)),
+         "min_k": getattr(args, "min_k", 1),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),
@@ -175,9 +178,9 @@ def settings_from_args(args) -> dict:
     s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
                                  if args.exhaustive_workloads else s["workloads"])
     s["rtol"] = args.rtol if args.rtol is not None else TOLERANCE[s["dtype"]]
-    for name in ("batch", "seq", "steps", "k"):
+    for name in ("batch", "seq", "steps", "k", "min_k"):
         if s[name] < 1:
-            raise BenchError(f"--{name} must be >= 1, got {s[name]}")
+            raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")
     if s["repeats"] < 1:
         raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
     if s["warmup"] < 0 or s["max_minutes"] < 0:
@@ -303,6 +306,12 @@ def describe(r: dict) -> str:
     return "; ".join(parts) or r["status"]
 
 
+def _min_k_note(settings: dict) -> str:
+    """", min_k=N" when the run set verify's floor away from the default."""
+    n = settings.get("min_k", 1)
+    return f", min_k={n}" if n != 1 else ""
+
+
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     """One worker process; its result dict, or what is known when it failed or overran."""
     tmp = Path(tempfile.mkdtemp(prefix="kselect-e2e-"))
@@ -419,6 +428,11 @@ def worker_main(spec_path: str) -> None:
                    traceback=traceback.format_exc()[-6000:])
         traceback.print_exc()
     save()
+    try:
+        from kselect.selector import inductor as ksi
+        ksi.disable()  # flushes kselect's queued decision-cache writes; os._exit skips atexit
+    except Exception:  # noqa: BLE001 -- the result is saved already
+        pass
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown (the compile-worker pool's shutdown takes seconds).
@@ -472,7 +486,7 @@ def configure(spec: dict):
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
-                   adaptive_k=not spec.get("fixed_k", False),
+                   adaptive_k=not spec.get("fixed_k", False), min_k=spec.get("min_k", 1),
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
                    **dict(v.options))
     kwargs = {}
@@ -913,7 +927,8 @@ def render(report: dict) -> str:
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
-             f"{', adaptive_k=False' if s.get('fixed_k') else ''})` on top of max-autotune, search space "
+             f"{', adaptive_k=False' if s.get('fixed_k') else ''}"
+             f"{_min_k_note(s)})` on top of max-autotune, search space "
              f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
              f"the whole space costs milliseconds), cost model "
              f"{s['kselect_model'] or 'shipped for this GPU'}, decision cache in the run's fresh temp dir",

@@ -158,7 +158,7 @@ def run_worker(plan: dict) -> int:
 
         ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
         selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
-                              adaptive_k=not plan.get("fixed_k", False))
+                              adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -358,7 +358,7 @@ def run(args) -> int:
             continue
         print(f"== {v}: {len(shapes)} shapes", flush=True)
         plan = {"variant": v, "device": args.device, "k": args.k, "model": args.model,
-                "fixed_k": bool(getattr(args, "fixed_k", False)),
+                "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)
@@ -388,6 +388,8 @@ def add_parser(sub) -> None:
     p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept")
     p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the "
                    "scores' gaps (enable(adaptive_k=False))")
+    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
+                   "ranked candidates (enable(min_k=...); default 1)")
     p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")

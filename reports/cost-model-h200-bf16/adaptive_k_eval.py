@@ -86,6 +86,8 @@ RULES = [(key, (lambda s, cap=cap, spread=spread: cap if spread == math.inf
                 else adaptive_k(s, cap, False, spread=spread))) for key, cap, spread in SETTINGS]
 RULES += [(f"cap 4, spread {sp:g} of the best {m} scores", local_spread(m, sp)) for m in (8, 64) for sp in (1.0, 2.0)]
 RULES += [(f"cap 4, score gap <= {g:g}", absolute_gap(g)) for g in (0.2, 0.8)]
+RULES += [(f"floor 2, cap {cap}, spread {sp:g}", lambda s, cap=cap, sp=sp: adaptive_k(s, cap, False, spread=sp, floor=2))
+          for cap in (3, 4) for sp in (0.25, 0.5, 1.0)]
 
 sweep(held_out("rank:ndcg"), RULES, sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json")
 REGLOG_RULES = [(f"reg:log fixed k={k}", lambda s, k=k: k) for k in (1, 2, 4)]
