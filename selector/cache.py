@@ -166,4 +166,14 @@ class _BackgroundWriter:
                         del self._queued[path]
 
 
+    def _after_fork_in_child(self) -> None:
+        """A forked child has no writer thread and may hold a copy of a taken lock: start afresh
+        (what the parent had queued, the parent writes)."""
+        self._lock = threading.Lock()
+        self._queued = {}
+        self._queue = None
+
+
 _WRITER = _BackgroundWriter()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WRITER._after_fork_in_child)
