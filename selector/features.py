@@ -119,13 +119,13 @@ class _CandidateRegistry:
             grown[: self.table.shape[0]] = self.table
             self.table = grown
         self.table[i] = row
-        self.index[(c.backend, c.template, c.params)] = i
+        self.index[c.key] = i
         return i
 
     def rows(self, candidates: Sequence[Candidate]) -> np.ndarray:
         get = self.index.get
-        try:
-            idx = [get((c.backend, c.template, c.params)) for c in candidates]
+        try:  # by key: a cached str whose hash is cached too (a dataclass re-hashes its fields)
+            idx = [get(c.key) for c in candidates]
         except AttributeError:
             bad = next(c for c in candidates if not isinstance(c, Candidate))
             raise FeatureError(f"candidates must be kselect Candidates, got {type(bad).__name__}") from None

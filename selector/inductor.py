@@ -114,13 +114,16 @@ class Selector:
 
     # -- the decision ---------------------------------------------------------------
     def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
-               epilogue: bool = False):
+               epilogue: bool = False, started: tuple[float, float] | None = None):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
         too (policy.choose_kept). The recorded ms is the whole decision (keys, cache lookup,
-        ranking, policy; not the one-time model load); cpu_ms this thread's CPU time in it."""
+        ranking, policy; not the one-time model load) from `started` (perf_counter,
+        thread_time) on: the hook passes the moment Inductor handed over its choices, so
+        mapping them to candidates counts too (map_ms); cpu_ms is this thread's CPU time."""
         ranker = self.ranker_for(fingerprint)
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t_sel = time.perf_counter()
+        t0, c0 = started if started is not None else (t_sel, time.thread_time())
         keys = [c.key for c in candidates]
         key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
                       "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
@@ -151,7 +154,8 @@ class Selector:
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
-                               "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms, "why": why})
+                               "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
+                               "map_ms": (t_sel - t0) * 1e3, "why": why})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept), why, ms, [keys[i] for i in kept])
         if log.isEnabledFor(logging.DEBUG):
@@ -202,21 +206,23 @@ class Selector:
         log.info("kselect verified %s: %d kept choices measured; cached %s",
                  cfields.get("problem", {}).get("out"), len(measured), kept)
 
-    def _guarded(self, stage: str, items, signature, to_candidate):
+    def _guarded(self, stage: str, items, signature, to_candidates):
         """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
         saving_ms = 0.0
+        started = time.perf_counter(), time.thread_time()
         try:
             problem, fields, device = signature()
-            cands = [to_candidate(it) for it in items]
+            cands = to_candidates(items)
             fingerprint = compat.device_fingerprint(device)
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             epilogue = (self.epilogue_fusion and self.mode == "verify"
                         and fingerprint.get("gpu_name") is not None and compat.output_feeds_pointwise())
-            kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue)
+            kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
+                                      started=started)
             if epilogue:
                 saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
@@ -343,11 +349,11 @@ class Selector:
     # -- the two hook points --------------------------------------------------------
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str) -> list:
         return self._guarded("templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name),
-                             compat.ktc_candidate)
+                             compat.ktc_candidates)
 
     def select_choices(self, choices: list) -> list:
         return self._guarded("choices", choices, lambda: compat.choices_signature(choices),
-                             compat.caller_candidate)
+                             compat.caller_candidates)
 
     def uuid(self) -> str:
         """Stable across processes (it is part of Inductor's FX-graph cache key on 2.13)."""

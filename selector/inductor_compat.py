@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import operator
 from typing import Callable, Iterable
 
 from kselect.kernels.backend import BackendError
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
 
 
+@functools.lru_cache(maxsize=256)
 def template_of(uid: str) -> tuple[str, str]:
     """Inductor template uid -> (backend, template) in our naming."""
     u = uid.lower()
@@ -49,9 +52,26 @@ def ktc_params(ktc) -> dict:
         return {}
 
 
+_tiles_of = operator.itemgetter(*_TILE_KEYS)
+# (template, tile knobs) -> Candidate for Triton tile templates. Inductor hands over
+# ~2,400 fresh KTCs per EXHAUSTIVE GEMM; building each Candidate anew (copying its kwargs,
+# sorting them, interning) cost 7.5 ms per GEMM on the dev CPU, more than the ranking.
+_TILE_MEMO: dict = {}
+
+
 def ktc_candidate(ktc) -> Candidate:
-    uid = getattr(ktc.template, "uid", None) or getattr(ktc.template, "name", "")
-    backend, template = template_of(str(uid))
+    kw = getattr(ktc.params, "kwargs", None)  # DictKernelTemplateParams: read, never copied
+    memo_key = None
+    if type(kw) is dict:
+        try:  # keyed by the template object (module-level in Inductor): no uid string to build
+            memo_key = (ktc.template, _tiles_of(kw))
+            hit = _TILE_MEMO.get(memo_key)
+        except (KeyError, TypeError):  # not a tile template / an unhashable knob value
+            memo_key = hit = None
+        if hit is not None:
+            return hit
+    uid = str(getattr(ktc.template, "uid", None) or getattr(ktc.template, "name", ""))
+    backend, template = template_of(uid)
     kw = ktc_params(ktc)
     if backend == "aten":
         return Candidate.make("aten", template)
@@ -60,9 +80,29 @@ def ktc_candidate(ktc) -> Candidate:
     if template == "decompose_k":
         return Candidate.make("triton", "decompose_k", k_split=int(kw["k_split"]))
     if backend == "triton" and all(k in kw for k in _TILE_KEYS):
-        return Candidate.make("triton", template, **{k: int(kw[k]) for k in _TILE_KEYS})
+        cand = Candidate.make("triton", template, **{k: int(kw[k]) for k in _TILE_KEYS})
+        if memo_key is not None:
+            _TILE_MEMO[memo_key] = cand
+        return cand
     return Candidate.make(backend, template, **{k: v for k, v in kw.items()
                                                 if isinstance(v, (int, str, bool))})
+
+
+def ktc_candidates(ktcs) -> list:
+    """`ktc_candidate` of each KTC; the memoised tile templates (nearly all of an EXHAUSTIVE
+    space) inline, without a call per KTC."""
+    get, out = _TILE_MEMO.get, []
+    append = out.append
+    for ktc in ktcs:
+        kw = getattr(ktc.params, "kwargs", None)
+        hit = None
+        if type(kw) is dict:
+            try:
+                hit = get((ktc.template, _tiles_of(kw)))
+            except (KeyError, TypeError):
+                pass
+        append(hit if hit is not None else ktc_candidate(ktc))
+    return out
 
 
 def _base_choices_class():
@@ -177,6 +217,10 @@ def caller_candidate(choice) -> Candidate | None:
         return None
     stem = re.sub(r"_\d+$", "", name)
     return Candidate.make(backend or "other", stem)
+
+
+def caller_candidates(choices) -> list:
+    return [caller_candidate(c) for c in choices]
 
 
 def _int(x) -> int:

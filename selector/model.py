@@ -59,7 +59,7 @@ class CostModel:
     def __init__(self, objective: str = "rank:pairwise", n_estimators: int = 300, max_depth: int = 8,
                  learning_rate: float = 0.1, min_child_weight: float = 1.0, subsample: float = 0.8,
                  colsample_bytree: float = 0.8, reg_lambda: float = 1.0, max_bin: int = 256,
-                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 15,
+                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 5,
                  cascade_keep: int = 64):
         self.objective = objective
         self.n_estimators = n_estimators

@@ -66,6 +66,8 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         assert r["tokens_per_s"] == pytest.approx(2 / (r["step_ms"] / 1e3))  # decode: batch tokens
         assert r["gemms"]["benchmarked"] >= 0 and r["graphs"] >= 1
         assert _pid_gone(r["pid"])
+        phases = r["compile_phases"]  # Inductor's own clock, inside the compile we timed
+        assert 0 < phases["GraphLowering.run"] < phases["compile_fx_inner"] <= r["compile_s"]
     assert "kselect" in runs["kselect-predict"] and "kselect" not in runs["plain"]
     assert runs["default"]["status"] == "died" and "exit code 137" in runs["default"]["error"]
     assert runs["kselect-verify"]["status"] == "error"
@@ -76,6 +78,7 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
     readme = (out / "README.md").read_text()
     assert "kselect bench e2e" in readme and "## decode" in readme and "## Targets" in readme
     assert "| kselect-predict | tiny |" in readme and "died: worker died with exit code 137" in readme
+    assert "| phase | plain | kselect-predict |" in readme and "| compile_fx_inner | " in readme
     assert (out / "compile_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "logs" / "decode-default.log").read_text().startswith("fault injected")
     for line in ("[1/4] decode  plain", "[4/4] decode  kselect-predict"):
@@ -240,7 +243,9 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
             r.update({"compile_s": compile_s, "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
                       "tokens_per_s": 8e3 / step_ms, "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 9,
                                                                "cache_hits": 0},
-                      "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2}})
+                      "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2},
+                      "compile_phases": {"GraphLowering.run": {"plain": 0.8, "default": 2.0}.get(variant, 1.0 + repeat),
+                                         "bytecode_tracing": 0.05}})
         return r
 
     runs = [run("plain", 0, 5.0, 0.83), run("default", 0, 10.0, 0.52), run("kselect-verify", 0, 5.5, 0.60),
@@ -262,6 +267,9 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     assert v["correctness"]["rel_err"] == pytest.approx(6e-3)
     text = (tmp_path / "README.md").read_text()
     assert "each variant in 3 processes (interleaved)" in text
+    # compile phases: the median over the ok processes; a phase under 0.1 s everywhere is left out
+    assert v["compile_phases"] == {"GraphLowering.run": pytest.approx(1.5), "bytecode_tracing": 0.05}
+    assert "| GraphLowering.run | 0.80 | 2.00 | 1.50 |" in text and "bytecode_tracing" not in text
     assert "| kselect-verify | m | 5.8 | 1.15 | 0.570 (0.540-0.600) | 1.075 |" in text
 
 

@@ -558,7 +558,7 @@ def test_fallback_narrows_widened_space_back_to_stock_default():
     reset_warnings()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        kept = sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), lambda c: c)
+        kept = sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), list)
     assert len(exhaustive) > 1000 and sel.stats["fallbacks"] == 1
     assert kept[0] == exhaustive[0]                               # ATen stays
     assert {c.key for c in kept[1:]} == default and len(kept) == len(default) + 1
@@ -566,7 +566,7 @@ def test_fallback_narrows_widened_space_back_to_stock_default():
     # without a widened space (or in the choices stage) the fallback is the list unchanged
     sel.stock_space = None
     assert sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")),
-                        lambda c: c) == exhaustive
+                        list) == exhaustive
 
 
 def test_enable_widens_search_space_and_disable_restores_it():
@@ -618,9 +618,9 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
     extern = [_FakeChoice(op, "extern")]
     if op == "mm":
         templates = extern + templates
-    kept_t = sel._guarded("templates", templates, signature, compat.caller_candidate)
+    kept_t = sel._guarded("templates", templates, signature, compat.caller_candidates)
     choices = (extern if op == "addmm" else []) + list(kept_t)
-    kept = sel._guarded("choices", choices, signature, compat.caller_candidate)
+    kept = sel._guarded("choices", choices, signature, compat.caller_candidates)
     benchmarked = []
     if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
         timings = {c: measured[compat.caller_candidate(c).key] for c in kept}
@@ -652,3 +652,49 @@ def test_verify_second_compile_reuses_verified_winner_across_both_stages(tmp_pat
         assert bench == (verified if len(verified) > 1 else []), compile_no
         if winner != "aten" or op == "mm":  # the templates stage builds only the verified templates
             assert kept_t == sorted(set(verified) - ({aten} if op == "addmm" else set())), compile_no
+
+
+def test_inductor_triton_ktcs_map_to_their_candidates_through_the_memo():
+    """The templates stage's mapping, on real Inductor KernelTemplateChoices of an EXHAUSTIVE
+    space (mm, persistent TMA and decompose-k templates, ATen): the batch path and the one-by-one
+    path agree with the candidates the KTCs were built from, first time (memo filling) and again
+    (memo hits); equal tiles under two templates stay two candidates; a knob outside the tile
+    (EVEN_K) does not split a candidate; params that are not a plain dict take the full path."""
+    from torch._inductor.kernel.mm import mm_template
+    from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    from torch._inductor.template_heuristics.params import DictKernelTemplateParams
+
+    from kselect.kernels.triton_space import triton_space
+    from kselect.training.bench_rank import inductor_ktcs
+
+    square, deep = Problem(4096, 4096, 4096, "bf16", "nt"), Problem(64, 64, 65536, "bf16", "nt")
+    want = [Candidate.make("aten", "mm")] + triton_space(square, "exhaustive") + triton_space(deep, "exhaustive")
+    templates = {c.template for c in want}
+    assert {"mm", "persistent_tma", "decompose_k"} <= templates
+    ktcs = inductor_ktcs(want)
+    for _ in range(2):
+        assert compat.ktc_candidates(ktcs) == want
+        assert [compat.ktc_candidate(k) for k in ktcs] == want
+    tiles = {c.params for c in want if c.template == "mm" and c.params} & {c.params for c in want if c.template == "persistent_tma"}
+    assert tiles, "the two tile templates share tile configs"
+    mm = next(c for c in want if c.backend == "triton" and c.template == "mm")
+    odd = dict(mm.kwargs, EVEN_K=False, ACC_TYPE="tl.float16")
+    assert compat.ktc_candidate(KernelTemplateChoice(mm_template, DictKernelTemplateParams(odd), {}, None, None)) == mm
+
+    class OwnParams:  # a template with its own params class (no .kwargs dict)
+        def to_kwargs(self):
+            return dict(mm.kwargs)
+
+    assert compat.ktc_candidates([KernelTemplateChoice(mm_template, OwnParams(), {}, None, None)]) == [mm]
+
+
+def test_bench_rank_times_the_whole_predict_decision_from_inductors_choices():
+    """bench_rank --decision: real KTCs -> candidates -> Selector.select with a cache miss each
+    time; the recorded decision covers the mapping (map_ms inside ms)."""
+    from kselect.selector.model import CostModel, shipped_models
+    from kselect.training.bench_rank import bench_decision
+
+    model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
+    out = bench_decision(model, Problem(512, 1024, 768, "bf16", "nt"), reps=3, pin=False)
+    assert out["candidates"] > 1000 and out["reps"] == 3
+    assert 0 < out["map_median_ms"] < out["decision_median_ms"] <= out["decision_p90_ms"]

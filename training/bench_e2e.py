@@ -759,6 +759,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
 
     loss_c, first = timed_call(step, device)
     res["compile_s"] = round(first, 3)
+    res["compile_phases"] = compile_phases()
     save()
     grads_c = [torch.zeros_like(g) if p.grad is None else p.grad for p, g in zip(params, grads_e)]
     num = sum(float((c.float() - g.float()).norm() ** 2) for c, g in zip(grads_c, grads_e))
@@ -776,6 +777,19 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"]), spec["batch"] * spec["seq"])
 
 
+def compile_phases(top: int = 30) -> dict:
+    """Where compile_s went, by Inductor's own clock: seconds per phase it times so far in this
+    process (torch._dynamo.utils.compilation_time_metrics, summed over calls; phases nest, e.g.
+    GraphLowering.run -- lowering, GEMM choice generation and selection -- is inside
+    compile_fx_inner), the `top` largest. {} when this torch does not keep them."""
+    try:
+        from torch._dynamo.utils import compilation_time_metrics
+        total = {str(k): float(sum(v)) for k, v in compilation_time_metrics.items()}
+    except Exception:  # noqa: BLE001 -- a private table: its absence must not fail the bench
+        return {}
+    return {k: round(v, 3) for k, v in sorted(total.items(), key=lambda kv: -kv[1])[:top]}
+
+
 def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int, tokens_per_step: int):
     import torch
 
@@ -789,6 +803,7 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         compiled = compile_fn(fn)
         got, first = timed_call(lambda: compiled(tokens, caches), device)
         res["compile_s"] = round(first, 3)
+        res["compile_phases"] = compile_phases()
         err = relative_error(got, want)
         res["correctness"] = {"what": "last-position logits vs eager (relative norm)", "rel_err": err,
                               "tol": spec["rtol"], "ok": err <= spec["rtol"]}
@@ -887,6 +902,25 @@ def table(runs: list[dict], workload: str) -> list[str]:
     return lines
 
 
+def phase_table(runs: list[dict], workload: str, min_s: float = 0.1) -> list[str]:
+    """Inductor's compile phases (seconds; medians over repeats) per variant: the phases taking
+    >= min_s in some variant, largest first. Phases nest, so columns do not sum to compile s."""
+    rows = sorted((r for r in runs if r["workload"] == workload and r.get("compile_phases")),
+                  key=lambda r: ORDER.index(r["variant"]))
+    if not rows:
+        return []
+    names = [k for k in dict.fromkeys(k for r in rows for k in r["compile_phases"])
+             if max(r["compile_phases"].get(k, 0.0) for r in rows) >= min_s]
+    names.sort(key=lambda k: -max(r["compile_phases"].get(k, 0.0) for r in rows))
+    head = " | ".join(r["variant"] for r in rows)
+    lines = [f"Compile phases, s (Inductor's `compilation_time_metrics`; nested, so they do not sum; "
+             f">= {min_s:g} s somewhere):", "", f"| phase | {head} |",
+             "| --- |" + " --- |" * len(rows)]
+    for k in names:
+        lines.append(f"| {k} | " + " | ".join(_fmt(r["compile_phases"].get(k), ".2f") for r in rows) + " |")
+    return lines + [""]
+
+
 def render(report: dict) -> str:
     s, env, runs = report["settings"], report.get("env", {}), report.get("combined") or report["runs"]
     device = (env.get("gpu_name") or "cuda") if s["device"] == "cuda" else f"CPU ({env.get('cpus', '?')} cores)"
@@ -942,7 +976,7 @@ def render(report: dict) -> str:
                   f"({_model_note(s['exhaustive_model'])}) on {', '.join(s['exhaustive_workloads'])}**: "
                   "their ratios to plain/default are left out.", ""]
     for w in dict.fromkeys(r["workload"] for r in runs):
-        lines += [f"## {w}", ""] + table(runs, w) + [""]
+        lines += [f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w)
     tg = targets(runs)
     if tg:
         lines += ["## Targets", "", "| workload | variant | target | met | measured |",
@@ -1051,6 +1085,10 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
                     "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
                     "correctness": {**ok[0]["correctness"], "ok": all(r["correctness"]["ok"] for r in ok),
                                     "rel_err": max(r["correctness"]["rel_err"] for r in ok)}})
+        phases = [r["compile_phases"] for r in ok if r.get("compile_phases")]
+        if phases:
+            row["compile_phases"] = {k: statistics.median(p.get(k, 0.0) for p in phases)
+                                     for k in dict.fromkeys(k for p in phases for k in p)}
         graphs = [r["graph_step_ms"] for r in ok if r.get("graph_step_ms") is not None]
         if graphs:
             row["graph_step_ms"], row["graph_step_ms_samples"] = statistics.median(graphs), graphs

@@ -275,7 +275,9 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
              "cold Inductor/Triton caches; max-autotune variants with persistent-TMA templates on and no "
              "CUDA graphs in the compiled function. kernel = the compiled function's real runtime "
              "(CUDA-graph replay, cold rotating operands, median); tuning = compile time minus plain "
-             "torch.compile's for the same shape.", "", "## Targets", "", "| target | measured | met |",
+             "torch.compile's for the same shape. decision ms = kselect's time per GEMM from Inductor "
+             "handing over its choices to the kept list (mapping them to candidates, cache key and "
+             "lookup, ranking, policy).", "", "## Targets", "", "| target | measured | met |",
              "| --- | --- | --- |"]
     for name, (val, ok) in summary["targets"].items():
         lines.append(f"| {name} | {val:.4g} | {'yes' if ok else ('n/a' if ok is None else 'no')} |")

@@ -6,6 +6,12 @@ Pins itself to one CPU core and one XGBoost thread, as a selector inside a compi
 run. Reports median and p90 wall milliseconds over repetitions after one warm-up call (which
 also fills the candidate-encoding cache, as the first GEMM of a compile would), plus the
 median thread CPU time, which is what other processes on a shared machine cannot inflate.
+
+"decision" times what the predict-mode hook does per GEMM on a first compile, from the
+moment Inductor hands over its choices: real Inductor KernelTemplateChoices (built on this
+CPU for the same space) mapped to candidates, then `Selector.select` (decision key, a cache
+miss on disk, ranking, policy, the queued cache write) -- the figure the issue's 5 ms
+target is about, without a GPU.
 """
 from __future__ import annotations
 
@@ -60,6 +66,64 @@ def _bench(model: CostModel, fingerprint: dict, problem: Problem | None, reps: i
             "trees": int(model.booster_.num_boosted_rounds())}
 
 
+def inductor_ktcs(candidates) -> list:
+    """Inductor KernelTemplateChoices for `candidates`, with the kwargs Inductor's Triton
+    heuristics give them (layout/inputs unset: the hook reads template and params only)."""
+    from torch._inductor.kernel.mm import (aten_mm, decompose_k_subgraph_template, mm_template,
+                                           persistent_tma_mm_template)
+    from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    from torch._inductor.template_heuristics.params import DictKernelTemplateParams
+
+    tile = {"mm": mm_template, "persistent_tma": persistent_tma_mm_template}
+    out = []
+    for c in candidates:
+        if c.backend == "aten":
+            template, kw = aten_mm, {}
+        elif c.template == "decompose_k":
+            template, kw = decompose_k_subgraph_template, {"k_split": c.get("k_split")}
+        else:
+            template = tile[c.template]
+            kw = {"EVEN_K": True, "USE_FAST_ACCUM": False, "ACC_TYPE": "tl.float32", **c.kwargs}
+        out.append(KernelTemplateChoice(template, DictKernelTemplateParams(kw), {}, None, None))
+    return out
+
+
+def bench_decision(model: CostModel, problem: Problem | None = None, reps: int = 200,
+                   pin: bool = True) -> dict:
+    """Predict mode's whole per-GEMM decision on a first compile (see the module docstring)."""
+    import tempfile
+
+    from kselect.selector import inductor_compat as compat
+    from kselect.selector.inductor import Selector
+    from kselect.selector.policy import CostModelRanker
+
+    if pin and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    model.set_threads(1)
+    problem = problem or Problem(4096, 4096, 4096, "bf16", "nt")
+    cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
+    ktcs = inductor_ktcs(cands)
+    ranker = CostModelRanker(model, model.fingerprint)
+    ranker.warm_up()
+    device = {"fingerprint_id": model.fingerprint.get("fingerprint_id") or "bench"}
+    with tempfile.TemporaryDirectory() as cache_dir:
+        sel = Selector(mode="predict", ranker=ranker, cache_dir=cache_dir)
+        for rep in range(reps + 1):  # rep 0 warms the mapping memo, as a compile's first GEMM
+            started = time.perf_counter(), time.thread_time()
+            mapped = compat.ktc_candidates(ktcs)
+            fields = {"out": problem.key, "rep": rep}  # a new key each time: always a cache miss
+            sel.select("templates", problem, fields, device, mapped, started=started)
+        if mapped != cands:
+            raise RuntimeError("Inductor KTCs did not map back to the candidates they were built from")
+        sel.cache.flush()
+    d = list(sel.decisions)[1:]
+    ms = lambda key, q: float(np.percentile([x[key] for x in d], q))  # noqa: E731
+    return {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1,
+            "decision_median_ms": ms("ms", 50), "decision_p90_ms": ms("ms", 90),
+            "map_median_ms": ms("map_ms", 50), "cpu_median_ms": ms("cpu_ms", 50),
+            "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -68,12 +132,17 @@ def main(argv=None) -> int:
     ap.add_argument("--contend", action="store_true",
                     help="also time with one busy Python thread (as inside a compile), with and "
                          "without the selector's short GIL switch interval")
+    ap.add_argument("--decision", action="store_true",
+                    help="also time predict mode's whole per-GEMM decision: Inductor's choices "
+                         "mapped to candidates, cache key and miss, ranking, policy")
     args = ap.parse_args(argv)
     model = CostModel.load(args.model)
     m, n, k = (int(x) for x in args.shape.lower().split("x"))
     problem = Problem(m, n, k)
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     out = {"idle": bench(model, model.fingerprint, problem, args.reps)}
+    if args.decision:
+        out["decision"] = bench_decision(model, problem, args.reps)
     if args.contend:
         stop = threading.Event()
         if cpus:  # unpin: both threads may run on any core, as in a compile

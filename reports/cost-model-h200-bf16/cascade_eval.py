@@ -11,7 +11,7 @@ from kselect.training.evaluate_cli import load_data
 from kselect.training.train import ModelRanker, MAX_ROWS_PER_SHAPE
 
 SETTINGS = {"all_trees": (0, 0), "c30_k192": (30, 192), "c20_k128": (20, 128), "c15_k128": (15, 128),
-            "c15_k64": (15, 64), "c10_k64": (10, 64)}
+            "c15_k64": (15, 64), "c10_k64": (10, 64), "c10_k32": (10, 32), "c5_k64": (5, 64), "c5_k32": (5, 32), "c3_k64": (3, 64)}
 df, fp = load_data("data/h200-bf16")
 shapes = ShapeSet.from_frame(df)
 X = featurize_frame(shapes.rows, fp)
