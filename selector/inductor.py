@@ -114,16 +114,16 @@ class Selector:
 
     # -- the decision ---------------------------------------------------------------
     def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
-               epilogue: bool = False, started: tuple[float, float] | None = None):
+               epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0)):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
         too (policy.choose_kept). The recorded ms is the whole decision (keys, cache lookup,
-        ranking, policy; not the one-time model load) from `started` (perf_counter,
-        thread_time) on: the hook passes the moment Inductor handed over its choices, so
-        mapping them to candidates counts too (map_ms); cpu_ms is this thread's CPU time."""
-        ranker = self.ranker_for(fingerprint)
-        t_sel = time.perf_counter()
-        t0, c0 = started if started is not None else (t_sel, time.thread_time())
+        ranking, policy; not the one-time model load) plus `mapped` (wall, thread CPU seconds
+        the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
+        map_ms); cpu_ms is this thread's CPU time."""
+        ranker = self.ranker_for(fingerprint)  # the first call loads the model: not timed
+        t0, c0 = time.perf_counter(), time.thread_time()
+        map_s, map_cpu_s = mapped
         keys = [c.key for c in candidates]
         key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
                       "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
@@ -150,12 +150,13 @@ class Selector:
                                 bool(getattr(ranker, "log_time_scores", False)), unseen,
                                 fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
                                 min_k=self.min_k)
-        ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
+        ms = (time.perf_counter() - t0 + map_s) * 1e3
+        cpu_ms = (time.thread_time() - c0 + map_cpu_s) * 1e3
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
                                "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
-                               "map_ms": (t_sel - t0) * 1e3, "why": why})
+                               "map_ms": map_s * 1e3, "why": why})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept), why, ms, [keys[i] for i in kept])
         if log.isEnabledFor(logging.DEBUG):
@@ -221,8 +222,9 @@ class Selector:
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             epilogue = (self.epilogue_fusion and self.mode == "verify"
                         and fingerprint.get("gpu_name") is not None and compat.output_feeds_pointwise())
+            mapped = time.perf_counter() - started[0], time.thread_time() - started[1]
             kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
-                                      started=started)
+                                      mapped=mapped)
             if epilogue:
                 saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:

@@ -87,9 +87,15 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
 
 @pytest.mark.slow
 def test_cpu_train_step_loss_and_gradients_match_eager(tmp_path):
-    proc, report, _ = _bench(tmp_path, "--workloads", "train", "--variants", "plain")
+    proc, report, out = _bench(tmp_path, "--workloads", "train", "--variants", "plain", "--profile-compile")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     r = report["runs"][0]
+    # --profile-compile: the compile's profile beside the log, readable by pstats, and said so
+    import pstats
+    stats = pstats.Stats(str(out / "logs" / "train-plain.prof"))
+    assert any(fn[2] == "compile_fx_inner" for fn in stats.stats)  # (file, line, function name)
+    assert "cumulative" in (out / "logs" / "train-plain.prof.txt").read_text()
+    assert "every compile ran under cProfile" in (out / "README.md").read_text()
     c = r["correctness"]
     assert r["status"] == "ok" and c["ok"]
     assert c["grad_rel_err"] < 1e-4 and c["loss_rel_err"] < 1e-4

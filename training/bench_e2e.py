@@ -23,6 +23,7 @@ compiled forward + cross-entropy loss with its compiled backward, then an eager 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -130,6 +131,9 @@ def add_parser(bench_subparsers) -> None:
                    "as constants) in every variant")
     p.add_argument("--rtol", type=float, help="relative-norm tolerance vs eager (default bf16 2e-2, "
                    "fp16 1e-2, fp32 1e-4)")
+    p.add_argument("--profile-compile", action="store_true",
+                   help="run each compile under cProfile: logs/<workload>-<variant>.prof (pstats) and "
+                   ".prof.txt (the 60 largest cumulative entries); profiling inflates compile s")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), interleaved; "
                    "the report gives the median and range over them (between-process noise on the H200 "
@@ -173,7 +177,8 @@ def settings_from_args(args) -> dict:
          "autotune": getattr(args, "autotune", "gemm"),
          "workloads": _csv(args.workloads, WORKLOADS, "workload"),
          "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes,
-         "repeats": getattr(args, "repeats", 1)}
+         "repeats": getattr(args, "repeats", 1),
+         "profile_compile": bool(getattr(args, "profile_compile", False))}
     s["exhaustive_model"] = args.exhaustive_model or s["model"]
     s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
                                  if args.exhaustive_workloads else s["workloads"])
@@ -322,6 +327,8 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     (tmp / "spec.json").write_text(json.dumps(spec))
     rep = f"-r{spec['repeat']}" if spec.get("repeat") else ""
     log_path = log_dir / f"{spec['workload']}-{spec['variant']}{rep}.log"
+    spec["log_path"] = str(log_path)
+    (tmp / "spec.json").write_text(json.dumps(spec))
     t0 = time.monotonic()
     status, error = "ok", ""
     try:
@@ -757,7 +764,8 @@ def run_train(model, spec, res, save, compile_fn) -> None:
         opt.step()
         return loss.detach()
 
-    loss_c, first = timed_call(step, device)
+    with compile_profile(spec):
+        loss_c, first = timed_call(step, device)
     res["compile_s"] = round(first, 3)
     res["compile_phases"] = compile_phases()
     save()
@@ -775,6 +783,30 @@ def run_train(model, spec, res, save, compile_fn) -> None:
                           "loss_compiled": float(loss_c), "tol": spec["rtol"], "ok": err <= spec["rtol"]}
     save()
     _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"]), spec["batch"] * spec["seq"])
+
+
+@contextlib.contextmanager
+def compile_profile(spec: dict):
+    """--profile-compile: cProfile around the compiling call, saved beside the run's log as
+    pstats (<log>.prof, for `python -m pstats`) and as text (<log>.prof.txt); else nothing."""
+    if not spec.get("profile_compile") or not spec.get("log_path"):
+        yield
+        return
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        base = Path(spec["log_path"]).with_suffix("")
+        prof.dump_stats(f"{base}.prof")
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
+        Path(f"{base}.prof.txt").write_text(text.getvalue())
 
 
 def compile_phases(top: int = 30) -> dict:
@@ -801,7 +833,8 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
     with torch.no_grad():
         want, res["eager_first_s"] = timed_call(lambda: fn(tokens, caches), device)
         compiled = compile_fn(fn)
-        got, first = timed_call(lambda: compiled(tokens, caches), device)
+        with compile_profile(spec):
+            got, first = timed_call(lambda: compiled(tokens, caches), device)
         res["compile_s"] = round(first, 3)
         res["compile_phases"] = compile_phases()
         err = relative_error(got, want)
@@ -969,6 +1002,9 @@ def render(report: dict) -> str:
              "- GEMMs benchmarked / candidates: Inductor's feedback saver (a GEMM whose choices come from the "
              "autotune cache, e.g. a repeated layer, is a cache hit); GEMM tuning s: benchmarking + "
              "precompiling seconds Inductor logs for those GEMMs (part of compile s)",
+             *(["- **every compile ran under cProfile** (`--profile-compile`): compile s and its phases "
+                "are inflated; the profiles are `logs/<workload>-<variant>.prof` (+ `.prof.txt`)"]
+               if s.get("profile_compile") else []),
              f"- tolerance vs eager: relative-norm error <= {s['rtol']:g}"
              + (", freezing on for prefill/decode" if s["freezing"] else ""), ""]
     if "exhaustive" in s["variants"] and s["exhaustive_model"] != s["model"]:

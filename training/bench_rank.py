@@ -109,10 +109,11 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     with tempfile.TemporaryDirectory() as cache_dir:
         sel = Selector(mode="predict", ranker=ranker, cache_dir=cache_dir)
         for rep in range(reps + 1):  # rep 0 warms the mapping memo, as a compile's first GEMM
-            started = time.perf_counter(), time.thread_time()
+            t0, c0 = time.perf_counter(), time.thread_time()
             mapped = compat.ktc_candidates(ktcs)
+            took = time.perf_counter() - t0, time.thread_time() - c0
             fields = {"out": problem.key, "rep": rep}  # a new key each time: always a cache miss
-            sel.select("templates", problem, fields, device, mapped, started=started)
+            sel.select("templates", problem, fields, device, mapped, mapped=took)
         if mapped != cands:
             raise RuntimeError("Inductor KTCs did not map back to the candidates they were built from")
         sel.cache.flush()
