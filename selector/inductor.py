@@ -108,6 +108,7 @@ class Selector:
         ranker.check()
         try:
             ranker.warm_up()
+            compat.prime_ktc_memo(warm_up_candidates())
         except Exception as exc:  # noqa: BLE001 -- only the first decision's latency is at stake
             log.debug("kselect: ranker warm-up failed: %s", exc)
         return ranker
@@ -371,6 +372,15 @@ class Selector:
 _state = threading.local()
 _preprocess_lock = threading.Lock()
 _preprocess_registered = False
+
+
+def warm_up_candidates() -> list:
+    """The EXHAUSTIVE Triton space of a large square GEMM: every tile config Inductor lists
+    unscaled, primed into the KTC mapping at model load."""
+    from kselect.kernels.problem import Problem
+    from kselect.kernels.triton_space import triton_space
+
+    return triton_space(Problem(4096, 4096, 4096, "bf16", "nt"), "exhaustive")
 
 
 def _active() -> Selector | None:

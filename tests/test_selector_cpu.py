@@ -698,3 +698,26 @@ def test_bench_rank_times_the_whole_predict_decision_from_inductors_choices():
     out = bench_decision(model, Problem(512, 1024, 768, "bf16", "nt"), reps=3, pin=False)
     assert out["candidates"] > 1000 and out["reps"] == 3
     assert 0 < out["map_median_ms"] < out["decision_median_ms"] <= out["decision_p90_ms"]
+
+
+def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates():
+    """At model load the selector primes the KTC mapping with the EXHAUSTIVE tile space: KTCs of
+    Inductor's mm, bmm and persistent-TMA templates then map to those very candidates (bmm's
+    template is our "mm", as the collector names it)."""
+    from torch._inductor.kernel.bmm import bmm_template
+    from torch._inductor.kernel.mm import mm_template, persistent_tma_mm_template
+    from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    from torch._inductor.template_heuristics.params import DictKernelTemplateParams
+
+    space = ksi.warm_up_candidates()
+    assert len(space) > 2000
+    compat.prime_ktc_memo(space)
+    assert compat.prime_ktc_memo(space) == 0  # idempotent
+    objects = {"mm": (mm_template, bmm_template), "persistent_tma": (persistent_tma_mm_template,)}
+    for c in space[::97]:
+        for template in objects[c.template]:
+            kw = {"EVEN_K": False, "ACC_TYPE": "tl.float32", **c.kwargs}
+            ktc = KernelTemplateChoice(template, DictKernelTemplateParams(kw), {}, None, None)
+            got = compat.ktc_candidates([ktc])[0]
+            assert got is c  # what Inductor's uid names, built independently of the memo:
+            assert c == Candidate.make("triton", compat.template_of(template.uid)[1], **c.kwargs)
