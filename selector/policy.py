@@ -196,9 +196,36 @@ def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
     return [i for i, c in enumerate(candidates) if c.backend not in known]
 
 
+# predict: a template must out-score ATen by this many standard deviations of the GEMM's
+# scores to be picked (see prefer_aten for the held-out evidence).
+ATEN_MARGIN_SD = 0.5
+
+
+def prefer_aten(candidates: Sequence[Candidate], scores: np.ndarray, top: int, margin_sd: float) -> int | None:
+    """predict: ATen's index when the top-1 is a template that does not out-score ATen by
+    `margin_sd` standard deviations of the finite scores (else None, keep the top-1).
+
+    Every template predict picks is compiled (~0.5 s per GEMM on the H200, reports/h200-session6)
+    while ATen compiles nothing, and a close call is where the model is most often wrong. Held
+    out (reports/cost-model-h200-bf16/compile-aware.json, leave-one-family-out, the selector's own
+    scores) the top-1 alone gets 94.42 % of the measured best, picks a template for 9.2 % of the
+    GEMMs and is slower than cuBLAS on 2.0 %; with a 0.5 sd margin 94.23 %, 5.9 % and 0.5 %
+    (1 sd: 94.08 %, 4.2 %, 0.25 %)."""
+    if margin_sd <= 0 or is_aten(candidates[top]):
+        return None
+    aten = [i for i, c in enumerate(candidates) if is_aten(c) and np.isfinite(scores[i])]
+    if not aten:
+        return None
+    finite = scores[np.isfinite(scores)]
+    sd = float(np.std(finite)) if len(finite) > 1 else 0.0
+    a = min(aten, key=lambda i: scores[i])
+    return a if scores[a] - scores[top] < margin_sd * sd else None
+
+
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
                 keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
-                fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1) -> tuple[list[int], str]:
+                fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1,
+                aten_margin: float = 0.0) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -208,7 +235,10 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     that can fuse it is kept too, like the ATen safety net, so that measuring the set can weigh
     the epilogue a template absorbs (selector/fusion.py) -- the bare-GEMM ranking cannot.
     `adaptive=False`: verify keeps the cap, whatever the scores' gaps; adaptive keeps
-    min_k..cap by the gaps (see adaptive_k for the evidence on min_k)."""
+    min_k..cap by the gaps (see adaptive_k for the evidence on min_k).
+    `aten_margin` (predict, ranking scores, keep_aten): a template top-1 must out-score ATen by
+    that many standard deviations, else ATen is picked (prefer_aten); measured-time rankers
+    (log_time) are taken at their word."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -218,8 +248,13 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     order = finite[np.argsort(scores[finite], kind="stable")]
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
-        return [int(order[0])], "predict: top-1" + (
-            f"; {len(unseen)} unscored {names} never picked" if unseen else "")
+        note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""
+        top = int(order[0])
+        aten = prefer_aten(candidates, scores, top, aten_margin) if keep_aten and not log_time else None
+        if aten is not None:
+            return [int(aten)], (f"predict: top-1 {candidates[top].key} within {aten_margin:g} sd of "
+                                 f"ATen's score -> ATen (no template to compile){note}")
+        return [top], "predict: top-1" + note
     n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
     n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)),
             k - n_new)

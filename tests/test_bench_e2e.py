@@ -124,6 +124,8 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "unknown model preset 'llama9'" in capsys.readouterr().err
     assert main(base + ["--seq", "4096"]) == 2
     assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
+    assert main(base + ["--aten-margin", "-0.5"]) == 2
+    assert "--aten-margin must be >= 0" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 

@@ -148,6 +148,29 @@ def test_predict_keeps_top1_and_benchmarks_nothing(stock, fresh, caplog):
     assert sel.stats["decisions"] == N_GEMMS and sel.stats["fallbacks"] == 0
 
 
+class TemplateFirst:
+    """Unit-free ranking scores (like the cost model's): every non-ATen choice ahead of ATen by 1."""
+
+    log_time_scores = False
+    ident = "template-first"
+
+    def rank(self, problem, candidates):
+        return np.array([1.0 if c.backend == "aten" else 0.0 for c in candidates])
+
+
+@pytest.mark.parametrize("margin, picked", [(0.5, "cpp"), (2.5, "aten")])
+def test_predict_aten_margin_in_a_real_compile(fresh, caplog, margin, picked):
+    """Through Inductor's hook: with two choices per GEMM ATen trails the template by 2 sd, so
+    a 0.5 sd margin keeps the template and a 2.5 sd margin ATen; either compile matches eager."""
+    caplog.set_level(logging.INFO, logger="kselect.selector")
+    sel = ksi.enable("predict", ranker=TemplateFirst(), aten_margin=margin)
+    assert compile_and_check(fresh) == []  # predict: nothing benchmarked
+    chosen = [m.group(1) for r in caplog.records
+              if (m := re.search(r"kselect choices \S+: .*chosen \['([^':]+):", r.getMessage()))]
+    assert chosen and set(chosen) == {picked}, chosen
+    assert sel.stats["decisions"] == N_GEMMS and ":atenmargin" in sel.uuid()
+
+
 def test_verify_prunes_to_k_and_cache_makes_recompile_benchmark_free(stock, fresh, caplog, tmp_path):
     _, table = stock
     caplog.set_level(logging.INFO, logger="kselect.selector")
@@ -337,6 +360,29 @@ def test_min_k_keeps_the_runner_up_even_behind_a_clear_winner():
         ksi.Selector("verify", min_k=0)
 
 
+def test_predict_keeps_aten_unless_a_template_clearly_outscores_it():
+    """predict's ATen margin (ranking scores, unit-free): a template top-1 within `aten_margin`
+    standard deviations of ATen's score gives way to ATen (nothing to compile); a clear winner
+    stays; margin 0, keep_aten=False and measured-time scores keep the top-1 as before."""
+    cands = [Candidate.make("triton", "mm", BLOCK_M=b) for b in (16, 32, 64, 128)] + [Candidate.make("aten", "mm")]
+    close = np.array([0.0, 1.0, 2.0, 3.0, 0.3])   # sd ~1.1: ATen 0.3 behind the template
+    clear = np.array([0.0, 1.0, 2.0, 3.0, 1.5])   # ATen 1.5 behind: > 0.5 sd (~0.56)
+    kept, why = choose_kept(cands, close, "predict", 4, True, False, aten_margin=0.5)
+    assert kept == [4] and "-> ATen" in why and cands[0].key in why
+    assert choose_kept(cands, clear, "predict", 4, True, False, aten_margin=0.5)[0] == [0]
+    assert choose_kept(cands, close, "predict", 4, True, False, aten_margin=0.0)[0] == [0]
+    assert choose_kept(cands, close, "predict", 4, False, False, aten_margin=0.5)[0] == [0]  # opted out
+    assert choose_kept(cands, close, "predict", 4, True, True, aten_margin=0.5)[0] == [0]   # measured
+    assert choose_kept(cands, np.array([1.0, 2.0, 3.0, 4.0, 0.0]), "predict", 4, True, False,
+                       aten_margin=0.5)[0] == [4]                                         # ATen is #1
+    no_aten = np.array([0.0, 1.0, 2.0, 3.0, np.nan])                                      # ATen unscored
+    assert choose_kept(cands, no_aten, "predict", 4, True, False, aten_margin=0.5)[0] == [0]
+    # verify is untouched by it: its kept set holds ATen anyway
+    assert choose_kept(cands, close, "verify", 4, True, False, aten_margin=5.0)[0][-1] == 4
+    with pytest.raises(ValueError, match="aten_margin"):
+        ksi.Selector("predict", aten_margin=-0.1)
+
+
 def test_choose_kept_modes_and_aten_safety_net():
     cands = [Candidate.make("triton", "mm", BLOCK_M=b) for b in (16, 32, 64)] + [Candidate.make("aten", "mm")]
     scores = np.log([1.0, 1.01, 2.0, 3.0])
@@ -465,12 +511,14 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
-                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1}
+                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 0.5}
+    assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
-                {"KSELECT_EPILOGUE_FUSION": "maybe"}):
+                {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
+                {"KSELECT_ATEN_MARGIN": "nan"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()

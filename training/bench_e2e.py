@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kselect.kernels.operands import relative_error
+from kselect.selector.policy import ATEN_MARGIN_SD
 
 from .bench_common import GemmCounter, cold_cache_env
 
@@ -116,6 +117,8 @@ def add_parser(bench_subparsers) -> None:
                    "gaps (enable(adaptive_k=False))")
     p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
                    "ranked candidates (enable(min_k=...); default 1)")
+    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
+                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
                    "generation, so the whole space costs only ranking time)")
@@ -172,6 +175,7 @@ def settings_from_args(args) -> dict:
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
          "warmup": args.warmup, "k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),
+         "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),
@@ -183,6 +187,8 @@ def settings_from_args(args) -> dict:
     s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
                                  if args.exhaustive_workloads else s["workloads"])
     s["rtol"] = args.rtol if args.rtol is not None else TOLERANCE[s["dtype"]]
+    if not s["aten_margin"] >= 0:
+        raise BenchError(f"--aten-margin must be >= 0, got {s['aten_margin']}")
     for name in ("batch", "seq", "steps", "k", "min_k"):
         if s[name] < 1:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")
@@ -312,9 +318,9 @@ def describe(r: dict) -> str:
 
 
 def _min_k_note(settings: dict) -> str:
-    """", min_k=N" when the run set verify's floor away from the default."""
-    n = settings.get("min_k", 1)
-    return f", min_k={n}" if n != 1 else ""
+    """", min_k=N" / ", aten_margin=X" when the run set them away from the defaults."""
+    n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
+    return (f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
 
 
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
@@ -494,6 +500,7 @@ def configure(spec: dict):
         config.max_autotune_gemm_search_space = "DEFAULT"
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
                    adaptive_k=not spec.get("fixed_k", False), min_k=spec.get("min_k", 1),
+                   aten_margin=spec.get("aten_margin", ATEN_MARGIN_SD),
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
                    **dict(v.options))
     kwargs = {}

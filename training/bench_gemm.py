@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kselect.selector.policy import ATEN_MARGIN_SD
+
 from .bench_common import GemmCounter, cold_cache_env
 
 log = logging.getLogger(__name__)
@@ -158,7 +160,8 @@ def run_worker(plan: dict) -> int:
 
         ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
         selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
-                              adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1))
+                              adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1),
+                              aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -361,6 +364,7 @@ def run(args) -> int:
         print(f"== {v}: {len(shapes)} shapes", flush=True)
         plan = {"variant": v, "device": args.device, "k": args.k, "model": args.model,
                 "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
+                "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)
@@ -392,6 +396,8 @@ def add_parser(sub) -> None:
                    "scores' gaps (enable(adaptive_k=False))")
     p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
                    "ranked candidates (enable(min_k=...); default 1)")
+    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
+                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
     p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
