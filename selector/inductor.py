@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from . import inductor_compat as compat
-from .cache import DecisionCache, decision_key
+from .cache import DecisionCache, candidate_set_digest, decision_key
 from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
@@ -113,7 +113,9 @@ class Selector:
         ranker.check()
         try:
             ranker.warm_up()
-            compat.prime_ktc_memo(warm_up_candidates())
+            space = warm_up_candidates()
+            compat.prime_ktc_memo(space)
+            candidate_set_digest(c.key for c in space)  # memoises each key's digest (~2 ms)
         except Exception as exc:  # noqa: BLE001 -- only the first decision's latency is at stake
             log.debug("kselect: ranker warm-up failed: %s", exc)
         return ranker
@@ -384,7 +386,8 @@ _preprocess_registered = False
 
 def warm_up_candidates() -> list:
     """The EXHAUSTIVE Triton space of a large square GEMM: every tile config Inductor lists
-    unscaled, primed into the KTC mapping at model load."""
+    unscaled, primed at model load into the KTC mapping and the candidate-key digests, so a
+    compile's first decision costs what the others do."""
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton_space import triton_space
 
