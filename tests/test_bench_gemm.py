@@ -59,3 +59,8 @@ def test_summary_ratios_are_exact_on_a_known_case():
     assert s["tuning_time_ratio"]["kselect-verify/exhaustive"] == {"shapes": 1, "geomean": pytest.approx(0.01)}
     assert s["targets"]["verify tuning <= 1/3 of DEFAULT's"][1] is True
     assert s["targets"]["verify kernel within 1% of EXHAUSTIVE (geomean ratio <= 1.01)"][1] is True
+    # decision time per GEMM: one decision per row here; median and max over the shapes
+    pre = [dict(row("kselect-predict", p, 1.0, 1.5), decisions=n, decision_ms=ms)
+           for p, n, ms in (("a", 1, 4.0), ("b", 2, 12.0), ("c", 1, 3.0))]
+    d = bench_gemm.summarize(rows + pre)["variants"]["kselect-predict"]
+    assert d["decision_ms_median"] == 4.0 and d["decision_ms_max"] == 6.0
