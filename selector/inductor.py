@@ -441,7 +441,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     the H200 end-to-end runs show a gain, docs/selector.md).
     adaptive_k: verify keeps min_k..k by the scores' gaps (True) or always k.
     min_k: adaptive verify's floor (default 1; 2 measures the runner-up too: held out 99.0 % vs
-    94.7 % of the best kernel, at ~1 s of compile per extra Triton template on the H200).
+    94.8 % of the best kernel, at ~1 s of compile per extra Triton template on the H200).
     aten_margin: predict keeps ATen unless the top-1 template out-scores it by this many
     standard deviations of the GEMM's scores (default 0.5; 0 = the top-1 whatever it is): each
     template predict picks is compiled, and held out the margin cut template picks from 9.2 %
