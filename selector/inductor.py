@@ -112,9 +112,8 @@ class Selector:
         ranker = CostModelRanker(model, fingerprint)
         ranker.check()
         try:
-            ranker.warm_up()
-            space = warm_up_candidates()
-            compat.prime_ktc_memo(space)
+            space = ranker.warm_up()  # the candidates it ranked, primed into the hook's caches too:
+            compat.prime_ktc_memo(space)  # KTC -> candidate mapping
             candidate_set_digest(c.key for c in space)  # memoises each key's digest (~2 ms)
         except Exception as exc:  # noqa: BLE001 -- only the first decision's latency is at stake
             log.debug("kselect: ranker warm-up failed: %s", exc)
@@ -382,16 +381,6 @@ class Selector:
 _state = threading.local()
 _preprocess_lock = threading.Lock()
 _preprocess_registered = False
-
-
-def warm_up_candidates() -> list:
-    """The EXHAUSTIVE Triton space of a large square GEMM: every tile config Inductor lists
-    unscaled, primed at model load into the KTC mapping and the candidate-key digests, so a
-    compile's first decision costs what the others do."""
-    from kselect.kernels.problem import Problem
-    from kselect.kernels.triton_space import triton_space
-
-    return triton_space(Problem(4096, 4096, 4096, "bf16", "nt"), "exhaustive")
 
 
 def _active() -> Selector | None:

@@ -86,15 +86,20 @@ class CostModelRanker:
         except ModelError as exc:
             raise RankerUnavailable("device", f"kselect: {exc} -- stock autotuning") from None
 
-    def warm_up(self) -> None:
+    def warm_up(self) -> list[Candidate]:
         """Rank one GEMM's whole EXHAUSTIVE space once, at load: the first real decision then
         finds the candidate encodings cached and XGBoost's predictor initialised (a one-time
-        cost of tens of ms, part of loading, not of any GEMM's decision)."""
+        cost of tens of ms, part of loading, not of any GEMM's decision). Returns the
+        candidates it ranked (the selector primes its other per-candidate caches with them)."""
         from kselect.kernels.triton_space import triton_space
 
+        ranked: list[Candidate] = []
         for dtype in self.dtypes:
             problem = Problem(4096, 4096, 4096, dtype, "nt")
-            self.rank(problem, [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive"))
+            candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
+            self.rank(problem, candidates)
+            ranked += candidates
+        return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
         if problem.dtype not in self.dtypes:
