@@ -165,7 +165,6 @@ class _BackgroundWriter:
                     if self._queued.get(path) is kept:
                         del self._queued[path]
 
-
     def _after_fork_in_child(self) -> None:
         """A forked child has no writer thread and may hold a copy of a taken lock: start afresh
         (what the parent had queued, the parent writes)."""

@@ -20,6 +20,19 @@ def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
     return env
 
 
+def add_policy_args(p) -> None:
+    """kselect's policy flags, the same in `bench gemm` and `bench e2e` (selector.enable's keywords)."""
+    from kselect.selector.policy import ATEN_MARGIN_SD
+
+    p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
+    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
+                   "gaps (enable(adaptive_k=False))")
+    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
+                   "ranked candidates (enable(min_k=...); default 1)")
+    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
+                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
+
+
 def describe_choice(choice) -> str:
     """A benchmarked choice as a kselect candidate key (or Inductor's name for it)."""
     from kselect.selector.inductor_compat import caller_candidate

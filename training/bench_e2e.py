@@ -44,7 +44,7 @@ from pathlib import Path
 from kselect.kernels.operands import relative_error
 from kselect.selector.policy import ATEN_MARGIN_SD
 
-from .bench_common import GemmCounter, cold_cache_env
+from .bench_common import GemmCounter, add_policy_args, cold_cache_env
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +112,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
-    p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
-    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
-                   "gaps (enable(adaptive_k=False))")
-    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
-                   "ranked candidates (enable(min_k=...); default 1)")
-    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
-                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
+    add_policy_args(p)
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
                    "generation, so the whole space costs only ranking time)")
@@ -317,7 +311,7 @@ def describe(r: dict) -> str:
     return "; ".join(parts) or r["status"]
 
 
-def _min_k_note(settings: dict) -> str:
+def _policy_note(settings: dict) -> str:
     """", min_k=N" / ", aten_margin=X" when the run set them away from the defaults."""
     n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
     return (f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
@@ -328,12 +322,10 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="kselect-e2e-"))
     result_path = tmp / "result.json"
     # The worker also stops itself a little after the deadline: nothing outlives the bench.
-    spec = {**spec, "result_path": str(result_path), "tmp": str(tmp),
-            "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S}
-    (tmp / "spec.json").write_text(json.dumps(spec))
     rep = f"-r{spec['repeat']}" if spec.get("repeat") else ""
     log_path = log_dir / f"{spec['workload']}-{spec['variant']}{rep}.log"
-    spec["log_path"] = str(log_path)
+    spec = {**spec, "result_path": str(result_path), "tmp": str(tmp), "log_path": str(log_path),
+            "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S}
     (tmp / "spec.json").write_text(json.dumps(spec))
     t0 = time.monotonic()
     status, error = "ok", ""
@@ -1002,7 +994,7 @@ def render(report: dict) -> str:
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
              f"{', adaptive_k=False' if s.get('fixed_k') else ''}"
-             f"{_min_k_note(s)})` on top of max-autotune, search space "
+             f"{_policy_note(s)})` on top of max-autotune, search space "
              f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
              f"the whole space costs milliseconds), cost model "
              f"{s['kselect_model'] or 'shipped for this GPU'}, decision cache in the run's fresh temp dir",

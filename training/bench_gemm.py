@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kselect.selector.policy import ATEN_MARGIN_SD
 
-from .bench_common import GemmCounter, cold_cache_env
+from .bench_common import GemmCounter, add_policy_args, cold_cache_env
 
 log = logging.getLogger(__name__)
 
@@ -394,13 +394,7 @@ def add_parser(sub) -> None:
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated: {', '.join(VARIANTS)}")
     p.add_argument("--exhaustive-shapes", type=int, default=3,
                    help="stock EXHAUSTIVE on only the N shapes with the smallest space (-1 = all)")
-    p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept")
-    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the "
-                   "scores' gaps (enable(adaptive_k=False))")
-    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
-                   "ranked candidates (enable(min_k=...); default 1)")
-    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
-                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
+    add_policy_args(p)
     p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
