@@ -20,7 +20,8 @@ EXHAUSTIVE too, because Inductor compares the search space to the lower-case
 from __future__ import annotations
 
 import functools
-import math
+
+import numpy as np
 
 from .backend import SEARCH_SPACES, BackendError
 from .candidate import Candidate
@@ -100,25 +101,73 @@ def decompose_k_splits(problem: Problem, search_space: str) -> list[int]:
 def tile_space(problem: Problem, template: str, search_space: str) -> list[Candidate]:
     """Steps 1-4 above for one tile template ('mm' or 'persistent_tma')."""
     space = _check_space(search_space)
-    m_hint = max(next_power_of_2(problem.M), 16)
-    n_hint = max(next_power_of_2(problem.N), 16)
-    k_hint = max(next_power_of_2(problem.K), 16)
-    seen: set[tuple] = set()
-    out: list[Candidate] = []
-    for bm, bn, bk, stages, warps, group_m in inductor_base_configs(template, space):
-        if template == "persistent_tma" and warps == 2:
-            continue
-        bm, bn, bk = max(min(bm, m_hint), 16), max(min(bn, n_hint), 16), max(min(bk, k_hint), 16)
-        if space == "exhaustive" and math.ceil(bm * bn / (warps * 32)) > 255:
-            continue
-        warps = min(warps, bm * bn // 256)
-        key = (bm, bn, bk, stages, warps, group_m)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(Candidate.make("triton", template, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                  num_stages=stages, num_warps=warps, GROUP_M=group_m))
-    return out
+    top_m, top_n, top_k = _largest_blocks(template, space)  # hints above these clamp nothing:
+    return list(_tile_space(template, space,                # one memo entry for all larger GEMMs
+                            min(max(next_power_of_2(problem.M), 16), top_m),
+                            min(max(next_power_of_2(problem.N), 16), top_n),
+                            min(max(next_power_of_2(problem.K), 16), top_k)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tile_space(template: str, space: str, m_hint: int, n_hint: int, k_hint: int) -> tuple[Candidate, ...]:
+    """The space depends on the problem only through the clamping hints: memoised on them, and
+    vectorised over the ~2,400 base configs, so the selector's early decision
+    (selector/inductor.py) enumerates a GEMM's space in well under a millisecond."""
+    base = _base_array(template, space)
+    bm = np.clip(base[:, 0], 16, m_hint)
+    bn = np.clip(base[:, 1], 16, n_hint)
+    bk = np.clip(base[:, 2], 16, k_hint)
+    stages, warps, group_m = base[:, 3], base[:, 4], base[:, 5]
+    keep = np.ones(len(base), dtype=bool)
+    if template == "persistent_tma":
+        keep &= warps != 2
+    if space == "exhaustive":  # ceil(bm * bn / (warps * 32)) > 255, in integers
+        keep &= -(-(bm * bn) // (warps * 32)) <= 255
+    warps = np.minimum(warps, bm * bn // 256)
+    rows = np.stack([bm, bn, bk, stages, warps, group_m], axis=1)[keep]
+    if not len(rows):
+        return ()
+    packed = rows @ _PACK if rows.max() < 1024 else None  # one int per row: a 1-D unique is ~10x faster
+    _, first = (np.unique(packed, return_index=True) if packed is not None
+                else np.unique(rows, axis=0, return_index=True))
+    memo = _TILE_CANDIDATES
+    out = []
+    for key in map(tuple, rows[np.sort(first)].tolist()):
+        cand = memo.get((template, key))
+        if cand is None:
+            m, n, k, st, w, g = key
+            cand = memo[(template, key)] = Candidate.make("triton", template, BLOCK_M=m, BLOCK_N=n, BLOCK_K=k,
+                                                          num_stages=st, num_warps=w, GROUP_M=g)
+        out.append(cand)
+    return tuple(out)
+
+
+_PACK = np.array([1 << 50, 1 << 40, 1 << 30, 1 << 20, 1 << 10, 1], dtype=np.int64)  # 10 bits per knob
+_TILE_CANDIDATES: dict = {}   # (template, knob tuple) -> Candidate, shared by every hint triple
+
+
+@functools.lru_cache(maxsize=None)
+def _largest_blocks(template: str, space: str) -> tuple[int, int, int]:
+    base = _base_array(template, space)
+    return tuple(max(16, int(base[:, i].max())) if len(base) else 16 for i in range(3))
+
+
+@functools.lru_cache(maxsize=None)
+def _base_array(template: str, space: str) -> np.ndarray:
+    return np.array(inductor_base_configs(template, space), dtype=np.int64).reshape(-1, 6)
+
+
+def template_space(problem: Problem, template: str, search_space: str = "exhaustive") -> list[Candidate]:
+    """The Triton candidates of ONE template Inductor has chosen to try for `problem` (its
+    lowering already applied the which-templates rules above, except TMA's alignment, which
+    Inductor's heuristic checks itself): the selector's per-template enumeration."""
+    if template == "decompose_k":
+        return [Candidate.make("triton", "decompose_k", k_split=s) for s in decompose_k_splits(problem, search_space)]
+    if template == "persistent_tma" and not tma_compatible(problem):
+        return []
+    if template in ("mm", "persistent_tma"):
+        return tile_space(problem, template, search_space)
+    raise BackendError(f"no Triton space for template {template!r}: expected one of {TEMPLATES}")
 
 
 def triton_space(problem: Problem, search_space: str = "exhaustive",

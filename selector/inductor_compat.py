@@ -16,6 +16,7 @@ import contextlib
 import functools
 import logging
 import operator
+import threading
 from typing import Callable, Iterable
 
 from kselect.kernels.backend import BackendError
@@ -126,6 +127,60 @@ def ktc_candidates(ktcs) -> list:
                 pass
         append(hit if hit is not None else ktc_candidate(ktc))
     return out
+
+
+class PlanMissed(Exception):
+    """An early decision named a choice Inductor's generators did not yield (e.g. a config its
+    heuristic prunes on this GPU): the handler then takes the usual path, generating all."""
+
+
+def template_candidates(problem, templates, search_space: str,
+                        generate: Callable | None = None) -> list | None:
+    """The candidates Inductor's generators would yield for `templates`, in Inductor's template
+    order: kselect's own enumeration of ATen and the Triton tile/decompose-k templates (rests on
+    kernels/triton_space.py equalling Inductor's heuristics: tests/test_triton_space.py on the
+    CPU, tests/test_gpu_space.py on the H200), and `generate(template)` -- Inductor's own
+    generator, mapped -- for any other template (torch 2.11 passes ROCm's contiguous_mm on CUDA
+    too, where it yields nothing). None when such a template comes and `generate` is None."""
+    from kselect.kernels.triton_space import template_space
+
+    space = search_space.lower()
+    out: list = []
+    for t in templates:
+        backend, name = template_of(str(getattr(t, "uid", None) or getattr(t, "name", "")))
+        if backend == "aten":
+            out.append(Candidate.make("aten", name))
+        elif backend == "triton" and name in ("mm", "persistent_tma", "decompose_k"):
+            out += template_space(problem, name, space)
+        elif generate is not None:
+            out += generate(t)
+        else:
+            return None
+    return out
+
+
+def templates_of(templates, candidates) -> list:
+    """The templates (Inductor objects) that generate any of `candidates`."""
+    wanted = {(c.backend, c.template) for c in candidates}
+    return [t for t in templates
+            if template_of(str(getattr(t, "uid", None) or getattr(t, "name", ""))) in wanted]
+
+
+def pick_ktcs(template_choices: dict, wanted) -> list:
+    """The KTCs that map to the `wanted` candidates, pulled from Inductor's lazy generators
+    only until all are found (each KTC pulled costs Inductor a config conversion); raises
+    PlanMissed when a generator runs out first."""
+    left = set(wanted)
+    found = []
+    for gen in template_choices.values():
+        for ktc in gen:
+            cand = ktc_candidate(ktc)
+            if cand in left:
+                found.append(ktc)
+                left.discard(cand)
+                if not left:
+                    return found
+    raise PlanMissed(f"Inductor generated none of {sorted(map(str, left))[:4]}")
 
 
 def _base_choices_class():
@@ -396,9 +451,16 @@ def flydsl_builds(ktcs) -> list:
             for i, k in enumerate(ktcs) if is_flydsl_ktc(k)]
 
 
-def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None):
+def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None):
     """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
     `select_ktcs(ktcs, kernel_inputs, op_name) -> list` (before any code generation).
+
+    `plan_ktcs(kernel_inputs, templates, op_name, generate) -> candidates | None` (optional)
+    decides before Inductor generates the space (`generate(template)` gives Inductor's own
+    candidates of a template kselect does not enumerate): Inductor then builds only the
+    templates of the candidates returned and converts configs only until it has those
+    (`pick_ktcs`), not the whole ~2,400-config EXHAUSTIVE space; None, or a candidate Inductor
+    never yields (PlanMissed), takes the usual path.
 
     `join` (optional) adds templates to mm/addmm: `join.templates(kernel_inputs, op_name)` gives
     ExternKernelChoices whose configs come from their registered template heuristic, and
@@ -406,13 +468,40 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None):
     base = _base_choices_class()
 
     class KselectChoices(base):
+        _plan = threading.local()  # the candidates this thread's current call wants, if planned
+
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            if join is not None and _joins_here(templates, op_name):
-                templates = list(templates) + list(join.templates(kernel_inputs, op_name))
+            extra = list(join.templates(kernel_inputs, op_name)) \
+                if join is not None and _joins_here(templates, op_name) else []
+            if extra:
+                templates = list(templates) + extra
+            elif plan_ktcs is not None:
+                overrides = kwarg_overrides or {}
+
+                def generate(template):  # Inductor's own candidates of one template, mapped
+                    uid = getattr(template, "uid", None)
+                    return ktc_candidates(self.get_ktc(kernel_inputs, template, op_name, overrides.get(uid, {})))
+
+                wanted = plan_ktcs(kernel_inputs, templates, op_name, generate)
+                if wanted is not None:
+                    self._plan.wanted = wanted
+                    try:
+                        return super().get_template_configs(kernel_inputs, templates_of(templates, wanted),
+                                                            op_name, kwarg_overrides)
+                    except PlanMissed as exc:
+                        log.info("kselect: early decision not generated by Inductor (%s) -- deciding "
+                                 "over the generated space", exc)
+                    finally:
+                        self._plan.__dict__.pop("wanted", None)
             return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
 
         def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
                                        kwarg_overrides=None):
+            # taken, not read: building the kept choices can lower a nested GEMM (decompose-k's
+            # subgraph) through this handler, which must not see the outer GEMM's plan
+            wanted = self._plan.__dict__.pop("wanted", None)
+            if wanted is not None:
+                return pick_ktcs(template_choices, wanted)
             stock = list(super()._finalize_template_configs(template_choices, kernel_inputs, templates,
                                                             op_name, kwarg_overrides))
             kept = select_ktcs(list(stock), kernel_inputs, op_name)
@@ -497,6 +586,13 @@ def set_gemm_search_space(space: str):
     def undo():
         config.max_autotune_gemm_search_space = previous
     return previous, undo
+
+
+def gemm_search_space() -> str:
+    """The GEMM config list Inductor builds now ("DEFAULT" or "EXHAUSTIVE")."""
+    from torch._inductor import config
+
+    return str(config.max_autotune_gemm_search_space)
 
 
 def current_choices():

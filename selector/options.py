@@ -90,6 +90,9 @@ OPTIONS: tuple[Option, ...] = (
            "whatever it is); held out 0.5 cut template picks (each compiled) from 9.2 % to 5.9 % and "
            "picks slower than cuBLAS from 2.0 % to 0.5 % for 0.2 points of kernel quality "
            "(reports/cost-model-h200-bf16/compile-aware.json)"),
+    Option("KSELECT_EARLY_DECISION", _on_off, True, "on CUDA: decide over kselect's own enumeration of "
+           "the GEMM space before Inductor generates it, so only the kept configs are built (off: decide "
+           "over Inductor's ~2,400 generated choices; same decision, more compile time)"),
 )
 
 

@@ -467,6 +467,47 @@ def test_verify_prices_the_epilogue_a_template_can_fuse(epilogue_own):
 
 
 # ---------------------------------------------------------------------------------------
+# the early decision (default): decided over kselect's own enumeration before Inductor generates
+# its choices; the same compile deciding over Inductor's generated choices must agree
+@pytest.fixture(scope="module")
+def predict_late(harness, operands):
+    return harness.compile("predict", four_gemms, operands[0], early_decision=False)
+
+
+def _template_decisions(res: Compiled, key: str) -> list:
+    return [d for d in res.selector.decisions if d["problem"] == key and d["stage"] == "templates"]
+
+
+@pytest.mark.parametrize("name", list(GEMMS))
+def test_early_decision_equals_deciding_over_inductors_choices(predict, predict_late, operands, name):
+    key = GEMMS[name].key
+    early, late = _template_decisions(predict, key), _template_decisions(predict_late, key)
+    assert early and all(d["early"] for d in early), (key, early)
+    assert late and not any(d["early"] for d in late), (key, late)
+    # the same space (as many candidates enumerated as Inductor generated) and the same pick
+    assert [(d["seen"], d["kept"]) for d in early] == [(d["seen"], d["kept"]) for d in late], (early, late)
+    assert predict.warnings == [] and predict.stats["fallbacks"] == 0, (predict.warnings, predict.stats)
+    _check_outputs(predict_late, operands, name)
+
+
+DECOMPOSE_K_KEY = "mm:64x64x65536:bf16:nn"   # K >= 32 * M and 32 * N: Inductor adds decompose-k
+
+
+def test_decompose_k_gemm_decides_early_and_late_alike(harness):
+    g = torch.Generator(device="cuda").manual_seed(3)
+    a, b = _randn(g, torch.bfloat16, 64, 65536), _randn(g, torch.bfloat16, 65536, 64)
+    seen = {}
+    for early in (True, False):
+        res = harness.compile("predict", torch.mm, (a, b), early_decision=early)
+        dec = _template_decisions(res, DECOMPOSE_K_KEY)
+        assert dec and all(d["early"] is early for d in dec), (res.log, list(res.selector.decisions))
+        assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
+        assert relative_error(res.outputs[0], a.float() @ b.float()) < TOL
+        seen[early] = [(d["seen"], d["kept"]) for d in dec]
+    assert seen[True] == seen[False], seen
+
+
+# ---------------------------------------------------------------------------------------
 # fp32: the shipped model has bf16 data only -> stock Inductor, one warning, correct output
 def test_fp32_mm_falls_back_to_stock_with_one_warning(fp32):
     res, want = fp32

@@ -511,14 +511,16 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
-                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 0.5}
+                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 0.5,
+                                "early_decision": True}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
+    assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
                 {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
-                {"KSELECT_ATEN_MARGIN": "nan"}):
+                {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -530,14 +532,15 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     try:
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
-                                   "KSELECT_ADAPTIVE_K": "off"})
-        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k) == \
-            ("verify", 3, tmp_path, True, False)
+                                   "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0"})
+        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision) == \
+            ("verify", 3, tmp_path, True, False, False)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
         outer = compat.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
+        assert outer.early_decision is False
     finally:
         ksi.disable()
     assert compat.current_choices() is before

@@ -31,6 +31,8 @@ def add_policy_args(p) -> None:
                    "ranked candidates (enable(min_k=...); default 1)")
     p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
                    "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
+    p.add_argument("--late-decision", action="store_true", help="kselect: decide over Inductor's generated "
+                   "choices instead of before generation (enable(early_decision=False)); same picks")
 
 
 def describe_choice(choice) -> str:

@@ -170,6 +170,7 @@ def settings_from_args(args) -> dict:
          "warmup": args.warmup, "k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),
          "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
+         "early_decision": not getattr(args, "late_decision", False),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),
@@ -312,9 +313,10 @@ def describe(r: dict) -> str:
 
 
 def _policy_note(settings: dict) -> str:
-    """", min_k=N" / ", aten_margin=X" when the run set them away from the defaults."""
+    """", min_k=N" / ", aten_margin=X" / ", late decision" when the run set them away from the defaults."""
     n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
-    return (f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
+    return ((f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
+            + ("" if settings.get("early_decision", True) else ", late decision"))
 
 
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
@@ -493,6 +495,7 @@ def configure(spec: dict):
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
                    adaptive_k=not spec.get("fixed_k", False), min_k=spec.get("min_k", 1),
                    aten_margin=spec.get("aten_margin", ATEN_MARGIN_SD),
+                   early_decision=spec.get("early_decision", True),
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
                    **dict(v.options))
     kwargs = {}
@@ -550,6 +553,7 @@ def selector_picks(selector) -> dict:
         by_template[name] = by_template.get(name, 0) + 1
     return {"picks": final, "picks_by_template": by_template,
             "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
+            "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
             "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "epilogue_saving_ms",
                                                  "bare_winner") if k in m} for m in measured]}
 

@@ -117,6 +117,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
         new = list(selector.decisions)[n_dec:]
         row["decisions"] = len(new)
         row["decision_ms"] = sum(d["ms"] for d in new)
+        row["early_decisions"] = sum(1 for d in new if d.get("early"))   # decided before generation
         row["decision_cpu_ms"] = sum(d.get("cpu_ms", 0.0) for d in new)   # wall >> CPU: the thread waited
         row["kept"] = new[-1]["kept"] if new else []
         row["seen"] = max((d["seen"] for d in new), default=0)
@@ -161,7 +162,8 @@ def run_worker(plan: dict) -> int:
         ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
         selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
                               adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1),
-                              aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD))
+                              aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD),
+                              early_decision=plan.get("early_decision", True))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -368,6 +370,7 @@ def run(args) -> int:
         plan = {"variant": v, "device": args.device, "k": args.k, "model": args.model,
                 "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
                 "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
+                "early_decision": not getattr(args, "late_decision", False),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)

@@ -11,7 +11,9 @@ median thread CPU time, which is what other processes on a shared machine cannot
 moment Inductor hands over its choices: real Inductor KernelTemplateChoices (built on this
 CPU for the same space) mapped to candidates, then `Selector.select` (decision key, a cache
 miss on disk, ranking, policy, the queued cache write) -- the figure the issue's 5 ms
-target is about, without a GPU.
+target is about, without a GPU. "early_decision" is the same decision taken before Inductor
+generates anything (the default on CUDA): kselect enumerates the space itself instead of
+mapping Inductor's choices; "early_cold" enumerates a size class for the first time.
 """
 from __future__ import annotations
 
@@ -90,9 +92,15 @@ def inductor_ktcs(candidates) -> list:
 
 def bench_decision(model: CostModel, problem: Problem | None = None, reps: int = 200,
                    pin: bool = True) -> dict:
-    """Predict mode's whole per-GEMM decision on a first compile (see the module docstring)."""
+    """Predict mode's whole per-GEMM decision on a first compile (see the module docstring),
+    both ways the hook can take: "late" over Inductor's generated choices (mapped to
+    candidates), "early" over kselect's own enumeration of the templates Inductor offers --
+    warm (a GEMM whose size class an earlier GEMM enumerated) and cold (a new size class)."""
     import tempfile
 
+    from torch._inductor.kernel.mm import aten_mm, mm_template, persistent_tma_mm_template
+
+    from kselect.kernels import triton_space as space_mod
     from kselect.selector import inductor_compat as compat
     from kselect.selector.inductor import Selector
     from kselect.selector.policy import CostModelRanker
@@ -103,26 +111,38 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     problem = problem or Problem(4096, 4096, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
     ktcs = inductor_ktcs(cands)
+    templates = [aten_mm, mm_template, persistent_tma_mm_template]
     ranker = CostModelRanker(model, model.fingerprint)
     ranker.warm_up()
     device = {"fingerprint_id": model.fingerprint.get("fingerprint_id") or "bench"}
-    with tempfile.TemporaryDirectory() as cache_dir:
-        sel = Selector(mode="predict", ranker=ranker, cache_dir=cache_dir)
-        for rep in range(reps + 1):  # rep 0 warms the mapping memo, as a compile's first GEMM
-            t0, c0 = time.perf_counter(), time.thread_time()
-            mapped = compat.ktc_candidates(ktcs)
-            took = time.perf_counter() - t0, time.thread_time() - c0
-            fields = {"out": problem.key, "rep": rep}  # a new key each time: always a cache miss
-            sel.select("templates", problem, fields, device, mapped, mapped=took)
-            sel.cache.flush()  # untimed: in a compile the writer is idle by the next GEMM's decision
-        if mapped != cands:
-            raise RuntimeError("Inductor KTCs did not map back to the candidates they were built from")
-    d = list(sel.decisions)[1:]
-    ms = lambda key, q: float(np.percentile([x[key] for x in d], q))  # noqa: E731
-    return {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1,
-            "decision_median_ms": ms("ms", 50), "decision_p90_ms": ms("ms", 90),
-            "map_median_ms": ms("map_ms", 50), "cpu_median_ms": ms("cpu_ms", 50),
-            "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
+
+    def late():
+        return compat.ktc_candidates(ktcs)
+
+    def early(cold: bool):
+        if cold:  # a size class no earlier GEMM had (the per-knob candidate memo stays warm)
+            space_mod._tile_space.cache_clear()
+        return compat.template_candidates(problem, templates, "EXHAUSTIVE")
+
+    out = {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1}
+    for name, to_candidates, is_early in (("", late, False), ("early_", lambda: early(False), True),
+                                          ("early_cold_", lambda: early(True), True)):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            sel = Selector(mode="predict", ranker=ranker, cache_dir=cache_dir)
+            for rep in range(reps + 1):  # rep 0 warms the memos, as a compile's first GEMM
+                t0, c0 = time.perf_counter(), time.thread_time()
+                mapped = to_candidates()
+                took = time.perf_counter() - t0, time.thread_time() - c0
+                fields = {"out": problem.key, "rep": rep}  # a new key each time: always a cache miss
+                sel.select("templates", problem, fields, device, mapped, mapped=took, early=is_early)
+                sel.cache.flush()  # untimed: in a compile the writer is idle by the next GEMM's decision
+            if sorted(mapped) != sorted(cands):
+                raise RuntimeError(f"the {name or 'late '}candidates differ from the space they stand for")
+        d = list(sel.decisions)[1:]
+        ms = lambda key, q: float(np.percentile([x[key] for x in d], q))  # noqa: E731
+        out.update({f"{name}decision_median_ms": ms("ms", 50), f"{name}decision_p90_ms": ms("ms", 90),
+                    f"{name}map_median_ms": ms("map_ms", 50), f"{name}cpu_median_ms": ms("cpu_ms", 50)})
+    return {**out, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
 def main(argv=None) -> int:
