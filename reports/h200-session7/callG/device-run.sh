@@ -1,0 +1,26 @@
+export PYTHONUNBUFFERED=1; set -o pipefail; T0=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 3
+python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+mkdir -p $OUT/g
+# 1. GPU tests: selector (incl. early vs late decision, decompose-k) + space
+KSELECT_GPU_REPORT=$OUT/g/gpu_report.json timeout 260 python3 -m pytest -m gpu tests/test_gpu_selector.py tests/test_gpu_space.py -q -p no:cacheprovider > $OUT/g/gpu_tests.log 2>&1; echo "gpu tests rc $? at $(( $(date +%s) - T0 )) s"; tail -4 $OUT/g/gpu_tests.log; grep -E "^(FAILED|ERROR)" $OUT/g/gpu_tests.log | head
+# 2. the decision on this host: late (mapping Inductor's KTCs) vs early (own enumeration), side by side
+timeout 120 python3 -m kselect.training.bench_rank --model models/h200-bf16.json --reps 200 --decision > $OUT/g/bench_rank.json 2>$OUT/g/bench_rank.err
+python3 -c "
+import json; d=json.load(open('$OUT/g/bench_rank.json'))['decision']
+print({k: round(v,2) if isinstance(v,float) else v for k,v in d.items()})"
+# 3. in-compile decision per GEMM, early (default) then late
+for W in early late; do
+  F=""; [ $W = late ] && F="--late-decision"
+  kselect bench gemm --shapes-file data/shapes/h200-bf16-bench.csv --variants kselect-predict $F --max-minutes 1.2 --out $OUT/g/dec-$W > $OUT/g/dec-$W.log 2>&1
+  python3 -c "
+import json, statistics as st
+r=[json.loads(l) for l in open('$OUT/g/dec-$W/results.jsonl')]; d=[x['decision_ms']/x['decisions'] for x in r if x.get('decisions')]
+print('$W', 'decisions', len(d), 'early', sum(x.get('early_decisions',0) for x in r), 'median', round(st.median(d),2), 'max', round(max(d),2), 'all', [round(x,1) for x in d])"
+done
+echo "dec done $(( $(date +%s) - T0 )) s"
+# 4. decode end to end: predict (early decision, aten margin 0.5) vs plain, 3 processes each
+LEFT=$(python3 -c "print(round((555 - ($(date +%s) - $T0)) / 60, 2))")
+kselect bench e2e --device cuda --model llama3-8b-1l --workloads decode --variants plain,kselect-predict --repeats 3 --max-minutes $LEFT --out $OUT/g/e2e > $OUT/g/e2e.log 2>&1
+echo "e2e done $(( $(date +%s) - T0 )) s"; grep -E "^\| (plain|kselect)" $OUT/g/e2e/README.md | head -4 | cut -c1-160
+cd $OUT && tar czf g.tgz g && rm -rf g
