@@ -142,16 +142,19 @@ class Selector:
             key_fields["adaptive_k"] = f"min{self.min_k}" if self.adaptive_k else False
         elif self.aten_margin:
             key_fields["aten_margin"] = self.aten_margin
-        key = decision_key(key_fields)
-        entry = (key, key_fields, keys) if self.cache is not None else None
+        key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
         if self.cache is not None:
+            key = decision_key(key_fields)
+            entry = (key, key_fields, keys)
             cached = self.cache.get(key)
             if cached is not None and set(cached) <= set(keys):
                 self.stats["cache_hits"] += 1
                 log.info("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
                 return [keys.index(k) for k in cached], entry
+        t_rank = time.perf_counter()
         with short_switch_interval():
             scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
+        t_ranked = time.perf_counter()
         bad = compat.broken_templates(problem)
         broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
@@ -160,13 +163,18 @@ class Selector:
                                 bool(getattr(ranker, "log_time_scores", False)), unseen,
                                 fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
                                 min_k=self.min_k, aten_margin=self.aten_margin)
-        ms = (time.perf_counter() - t0 + map_s) * 1e3
+        t_end = time.perf_counter()
+        ms = (t_end - t0 + map_s) * 1e3
         cpu_ms = (time.thread_time() - c0 + map_cpu_s) * 1e3
+        # where the decision's wall time went: reading + mapping/enumerating, keys + cache lookup,
+        # ranking (featurise + trees when the ranker says), policy (choose_kept)
+        phases = {"map": map_s * 1e3, "key_cache": (t_rank - t0) * 1e3, "rank": (t_ranked - t_rank) * 1e3,
+                  **getattr(ranker, "last_phases_ms", dict)(), "policy": (t_end - t_ranked) * 1e3}
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
                                "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
-                               "map_ms": map_s * 1e3, "why": why, "early": early})
+                               "map_ms": map_s * 1e3, "why": why, "early": early, "phases_ms": phases})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept),
                  f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,

@@ -21,6 +21,8 @@ from __future__ import annotations
 import csv
 import math
 import operator
+import threading
+import time
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
@@ -73,6 +75,11 @@ class CostModelRanker:
         # what decides its rankings: the trees (data + training time) and the selection cascade
         self.ident = ("model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
                       + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}")
+        self._phases = threading.local()
+
+    def last_phases_ms(self) -> dict:
+        """{"featurize": ms, "trees": ms} of this thread's latest rank() ({} before any)."""
+        return dict(getattr(self._phases, "ms", {}))
 
     def check(self) -> None:
         """Raise RankerUnavailable unless the model accepts this device (CostModel.check_device)."""
@@ -114,7 +121,12 @@ class CostModelRanker:
             seen = [i for i, c in enumerate(candidates) if c.backend in self.backends]
             rows = [candidates[i] for i in seen]
         if rows:
-            scores[seen] = self.model.selection_cost(featurize_candidates(problem, rows, self.model.fingerprint))
+            t0 = time.perf_counter()
+            X = featurize_candidates(problem, rows, self.model.fingerprint)
+            t1 = time.perf_counter()
+            scores[seen] = self.model.selection_cost(X)
+            # where this thread's latest ranking spent its time (copied into the decision record)
+            self._phases.ms = {"featurize": (t1 - t0) * 1e3, "trees": (time.perf_counter() - t1) * 1e3}
         return scores
 
 

@@ -173,6 +173,10 @@ def test_predict_early_and_late_pick_alike_and_early_generates_only_the_pick(h20
             choices = handler.get_template_configs(ki, list(TEMPLATES), "mm")
         (d,) = sel.decisions
         assert d["early"] is early and d["seen"] == n_space, d  # early enumerated what Inductor generates
+        ph = d["phases_ms"]  # where the decision went; the top-level phases add up to its time
+        assert set(ph) == {"map", "key_cache", "rank", "featurize", "trees", "policy"}, ph
+        assert ph["map"] + ph["key_cache"] + ph["rank"] + ph["policy"] == pytest.approx(d["ms"], rel=1e-6)
+        assert ph["featurize"] + ph["trees"] <= ph["rank"]
         assert len(choices) == 1 and type(choices[0]).__name__ == "ExternKernelCaller", choices
         got[early] = d["kept"], spy.uids
     assert got[True][0] == got[False][0] == ["aten:mm"], got

@@ -749,6 +749,10 @@ def test_bench_rank_times_the_whole_predict_decision_from_inductors_choices():
     out = bench_decision(model, Problem(512, 1024, 768, "bf16", "nt"), reps=3, pin=False)
     assert out["candidates"] > 1000 and out["reps"] == 3
     assert 0 < out["map_median_ms"] < out["decision_median_ms"] <= out["decision_p90_ms"]
+    # the early way: its own enumeration instead of the mapping, warm and for a new size class
+    for name in ("early_", "early_cold_"):
+        assert 0 < out[f"{name}map_median_ms"] < out[f"{name}decision_median_ms"] <= out[f"{name}decision_p90_ms"]
+        assert out[f"{name}phases_median_ms"]["trees"] > 0
 
 
 def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates():

@@ -118,6 +118,11 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
         row["decisions"] = len(new)
         row["decision_ms"] = sum(d["ms"] for d in new)
         row["early_decisions"] = sum(1 for d in new if d.get("early"))   # decided before generation
+        phases: dict = {}
+        for d in new:
+            for name, ms in d.get("phases_ms", {}).items():
+                phases[name] = phases.get(name, 0.0) + ms
+        row["decision_phases_ms"] = phases   # summed over this GEMM's decisions, like decision_ms
         row["decision_cpu_ms"] = sum(d.get("cpu_ms", 0.0) for d in new)   # wall >> CPU: the thread waited
         row["kept"] = new[-1]["kept"] if new else []
         row["seen"] = max((d["seen"] for d in new), default=0)
@@ -216,6 +221,13 @@ def _geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def _phase_medians(rows: list) -> dict:
+    """Median per GEMM of each decision phase (ms per decision): where the decision time goes."""
+    names = sorted({n for r in rows for n in r.get("decision_phases_ms", {})})
+    return {n: statistics.median(r["decision_phases_ms"].get(n, 0.0) / r["decisions"] for r in rows)
+            for n in names}
+
+
 def summarize(rows: list[dict]) -> dict:
     """Side-by-side ratios over the shapes every compared variant measured correctly."""
     by = {}
@@ -246,7 +258,8 @@ def summarize(rows: list[dict]) -> dict:
             "decision_ms_max": max((r["decision_ms"] / r["decisions"] for r in rr if r.get("decisions")),
                                    default=float("nan")),
             "decision_ms_median": statistics.median([r["decision_ms"] / r["decisions"] for r in rr
-                                                     if r.get("decisions")] or [float("nan")])}
+                                                     if r.get("decisions")] or [float("nan")]),
+            "decision_phases_ms_median": _phase_medians([r for r in rr if r.get("decisions")])}
     s["kernel_time_ratio"] = {f"{a}/{b}": ratio(a, b, "kernel_ms") for a, b in (
         ("kselect-verify", "exhaustive"), ("kselect-predict", "exhaustive"), ("default", "exhaustive"),
         ("kselect-verify", "default"), ("kselect-predict", "default"), ("plain", "default"))}
@@ -295,6 +308,16 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
         lines.append(f"| {v} | {d['shapes']} | {d['compile_s_median']:.2f} | {d['tuning_s_total']:.2f} | "
                      f"{d['benchmarked_total']} | {d.get('decision_ms_median', float('nan')):.2f} "
                      f"({d['decision_ms_max']:.2f}) | {d['fallbacks']} |")
+    phased = {v: d["decision_phases_ms_median"] for v, d in summary["variants"].items()
+              if d.get("decision_phases_ms_median")}
+    if phased:
+        names = sorted({n for ph in phased.values() for n in ph})
+        lines += ["", "Decision phases, ms per decision (median over GEMMs; map = reading the GEMM and mapping "
+                  "or enumerating its candidates, key_cache = decision key and cache lookup, rank = "
+                  "featurize + trees, policy = choosing the kept set):", "",
+                  "| variant | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| {v} | " + " | ".join(f"{ph.get(n, float('nan')):.2f}" for n in names) + " |"
+                  for v, ph in phased.items()]
     lines += ["", "Geomean ratios over the shapes both variants measured (kernel time; tuning time):", "",
               "| ratio | shapes | geomean |", "| --- | --- | --- |"]
     for kind in ("kernel_time_ratio", "tuning_time_ratio"):

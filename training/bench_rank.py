@@ -141,7 +141,9 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
         d = list(sel.decisions)[1:]
         ms = lambda key, q: float(np.percentile([x[key] for x in d], q))  # noqa: E731
         out.update({f"{name}decision_median_ms": ms("ms", 50), f"{name}decision_p90_ms": ms("ms", 90),
-                    f"{name}map_median_ms": ms("map_ms", 50), f"{name}cpu_median_ms": ms("cpu_ms", 50)})
+                    f"{name}map_median_ms": ms("map_ms", 50), f"{name}cpu_median_ms": ms("cpu_ms", 50),
+                    f"{name}phases_median_ms": {p: float(np.median([x["phases_ms"][p] for x in d]))
+                                                 for p in d[0]["phases_ms"]}})
     return {**out, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
