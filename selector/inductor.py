@@ -240,8 +240,7 @@ class Selector:
             fingerprint = compat.device_fingerprint(device)
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            epilogue = (self.epilogue_fusion and self.mode == "verify"
-                        and fingerprint.get("gpu_name") is not None and compat.output_feeds_pointwise())
+            epilogue = self._prices_epilogue(fingerprint)
             mapped = time.perf_counter() - started[0], time.thread_time() - started[1]
             kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
                                       mapped=mapped)
@@ -274,6 +273,12 @@ class Selector:
         if self.mode == "verify" and entry is not None and len(out) > 1:
             self._await_verification(stage, problem.key, (*entry, faithful), out)
         return out
+
+    def _prices_epilogue(self, fingerprint: dict) -> bool:
+        """Verify on a GPU, with epilogue pricing on, for a GEMM whose output feeds pointwise ops
+        (selector/fusion.py): the decision keeps a fusing template too."""
+        return (self.epilogue_fusion and self.mode == "verify" and fingerprint.get("gpu_name") is not None
+                and compat.output_feeds_pointwise())
 
     def _times_itself(self, device_type: str) -> bool:
         """Verify with our harness ("kselect") or Inductor's benchmark ("inductor"); "auto" = ours
@@ -389,7 +394,7 @@ class Selector:
                           [str(getattr(t, "uid", t)) for t in templates], "unknown" if cands is None else len(cands))
                 return None
             fingerprint = compat.device_fingerprint(device)
-            epilogue = (self.epilogue_fusion and self.mode == "verify" and compat.output_feeds_pointwise())
+            epilogue = self._prices_epilogue(fingerprint)
             mapped = time.perf_counter() - started[0], time.thread_time() - started[1]
             kept, entry = self.select("templates", problem, fields, fingerprint, cands, epilogue=epilogue,
                                       mapped=mapped, early=True)

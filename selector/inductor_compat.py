@@ -46,6 +46,11 @@ def template_of(uid: str) -> tuple[str, str]:
     return "other", u
 
 
+def template_kind(template) -> tuple[str, str]:
+    """`template_of` an Inductor template object (a KernelTemplate or ExternKernelChoice)."""
+    return template_of(str(getattr(template, "uid", None) or getattr(template, "name", "")))
+
+
 def ktc_params(ktc) -> dict:
     try:
         return dict(ktc.params.to_kwargs())
@@ -71,8 +76,7 @@ def ktc_candidate(ktc) -> Candidate:
             memo_key = hit = None
         if hit is not None:
             return hit
-    uid = str(getattr(ktc.template, "uid", None) or getattr(ktc.template, "name", ""))
-    backend, template = template_of(uid)
+    backend, template = template_kind(ktc.template)
     kw = ktc_params(ktc)
     if backend == "aten":
         return Candidate.make("aten", template)
@@ -147,7 +151,7 @@ def template_candidates(problem, templates, search_space: str,
     space = search_space.lower()
     out: list = []
     for t in templates:
-        backend, name = template_of(str(getattr(t, "uid", None) or getattr(t, "name", "")))
+        backend, name = template_kind(t)
         if backend == "aten":
             out.append(Candidate.make("aten", name))
         elif backend == "triton" and name in ("mm", "persistent_tma", "decompose_k"):
@@ -162,8 +166,7 @@ def template_candidates(problem, templates, search_space: str,
 def templates_of(templates, candidates) -> list:
     """The templates (Inductor objects) that generate any of `candidates`."""
     wanted = {(c.backend, c.template) for c in candidates}
-    return [t for t in templates
-            if template_of(str(getattr(t, "uid", None) or getattr(t, "name", ""))) in wanted]
+    return [t for t in templates if template_kind(t) in wanted]
 
 
 def pick_ktcs(template_choices: dict, wanted) -> list:
