@@ -100,12 +100,16 @@ def decompose_k_splits(problem: Problem, search_space: str) -> list[int]:
 
 def tile_space(problem: Problem, template: str, search_space: str) -> list[Candidate]:
     """Steps 1-4 above for one tile template ('mm' or 'persistent_tma')."""
-    space = _check_space(search_space)
+    return list(_size_class_tiles(problem, template, _check_space(search_space)))
+
+
+def _size_class_tiles(problem: Problem, template: str, space: str) -> tuple[Candidate, ...]:
+    """The memoised tuple of the problem's size class: one object for every GEMM of the class."""
     top_m, top_n, top_k = _largest_blocks(template, space)  # hints above these clamp nothing:
-    return list(_tile_space(template, space,                # one memo entry for all larger GEMMs
-                            min(max(next_power_of_2(problem.M), 16), top_m),
-                            min(max(next_power_of_2(problem.N), 16), top_n),
-                            min(max(next_power_of_2(problem.K), 16), top_k)))
+    return _tile_space(template, space,                     # one memo entry for all larger GEMMs
+                       min(max(next_power_of_2(problem.M), 16), top_m),
+                       min(max(next_power_of_2(problem.N), 16), top_n),
+                       min(max(next_power_of_2(problem.K), 16), top_k))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -157,17 +161,26 @@ def _base_array(template: str, space: str) -> np.ndarray:
     return np.array(inductor_base_configs(template, space), dtype=np.int64).reshape(-1, 6)
 
 
-def template_space(problem: Problem, template: str, search_space: str = "exhaustive") -> list[Candidate]:
+def template_space(problem: Problem, template: str, search_space: str = "exhaustive") -> tuple[Candidate, ...]:
     """The Triton candidates of ONE template Inductor has chosen to try for `problem` (its
     lowering already applied the which-templates rules above, except TMA's alignment, which
-    Inductor's heuristic checks itself): the selector's per-template enumeration."""
+    Inductor's heuristic checks itself): the selector's per-template enumeration. Memoised and
+    immutable: GEMMs that share a size class (tiles) or sizes (decompose-k) get the same tuple,
+    so what the selector derives from it is computed once (selector/identity_memo.py)."""
+    space = _check_space(search_space)
     if template == "decompose_k":
-        return [Candidate.make("triton", "decompose_k", k_split=s) for s in decompose_k_splits(problem, search_space)]
+        return _decompose_k_space(problem.M, problem.N, problem.K, space)
     if template == "persistent_tma" and not tma_compatible(problem):
-        return []
+        return ()
     if template in ("mm", "persistent_tma"):
-        return tile_space(problem, template, search_space)
+        return _size_class_tiles(problem, template, space)
     raise BackendError(f"no Triton space for template {template!r}: expected one of {TEMPLATES}")
+
+
+@functools.lru_cache(maxsize=256)
+def _decompose_k_space(m: int, n: int, k: int, space: str) -> tuple[Candidate, ...]:
+    return tuple(Candidate.make("triton", "decompose_k", k_split=s)
+                 for s in decompose_k_splits(Problem(m, n, k), space))
 
 
 def triton_space(problem: Problem, search_space: str = "exhaustive",

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .identity_memo import IdentityMemo
 from .warn import warn_once
 
 CACHE_FORMAT = 1
@@ -39,13 +40,21 @@ def candidate_set_digest(keys: Iterable[str]) -> str:
 
     Why not sort and hash the ~2,400 keys: that cost ~0.5 ms per GEMM; memoised per-key digests
     summed cost a fifth of it, and Inductor listing the same choices in another order still
-    hits. Collisions need two different sets of one size with equal sums (~2^-64)."""
+    hits. Collisions need two different sets of one size with equal sums (~2^-64). A tuple
+    (the selector's keys of a size class's candidates) is digested once (identity_memo)."""
+    return _TUPLE_DIGESTS(keys) if type(keys) is tuple else _set_digest(keys)
+
+
+def _set_digest(keys: Iterable[str]) -> str:
     keys = keys if isinstance(keys, (list, tuple)) else list(keys)
     try:
         total = sum(map(_DIGESTS.__getitem__, keys))  # the common case: every key seen before
     except (KeyError, TypeError):
         total = sum(_digest(str(k)) for k in keys)
     return f"{len(keys)}:{total & _MASK:016x}"
+
+
+_TUPLE_DIGESTS = IdentityMemo(_set_digest)
 
 
 def decision_key(fields: Mapping) -> str:

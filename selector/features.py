@@ -18,6 +18,8 @@ from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 
+from .identity_memo import IdentityMemo
+
 FEATURE_SCHEMA_VERSION = 1
 
 TEMPLATE_CLASSES = ("aten", "mm", "persistent_tma", "decompose_k", "other")
@@ -182,11 +184,58 @@ def frame_arrays(df) -> tuple[dict, dict]:
 
 # ---------------------------------------------------------------------------------------
 # the features
-def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping) -> np.ndarray:
+# columns that need only the candidates, the dtype's width and the device's shared memory
+_BLOCK_COLUMNS = ("tmpl_aten", "tmpl_mm", "tmpl_persistent_tma", "tmpl_decompose_k", "tmpl_other",
+                   "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
+                   "log2_tile_area", "acc_regs_per_thread", "ctas_per_sm", "smem_bytes", "smem_frac",
+                   "smem_over_limit", "tile_intensity", "smem_optin")
+
+
+def candidate_block(cand: Mapping, dtype_bytes, smem_optin: float) -> dict:
+    """What the features need of the candidates alone (given the dtype's width and the device's
+    shared memory): tile sizes with their no-tile stand-ins, and `matrix`, a feature matrix
+    whose candidate-only columns are filled. The selection path memoises it per candidate
+    tuple, so a GEMM of a size class seen before computes only its problem's columns."""
+    code = np.asarray(cand["template_code"])
+    n = code.shape[0]
+    eb = np.asarray(dtype_bytes, dtype=np.float64)
+    bm, bn, bk, gm, st, wp, ks = (np.asarray(cand[k], dtype=np.float64) for k in KNOB_COLUMNS)
+    has_tile = bm > 0
+    b = {"has_tile": has_tile, "bm": bm, "bn": bn, "bk": bk, "ks": ks,
+         "split": np.where(ks > 0, ks, 1.0), "bm1": np.where(has_tile, bm, 1.0),
+         "bn1": np.where(has_tile, bn, 1.0), "bk1": np.where(bk > 0, bk, 1.0)}
+    wp1 = np.where(wp > 0, wp, 1.0)
+    smem = np.where(has_tile, eb * (bm * bk + bn * bk) * np.maximum(st, 1.0) + 128.0, 0.0)
+    # what the pipelined loop really holds: (stages - 1) buffers (the collector's pruning rule)
+    smem_pipe = np.where(has_tile, eb * (bm * bk + bn * bk) * np.maximum(st - 1.0, 1.0), 0.0)
+    ctas_by_smem = np.floor(smem_optin / np.maximum(smem, 1.0))
+    ctas_by_warps = np.floor(_MAX_WARPS_PER_SM / wp1)
+    b["ctas_per_sm"] = np.where(has_tile, np.clip(np.minimum(ctas_by_smem, ctas_by_warps), 0, _MAX_CTAS_PER_SM), 0.0)
+    cols = {**{f"tmpl_{name}": (code == i) for i, name in enumerate(TEMPLATE_CLASSES)},
+            "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm, "num_stages": st, "num_warps": wp,
+            "k_split": ks, "log2_tile_area": np.where(has_tile, np.log2(b["bm1"] * b["bn1"]), 0.0),
+            "acc_regs_per_thread": np.where(has_tile, bm * bn / (wp1 * 32.0), 0.0),
+            "ctas_per_sm": b["ctas_per_sm"], "smem_bytes": smem, "smem_frac": smem / smem_optin,
+            "smem_over_limit": smem_pipe > smem_optin,
+            "tile_intensity": np.where(has_tile, b["bm1"] * b["bn1"] / (b["bm1"] + b["bn1"]), 0.0),
+            "smem_optin": smem_optin}
+    matrix = np.full((n, len(FEATURE_NAMES)), np.nan, dtype=np.float32)  # a column never written shows
+    for name in _BLOCK_COLUMNS:
+        matrix[:, _COLUMN[name]] = cols[name]
+    b["matrix"] = matrix
+    return b
+
+
+_COLUMN = {name: j for j, name in enumerate(FEATURE_NAMES)}
+
+
+def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mapping | None = None) -> np.ndarray:
     """The feature matrix (n_candidates x len(FEATURE_NAMES), float32) from encoded arrays.
 
     `prob` values are scalars or arrays aligned with `cand`; `device` is a fingerprint dict.
-    Tile features of templates without tiles (ATen, decompose-k) are 0, never NaN.
+    `block`: candidate_block(cand, ...) for this dtype width and device, when the caller
+    remembers it (its matrix is copied, never written). Tile features of templates without
+    tiles (ATen, decompose-k) are 0, never NaN.
     """
     dtypes = np.unique(np.asarray(prob["dtype"]))
     consts = {d: device_constants(device, str(d)) for d in dtypes}
@@ -197,19 +246,19 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping) -> np.ndarra
         peak = np.vectorize(lambda d: consts[d]["peak_tflops"], otypes=[np.float64])(prob["dtype"])
     sm, bw, smem_optin = base["sm_count"], base["mem_bandwidth_gbs"], base["smem_optin"]
 
-    code = np.asarray(cand["template_code"])
-    n = code.shape[0]
     M, N, K, B = (np.asarray(prob[k], dtype=np.float64) for k in ("M", "N", "K", "batch"))
     eb = np.asarray(prob["dtype_bytes"], dtype=np.float64)
     a_t, b_t = np.asarray(prob["a_t"], dtype=np.float64), np.asarray(prob["b_t"], dtype=np.float64)
-    bm, bn, bk, gm, st, wp, ks = (np.asarray(cand[k], dtype=np.float64) for k in KNOB_COLUMNS)
+    if block is None:
+        block = candidate_block(cand, eb, smem_optin)
+        out = block["matrix"]
+    else:
+        out = block["matrix"].copy()
+    has_tile, bm, bn, bk, ks = (block[k] for k in ("has_tile", "bm", "bn", "bk", "ks"))
+    split, bm1, bn1, bk1 = (block[k] for k in ("split", "bm1", "bn1", "bk1"))
 
     flops = 2.0 * B * M * N * K
-    has_tile = bm > 0
-    split = np.where(ks > 0, ks, 1.0)
     k_part = K / split
-    bm1, bn1, bk1 = np.where(has_tile, bm, 1.0), np.where(has_tile, bn, 1.0), np.where(bk > 0, bk, 1.0)
-    wp1 = np.where(wp > 0, wp, 1.0)
 
     tiles_m = np.where(has_tile, np.ceil(M / bm1), 0.0)
     tiles_n = np.where(has_tile, np.ceil(N / bn1), 0.0)
@@ -217,24 +266,15 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping) -> np.ndarra
     waves = tiles / sm
     full_waves = np.ceil(waves)
     last_wave_eff = np.where(tiles > 0, waves / np.maximum(full_waves, 1.0), 0.0)
-    smem = np.where(has_tile, eb * (bm * bk + bn * bk) * np.maximum(st, 1.0) + 128.0, 0.0)
-    smem_frac = smem / smem_optin
-    # what the pipelined loop really holds: (stages - 1) buffers (the collector's pruning rule)
-    smem_pipe = np.where(has_tile, eb * (bm * bk + bn * bk) * np.maximum(st - 1.0, 1.0), 0.0)
-    ctas_by_smem = np.floor(smem_optin / np.maximum(smem, 1.0))
-    ctas_by_warps = np.floor(_MAX_WARPS_PER_SM / wp1)
-    ctas_per_sm = np.where(has_tile, np.clip(np.minimum(ctas_by_smem, ctas_by_warps), 0, _MAX_CTAS_PER_SM), 0.0)
-    waves_resident = tiles / (sm * np.maximum(ctas_per_sm, 1.0))
+    waves_resident = tiles / (sm * np.maximum(block["ctas_per_sm"], 1.0))
     pad_m = np.where(has_tile, tiles_m * bm1 / M - 1.0, 0.0)
     pad_n = np.where(has_tile, tiles_n * bn1 / N - 1.0, 0.0)
     k_iters = np.where(bk > 0, np.ceil(k_part / bk1), 0.0)
     pad_k = np.where(bk > 0, k_iters * bk1 / k_part - 1.0, 0.0)
     even_k = np.where(bk > 0, (np.mod(k_part, bk1) == 0).astype(np.float64), 1.0)
-    acc_regs = np.where(has_tile, bm * bn / (wp1 * 32.0), 0.0)
 
     bytes_min = eb * B * (M * K + K * N + M * N)
     intensity = flops / bytes_min
-    tile_intensity = np.where(has_tile, bm1 * bn1 / (bm1 + bn1), 0.0)
     peak_flops = peak * 1e12
     bw_bytes = bw * 1e9
     t_compute = flops / peak_flops * 1e3
@@ -251,35 +291,50 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping) -> np.ndarra
     def lg(x):
         return np.log10(np.maximum(x, 1e-9))
 
-    onehot = [(code == i).astype(np.float64) for i in range(len(TEMPLATE_CLASSES))]
     a_inner = np.where(a_t > 0, M, K) * eb
     b_inner = np.where(b_t > 0, K, N) * eb
-    cols = [
-        M, N, K, B, np.log2(M), np.log2(N), np.log2(K), np.log2(flops), np.log2(M * N / K),
-        eb, a_t, b_t, np.asarray(prob["op_bmm"], dtype=np.float64), np.asarray(prob["op_addmm"], dtype=np.float64),
-        (np.mod(a_inner, 16) == 0).astype(np.float64), (np.mod(b_inner, 16) == 0).astype(np.float64),
-        (np.mod(N * eb, 16) == 0).astype(np.float64), _pow2_divisor_log2(a_inner, 7),
-        _pow2_divisor_log2(b_inner, 7), _pow2_divisor_log2(N * eb, 7),
-        _pow2_divisor_log2(M), _pow2_divisor_log2(N), _pow2_divisor_log2(K), np.log2(N / M), np.log2(K / N),
-        *onehot,
-        bm, bn, bk, gm, st, wp, ks, np.where(has_tile, np.log2(bm1 * bn1), 0.0), acc_regs,
-        tiles_m, tiles_n, tiles, waves, last_wave_eff, ctas_per_sm, waves_resident,
-        pad_m, pad_n, pad_k, k_iters, smem, smem_frac, (smem_pipe > smem_optin).astype(np.float64), even_k,
-        intensity, tile_intensity, lg(t_compute), lg(t_memory), lg(t_roof), lg(t_traffic), lg(t_waves),
-        lg(t_est), (t_memory > t_compute).astype(np.float64),
-        sm, peak, bw, smem_optin, base["l2_mbytes"],
-    ]
-    out = np.empty((n, len(FEATURE_NAMES)), dtype=np.float32)
-    for j, col in enumerate(cols):
-        out[:, j] = col
+    cols = {
+        "M": M, "N": N, "K": K, "batch": B, "log2_M": np.log2(M), "log2_N": np.log2(N), "log2_K": np.log2(K),
+        "log2_flops": np.log2(flops), "log2_MN_over_K": np.log2(M * N / K), "dtype_bytes": eb,
+        "a_transposed": a_t, "b_transposed": b_t, "op_bmm": prob["op_bmm"], "op_addmm": prob["op_addmm"],
+        "a_inner_align16": np.mod(a_inner, 16) == 0, "b_inner_align16": np.mod(b_inner, 16) == 0,
+        "c_inner_align16": np.mod(N * eb, 16) == 0, "a_ld_align_log2": _pow2_divisor_log2(a_inner, 7),
+        "b_ld_align_log2": _pow2_divisor_log2(b_inner, 7), "c_ld_align_log2": _pow2_divisor_log2(N * eb, 7),
+        "pow2_div_M": _pow2_divisor_log2(M), "pow2_div_N": _pow2_divisor_log2(N),
+        "pow2_div_K": _pow2_divisor_log2(K), "log2_N_over_M": np.log2(N / M), "log2_K_over_N": np.log2(K / N),
+        "tiles_m": tiles_m, "tiles_n": tiles_n, "tiles": tiles, "waves": waves, "last_wave_eff": last_wave_eff,
+        "waves_resident": waves_resident, "pad_m": pad_m, "pad_n": pad_n, "pad_k": pad_k, "k_iters": k_iters,
+        "even_k": even_k, "arith_intensity": intensity, "log10_t_compute_ms": lg(t_compute),
+        "log10_t_memory_ms": lg(t_memory), "log10_t_roofline_ms": lg(t_roof),
+        "log10_t_tile_traffic_ms": lg(t_traffic), "log10_t_waves_ms": lg(t_waves),
+        "log10_t_estimate_ms": lg(t_est), "roofline_bound_memory": t_memory > t_compute,
+        "sm_count": sm, "peak_tflops": peak, "mem_bandwidth_gbs": bw, "l2_mbytes": base["l2_mbytes"],
+    }
+    for name, col in cols.items():
+        out[:, _COLUMN[name]] = col
     return out
 
 
 def featurize_candidates(problem: Problem, candidates: Sequence[Candidate], device: Mapping) -> np.ndarray:
-    """Selection path: the feature matrix of `candidates` for one `problem` on `device`."""
+    """Selection path: the feature matrix of `candidates` for one `problem` on `device`.
+
+    A tuple of candidates (the early decision's, one object per size class) has its encoding
+    and candidate-only columns remembered; any other sequence is encoded afresh."""
     if not isinstance(problem, Problem):
         raise FeatureError(f"problem must be a kselect Problem, got {type(problem).__name__}")
-    return featurize_arrays(problem_arrays(problem), candidate_arrays(candidates), device)
+    prob = problem_arrays(problem)
+    if type(candidates) is not tuple:
+        return featurize_arrays(prob, candidate_arrays(candidates), device)
+    known = _KNOWN_CANDIDATES(candidates)
+    slot = (prob["dtype_bytes"], device_constants(device, problem.dtype)["smem_optin"])
+    block = known["blocks"].get(slot)
+    if block is None:
+        block = known["blocks"][slot] = candidate_block(known["arrays"], *slot)
+    return featurize_arrays(prob, known["arrays"], device, block)
+
+
+# candidate tuple -> its encoding and candidate blocks (per dtype width and device shared memory)
+_KNOWN_CANDIDATES = IdentityMemo(lambda cands: {"arrays": candidate_arrays(cands), "blocks": {}})
 
 
 def featurize_frame(df, device: Mapping) -> np.ndarray:

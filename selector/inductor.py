@@ -29,8 +29,8 @@ from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
 from .options import MODES, VERIFY_TIMINGS, read as read_options
-from .policy import (ATEN_MARGIN_SD, CostModelRanker, RankerUnavailable, choose_kept, unseen_backends,
-                     verified_keep)
+from .policy import (ATEN_MARGIN_SD, CostModelRanker, RankerUnavailable, candidate_keys, choose_kept,
+                     unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
 
@@ -132,7 +132,7 @@ class Selector:
         ranker = self.ranker_for(fingerprint)  # the first call loads the model: not timed
         t0, c0 = time.perf_counter(), time.thread_time()
         map_s, map_cpu_s = mapped
-        keys = [c.key for c in candidates]
+        keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
         key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
                       "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
                       "candidates": keys, "ranker": getattr(ranker, "ident", type(ranker).__name__)}

@@ -139,28 +139,60 @@ class PlanMissed(Exception):
 
 
 def template_candidates(problem, templates, search_space: str,
-                        generate: Callable | None = None) -> list | None:
+                        generate: Callable | None = None) -> tuple | None:
     """The candidates Inductor's generators would yield for `templates`, in Inductor's template
     order: kselect's own enumeration of ATen and the Triton tile/decompose-k templates (rests on
     kernels/triton_space.py equalling Inductor's heuristics: tests/test_triton_space.py on the
     CPU, tests/test_gpu_space.py on the H200), and `generate(template)` -- Inductor's own
     generator, mapped -- for any other template (torch 2.11 passes ROCm's contiguous_mm on CUDA
-    too, where it yields nothing). None when such a template comes and `generate` is None."""
+    too, where it yields nothing). None when such a template comes and `generate` is None.
+
+    A tuple; built from memoised parts only (the usual case), it is the same object for every
+    GEMM with the same parts, i.e. of one size class, so the ranker's per-candidate work
+    (features.featurize_candidates) is remembered per size class."""
     from kselect.kernels.triton_space import template_space
 
     space = search_space.lower()
-    out: list = []
+    parts: list = []
+    fresh = False  # a part Inductor generated for this GEMM: no memo
     for t in templates:
         backend, name = template_kind(t)
         if backend == "aten":
-            out.append(Candidate.make("aten", name))
+            parts.append(_aten_part(name))
         elif backend == "triton" and name in ("mm", "persistent_tma", "decompose_k"):
-            out += template_space(problem, name, space)
+            parts.append(template_space(problem, name, space))
         elif generate is not None:
-            out += generate(t)
+            part = tuple(generate(t))
+            fresh = fresh or bool(part)
+            parts.append(part)
         else:
             return None
-    return out
+    return _join(parts) if fresh else _joined(tuple(parts))
+
+
+@functools.lru_cache(maxsize=None)
+def _aten_part(name: str) -> tuple:
+    return (Candidate.make("aten", name),)
+
+
+def _join(parts: tuple) -> tuple:
+    return tuple(c for part in parts for c in part)
+
+
+# parts (by identity of each part: memoised tuples or interned ATen) -> one joined tuple
+_JOINED: dict = {}
+
+
+def _joined(parts: tuple) -> tuple:
+    ident = tuple(map(id, parts))
+    hit = _JOINED.get(ident)
+    if hit is not None and all(a is b for a, b in zip(hit[0], parts)):
+        return hit[1]
+    joined = _join(parts)
+    if len(_JOINED) >= 256:
+        _JOINED.clear()
+    _JOINED[ident] = (parts, joined)
+    return joined
 
 
 def templates_of(templates, candidates) -> list:

@@ -32,6 +32,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 
 from .fusion import fuses_epilogue
+from .identity_memo import IdentityMemo
 
 
 class RankerUnavailable(RuntimeError):
@@ -197,12 +198,23 @@ def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.1
     return max(1, min(cap, len(s), max(floor, n_close)))
 
 
-def backends_of(candidates: Sequence[Candidate]) -> set[str]:
-    """The backends present (attrgetter in C: ~3x a set comprehension over 2,400 candidates)."""
-    return set(map(_BACKEND, candidates))
+def backends_of(candidates: Sequence[Candidate]) -> frozenset[str]:
+    """The backends present (attrgetter in C: ~3x a set comprehension over 2,400 candidates;
+    once per size class for the early decision's candidate tuples)."""
+    return _BACKENDS(candidates)
 
 
 _BACKEND = operator.attrgetter("backend")
+_BACKENDS = IdentityMemo(lambda candidates: frozenset(map(_BACKEND, candidates)))
+
+
+def candidate_keys(candidates: Sequence[Candidate]) -> tuple[str, ...]:
+    """The candidates' keys, as a tuple (once per size class for the early decision's tuples;
+    the same tuple object then also has its cache digest remembered)."""
+    return _KEYS(candidates)
+
+
+_KEYS = IdentityMemo(lambda candidates: tuple(c.key for c in candidates))
 
 
 def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:

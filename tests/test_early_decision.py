@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -78,7 +79,7 @@ def test_enumeration_equals_inductors_generators(case, space):
         ours = compat.template_candidates(problem, templates, space)
         theirs = inductor_candidates(ki, templates, op)
     assert device.type == "cuda" and problem.op == op
-    assert ours == theirs  # the same candidates in the same order
+    assert list(ours) == theirs  # the same candidates in the same order
 
 
 def test_templates_kselect_does_not_enumerate_come_from_inductors_generator():
@@ -98,7 +99,7 @@ def test_templates_kselect_does_not_enumerate_come_from_inductors_generator():
             return compat.ktc_candidates(stock.get_ktc(ki, t, "mm"))
         got = compat.template_candidates(problem, templates, "EXHAUSTIVE", generate)
         assert generated == ["contiguous_mm"]
-        assert got == inductor_candidates(ki, templates, "mm")
+        assert list(got) == inductor_candidates(ki, templates, "mm")
         assert compat.templates_of((aten_mm, mm_template, decompose_k_subgraph_template),
                                    [Candidate.make("triton", "decompose_k", k_split=2)]) == [decompose_k_subgraph_template]
 
@@ -235,3 +236,30 @@ def test_early_decision_is_only_for_cuda_and_off_when_disabled(h200_ranker):
         assert [c.key for c in on.plan_ktcs(cuda, [aten_mm, mm_template], "mm")] == ["aten:mm"]
         # a template kselect does not enumerate and no generator for it: no early plan
         assert on.plan_ktcs(cuda, [aten_mm, mm_template, mm_contiguous_subgraph_template], "mm") is None
+
+
+def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h200_ranker):
+    """GEMMs of one size class get the very same candidate tuple, so what depends on the
+    candidates alone (encoding, candidate-only feature columns, keys, digest) is computed
+    once; the features are still each GEMM's own, equal to encoding a fresh list."""
+    from kselect.selector import features as F
+    from kselect.selector.policy import candidate_keys
+
+    with lowering():
+        one, two, other = (compat.ktc_signature(cuda_inputs(m, n, k, "nt"), "mm")[0]
+                           for m, n, k in ((333, 7168, 5120), (777, 4096, 4096), (8, 4096, 4096)))
+        a, b, c = (compat.template_candidates(p, (aten_mm, mm_template), "EXHAUSTIVE") for p in (one, two, other))
+    assert a is b and a is not c and list(a) != list(c)
+    fp = h200_ranker.fingerprint
+    for p in (one, two):  # a memo hit for the second GEMM: its own problem columns
+        assert np.array_equal(F.featurize_candidates(p, a, fp), F.featurize_candidates(p, list(a), fp))
+    assert not np.array_equal(F.featurize_candidates(one, a, fp), F.featurize_candidates(two, a, fp))
+    assert candidate_keys(a) is candidate_keys(b) == tuple(x.key for x in a)
+    # a template Inductor generated for this GEMM: a fresh tuple, never remembered
+    with lowering():
+        gen = compat.template_candidates(one, (aten_mm, mm_template, mm_contiguous_subgraph_template),
+                                         "EXHAUSTIVE", lambda t: [Candidate.make("triton", "other", x=1)])
+        again = compat.template_candidates(one, (aten_mm, mm_template, mm_contiguous_subgraph_template),
+                                           "EXHAUSTIVE", lambda t: [Candidate.make("triton", "other", x=1)])
+    assert gen is not again
+    assert list(gen) == list(a) + [Candidate.make("triton", "other", x=1)]

@@ -46,9 +46,11 @@ def test_finite_and_deterministic_on_extreme_shapes(p):
     cands = space(p)
     a = featurize_candidates(p, cands, DEVICE)
     b = featurize_candidates(p, list(cands), DEVICE)
+    t = tuple(cands)  # the selector's memoised path: encoding and candidate columns remembered
+    c, d = featurize_candidates(p, t, DEVICE), featurize_candidates(p, t, DEVICE)
     assert a.shape == (len(cands), len(FEATURE_NAMES))
     assert np.isfinite(a).all(), [FEATURE_NAMES[j] for j in np.flatnonzero(~np.isfinite(a).all(0))]
-    assert np.array_equal(a, b)
+    assert np.array_equal(a, b) and np.array_equal(a, c) and np.array_equal(a, d)
 
 
 @pytest.mark.parametrize("p", EXTREME[:6], ids=lambda p: p.key)

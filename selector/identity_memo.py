@@ -1,0 +1,44 @@
+"""Values derived from an immutable candidate tuple, remembered by the tuple's identity.
+
+The early decision hands the ranker the same tuple object for every GEMM of one size class
+(inductor_compat.template_candidates memoises it). What depends only on the candidates -- their
+encoding into feature arrays, their keys, the digest of those keys, the backends present --
+is then computed once per size class instead of once per GEMM (~2,400 candidates each).
+
+Keyed by id(): hashing a 2,400-element tuple by content would cost as much as recomputing.
+Each entry holds the tuple itself, so its id cannot be reused by another object while the
+entry lives. Only tuples are remembered: a list could change after the value was computed.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityMemo:
+    """A small bounded map: immutable sequence (by identity) -> a value computed from it."""
+
+    def __init__(self, compute: Callable[[tuple], T], size: int = 32):
+        self.compute = compute
+        self.size = size
+        self._entries: dict[int, tuple[tuple, T]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, seq) -> T:
+        if type(seq) is not tuple:
+            return self.compute(seq)
+        hit = self._entries.get(id(seq))
+        if hit is not None and hit[0] is seq:
+            return hit[1]
+        value = self.compute(seq)
+        with self._lock:
+            if len(self._entries) >= self.size:  # size classes per process are few: forget all
+                self._entries.clear()
+            self._entries[id(seq)] = (seq, value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
