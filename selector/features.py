@@ -186,9 +186,9 @@ def frame_arrays(df) -> tuple[dict, dict]:
 # the features
 # columns that need only the candidates, the dtype's width and the device's shared memory
 _BLOCK_COLUMNS = ("tmpl_aten", "tmpl_mm", "tmpl_persistent_tma", "tmpl_decompose_k", "tmpl_other",
-                   "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
-                   "log2_tile_area", "acc_regs_per_thread", "ctas_per_sm", "smem_bytes", "smem_frac",
-                   "smem_over_limit", "tile_intensity", "smem_optin")
+                  "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
+                  "log2_tile_area", "acc_regs_per_thread", "ctas_per_sm", "smem_bytes", "smem_frac",
+                  "smem_over_limit", "tile_intensity", "smem_optin")
 
 
 def candidate_block(cand: Mapping, dtype_bytes, smem_optin: float) -> dict:
