@@ -189,13 +189,11 @@ def triton_space(problem: Problem, search_space: str = "exhaustive",
     space = _check_space(search_space)
     out: list[Candidate] = []
     if "decompose_k" in templates and uses_decompose_k(problem):
-        out += [Candidate.make("triton", "decompose_k", k_split=s)
-                for s in decompose_k_splits(problem, space)]
+        out += template_space(problem, "decompose_k", space)
     if not uses_decompose_k(problem, threshold_multiple=2):
-        if "mm" in templates:
-            out += tile_space(problem, "mm", space)
-        if "persistent_tma" in templates and tma_compatible(problem):
-            out += tile_space(problem, "persistent_tma", space)
+        for template in ("mm", "persistent_tma"):
+            if template in templates:
+                out += template_space(problem, template, space)
     return out
 
 

@@ -23,20 +23,29 @@ class IdentityMemo:
     def __init__(self, compute: Callable[[tuple], T], size: int = 32):
         self.compute = compute
         self.size = size
-        self._entries: dict[int, tuple[tuple, T]] = {}
+        self._entries: dict[tuple, tuple[tuple, T]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, seq) -> T:
         if type(seq) is not tuple:
             return self.compute(seq)
-        hit = self._entries.get(id(seq))
-        if hit is not None and hit[0] is seq:
+        return self._remembered((seq,), seq)
+
+    def of_parts(self, parts: tuple) -> T:
+        """compute(parts), remembered by the identity of each part (all immutable and long-lived,
+        e.g. memoised tuples): `parts` itself may be a fresh tuple on every call."""
+        return self._remembered(parts, parts)
+
+    def _remembered(self, holders: tuple, arg) -> T:
+        key = tuple(map(id, holders))
+        hit = self._entries.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], holders)):
             return hit[1]
-        value = self.compute(seq)
+        value = self.compute(arg)
         with self._lock:
             if len(self._entries) >= self.size:  # size classes per process are few: forget all
                 self._entries.clear()
-            self._entries[id(seq)] = (seq, value)
+            self._entries[key] = (holders, value)  # the holders keep their ids from being reused
         return value
 
     def clear(self) -> None:

@@ -23,6 +23,8 @@ from kselect.kernels.backend import BackendError
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.flydsl import space as flydsl_space
 
+from .identity_memo import IdentityMemo
+
 log = logging.getLogger(__name__)
 
 _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
@@ -167,7 +169,7 @@ def template_candidates(problem, templates, search_space: str,
             parts.append(part)
         else:
             return None
-    return _join(parts) if fresh else _joined(tuple(parts))
+    return _join(parts) if fresh else _JOINED.of_parts(tuple(parts))
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,20 +181,8 @@ def _join(parts: tuple) -> tuple:
     return tuple(c for part in parts for c in part)
 
 
-# parts (by identity of each part: memoised tuples or interned ATen) -> one joined tuple
-_JOINED: dict = {}
-
-
-def _joined(parts: tuple) -> tuple:
-    ident = tuple(map(id, parts))
-    hit = _JOINED.get(ident)
-    if hit is not None and all(a is b for a, b in zip(hit[0], parts)):
-        return hit[1]
-    joined = _join(parts)
-    if len(_JOINED) >= 256:
-        _JOINED.clear()
-    _JOINED[ident] = (parts, joined)
-    return joined
+# parts (memoised tuples, interned ATen) -> one joined tuple, by the identity of each part
+_JOINED = IdentityMemo(_join, size=256)
 
 
 def templates_of(templates, candidates) -> list:

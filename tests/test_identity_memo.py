@@ -33,3 +33,11 @@ def test_keys_digest_and_backends_of_a_tuple_equal_a_lists():
     assert keys is candidate_keys(cands) and list(keys) == [c.key for c in cands]
     assert candidate_set_digest(keys) == candidate_set_digest(list(keys)) == candidate_set_digest(iter(keys))
     assert backends_of(cands) == backends_of(list(cands)) == {"aten", "triton"}
+
+
+def test_of_parts_is_remembered_by_each_parts_identity():
+    calls = []
+    memo = IdentityMemo(lambda parts: calls.append(1) or sum(len(p) for p in parts))
+    a, b = tuple([1, 2]), tuple([3])
+    assert memo.of_parts((a, b)) == memo.of_parts((a, b)) == 3 and len(calls) == 1  # fresh outer tuples
+    assert memo.of_parts((a, tuple([3]))) == 3 and len(calls) == 2  # an equal part that is another object
