@@ -323,7 +323,8 @@ class Selector:
         self.stats["measured"] += len(kept_items)
         record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
                   "wall_ms": wall_ms, "method": got.method,
-                  "dropped": {keys[i]: why for i, why in got.dropped.items()}}
+                  "dropped": {keys[i]: why for i, why in got.dropped.items()},
+                  "stats": {keys[i]: st for i, st in got.stats.items()}}
         if saving_ms:
             record["epilogue_saving_ms"] = saving_ms
             record["bare_winner"] = keys[got.best]

@@ -36,6 +36,7 @@ class Measured:
     ms: list[float]
     dropped: dict[int, str] = field(default_factory=dict)
     method: str = ""
+    stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
 
     @property
     def best(self) -> int:
@@ -221,10 +222,12 @@ def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stre
             dropped[i] = f"wrong result (relative error {err:.3g} vs ATen)"
             runners.pop(i, None)
     ms = [math.inf] * len(choices)
-    method = ""
+    method, stats = "", {}
     for i, rs in runners.items():
         t = time_runners(rs, target_ms=target_ms, replays=replays, device=device_type, stream=stream)
         ms[i], method = t.median_ms, t.method
+        stats[i] = {"time_min_ms": t.min_ms, "time_max_ms": t.max_ms, "spread": t.spread,
+                    "reps": t.reps, "noisy": t.noisy}
     for i, why in dropped.items():
         log.warning("kselect verify: dropped %s: %s", getattr(choices[i], "name", i), why)
-    return Measured(ms=ms, dropped=dropped, method=method)
+    return Measured(ms=ms, dropped=dropped, method=method, stats=stats)

@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "shapes": ("kselect.training.shapes_cli", "list or export the named GEMM workload sets"),
     "collect": ("kselect.training.collect_cli", "measure every candidate of every shape on a GPU"),
     "dataset": ("kselect.training.dataset_cli", "summarise, validate and compact a measured dataset"),
+    "retime": ("kselect.training.retime_cli", "re-time a dataset's best candidates as Inductor's own kernels"),
     "faithfulness": ("kselect.training.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
     "train": ("kselect.training.train_cli", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.evaluate_cli", "held-out accuracy of a model on a dataset"),

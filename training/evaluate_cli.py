@@ -20,8 +20,10 @@ from kselect.selector.features import TEMPLATE_CLASSES, featurize_frame, infeasi
 from kselect.selector.model import CostModel
 
 from .baselines import baseline_rankers
-from .dataset import DatasetDir, load_dataset
+from .dataset import DatasetDir, DatasetError, load_dataset
 from .evaluate import KS, ShapeSet, default_metrics, evaluate_costs, held_out_costs
+from .labels import apply_retimed
+from .retime import default_out
 from .train import MAX_ROWS_PER_SHAPE, ModelRanker, dataset_hash, per_shape_selection_cost
 
 SCHEMES = ("family", "shape")
@@ -29,13 +31,21 @@ BASELINES = ("roofline", "random_forest", "nearest_shape", "default")
 TARGETS = {"pct_oracle_geomean_k4": 0.99, "pct_oracle_geomean_k1": 0.97, "pct_oracle_p1_k4": 0.90}
 
 
-def load_data(data: str | Path) -> tuple:
-    """(rows, fingerprint) of a dataset directory."""
+def load_data(data: str | Path, retimed: bool = True) -> tuple:
+    """(rows, fingerprint) of a dataset directory; with `retimed`, the labels fold in the
+    Inductor-kernel times of its `retimed/` subdirectory when there is one (training/labels.py)."""
     df = load_dataset(data)
     ds = DatasetDir(Path(data))
     if not ds.fingerprint_path.exists():
         raise FileNotFoundError(f"{data} has no fingerprint.json: cannot featurise without the device")
-    return df, ds.read_fingerprint()
+    fp = ds.read_fingerprint()
+    again = DatasetDir(default_out(data))
+    if retimed and Path(data).is_dir() and again.exists():
+        if again.fingerprint_path.exists() and \
+                again.read_fingerprint().get("fingerprint_id") != fp.get("fingerprint_id"):
+            raise DatasetError(f"{again.root} was re-timed on another device than {data} was measured on")
+        df = apply_retimed(df, again.load())
+    return df, fp
 
 
 def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_folds: int = 5,

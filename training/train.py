@@ -118,15 +118,18 @@ def fit_model(shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict,
 
 
 def dataset_hash(data_dir: str | Path) -> str:
-    """sha256 of the committed measurements file (or of the parquet file given)."""
+    """sha256 of the committed measurements file (or of the parquet file given), followed by
+    its re-timed labels' file (retimed/measurements.parquet) when there is one."""
     p = Path(data_dir)
     f = p if p.is_file() else p / "measurements.parquet"
     if not f.exists():
         return "unknown"
     h = hashlib.sha256()
-    with open(f, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    again = [] if p.is_file() else [p / "retimed" / "measurements.parquet"]
+    for path in [f] + [a for a in again if a.exists()]:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
     return h.hexdigest()
 
 
