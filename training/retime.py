@@ -247,6 +247,7 @@ def _supervise(plan: RetimePlan, gpu: int | None) -> int:
     while True:
         proc = subprocess.run([sys.executable, "-m", "kselect.training.retime", str(plan_path)], env=env)
         if proc.returncode == 0:
+            plan_path.unlink(missing_ok=True)
             return crashes
         crashes += 1
         inflight = _inflight(plan)
