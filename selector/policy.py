@@ -217,6 +217,16 @@ def candidate_keys(candidates: Sequence[Candidate]) -> tuple[str, ...]:
 _KEYS = IdentityMemo(lambda candidates: tuple(c.key for c in candidates))
 
 
+def aten_indices(candidates: Sequence[Candidate]) -> np.ndarray:
+    """Indices of the ATen candidates, ascending (once per size class for the early decision's
+    tuples: a Python pass over ~2,400 candidates was most of the policy's time)."""
+    return _ATEN(candidates)
+
+
+_ATEN = IdentityMemo(lambda candidates: np.flatnonzero(np.fromiter(
+    (c.backend == "aten" for c in candidates), dtype=bool, count=len(candidates))))
+
+
 def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
     """Indices of candidates whose backend `ranker` has no data for, in listed order."""
     known = getattr(ranker, "backends", None)
@@ -242,12 +252,13 @@ def prefer_aten(candidates: Sequence[Candidate], scores: np.ndarray, top: int, m
     (1 sd: 94.08 %, 4.2 %, 0.25 %)."""
     if margin_sd <= 0 or is_aten(candidates[top]):
         return None
-    aten = [i for i, c in enumerate(candidates) if is_aten(c) and np.isfinite(scores[i])]
-    if not aten:
+    aten = aten_indices(candidates)
+    aten = aten[np.isfinite(scores[aten])]
+    if not len(aten):
         return None
     finite = scores[np.isfinite(scores)]
     sd = float(np.std(finite)) if len(finite) > 1 else 0.0
-    a = min(aten, key=lambda i: scores[i])
+    a = int(aten[np.argmin(scores[aten])])
     return a if scores[a] - scores[top] < margin_sd * sd else None
 
 
@@ -274,16 +285,16 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     finite = np.flatnonzero(np.isfinite(scores))
     if len(finite) == 0:
         raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
-    order = finite[np.argsort(scores[finite], kind="stable")]
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
         note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""
-        top = int(order[0])
+        top = int(finite[np.argmin(scores[finite])])   # the first of the best, as a stable sort's
         aten = prefer_aten(candidates, scores, top, aten_margin) if keep_aten and not log_time else None
         if aten is not None:
             return [int(aten)], (f"predict: top-1 {candidates[top].key} within {aten_margin:g} sd of "
                                  f"ATen's score -> ATen (no template to compile){note}")
         return [top], "predict: top-1" + note
+    order = finite[np.argsort(scores[finite], kind="stable")]
     n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
     n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)),
             k - n_new)
@@ -297,7 +308,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
             kept.append(fusing[0])
             why += " + best epilogue-fusing template"
     if keep_aten:
-        aten = [i for i, c in enumerate(candidates) if is_aten(c) and i not in kept]
+        aten = [int(i) for i in aten_indices(candidates) if i not in kept]
         if aten:
             kept.append(aten[0])
             why += " + ATen safety net"
