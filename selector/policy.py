@@ -246,10 +246,11 @@ def prefer_aten(candidates: Sequence[Candidate], scores: np.ndarray, top: int, m
 
     Every template predict picks is compiled (~0.5 s per GEMM on the H200, reports/h200-session6)
     while ATen compiles nothing, and a close call is where the model is most often wrong. Held
-    out (reports/cost-model-h200-bf16/compile-aware.json, leave-one-family-out, the selector's own
-    scores) the top-1 alone gets 94.42 % of the measured best, picks a template for 9.2 % of the
-    GEMMs and is slower than cuBLAS on 2.0 %; with a 0.5 sd margin 94.23 %, 5.9 % and 0.5 %
-    (1 sd: 94.08 %, 4.2 %, 0.25 %)."""
+    out on the re-timed labels (reports/cost-model-h200-bf16/compile-aware.json, leave-one-
+    family-out, the selector's own scores) the top-1 alone gets 93.79 % of the measured best,
+    picks a template for 5.7 % of the GEMMs and is slower than cuBLAS on 0.74 %; with a 0.5 sd
+    margin 92.50 %, 3.5 % and 0.50 % (1 sd: 92.42 %, 2.2 %, 0.50 %; cuBLAS always: 92.29 %).
+    On the collector's labels the 0.5 sd margin had cost 0.2 points, not 1.3."""
     if margin_sd <= 0 or is_aten(candidates[top]):
         return None
     aten = aten_indices(candidates)

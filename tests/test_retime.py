@@ -162,6 +162,10 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     got = labels.set_index("candidate_key")["time_ms"].to_dict()
     timed = out.set_index("candidate_key")["time_ms"].to_dict()
     assert got["aten:bmm"] == timed["aten:bmm"] and got[cpp[0]] == timed[cpp[0]]
+    from kselect.training.train_cli import labels_description
+
+    assert labels_description(data).startswith("collector times, with 2 rows of 1 shapes re-timed")
+    assert labels_description(tmp_path / "nowhere") == "collector times"
     raw, _ = load_data(data, retimed=False)
     assert raw.set_index("candidate_key")["time_ms"].to_dict()["aten:bmm"] == 1.0
     capsys.readouterr()

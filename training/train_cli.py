@@ -55,12 +55,28 @@ def main(args) -> int:
     model_path, card_path = model_paths(args.out)
     command = "kselect train " + " ".join(shlex.quote(a) for a in _argv_after("train"))
     meta = {"fingerprint": fp, "dataset": str(args.data), "dataset_hash": dataset_hash(args.data),
+            "labels": labels_description(args.data),
             "training_command": command, "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "training": card, "metrics": {}}
     model.save(model_path, meta)
     write_card(model_path, card_path)
     log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def labels_description(data: str | Path) -> str:
+    """Where the training labels came from: the collector's rows, and the re-timed ones when the
+    dataset has a retimed/ directory (load_data folds them in; training/labels.py)."""
+    from .dataset import DatasetDir
+    from .retime import default_out
+
+    again = DatasetDir(default_out(data))
+    if not Path(data).is_dir() or not again.exists():
+        return "collector times"
+    rows = again.load(on_corrupt="skip")
+    ok = rows[rows["status"] == "ok"]
+    return (f"collector times, with {len(ok)} rows of {ok['problem_key'].nunique()} shapes re-timed as "
+            f"Inductor's kernels ({again.root}; training/labels.py)")
 
 
 def _argv_after(word: str) -> list[str]:
@@ -89,6 +105,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
              f"| device | {fp.get('gpu_name')}, {fp.get('sm_count')} SMs, fingerprint `{fp.get('fingerprint_id')}` |",
              f"| software | torch {fp.get('torch_version')}, triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')} |",
              f"| dataset | `{meta.get('dataset')}`, sha256 `{meta.get('dataset_hash')}` |",
+             f"| labels | {meta.get('labels', 'collector times')} |",
              f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
              f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
              f"| families | {', '.join(tr.get('families', []))} |",
