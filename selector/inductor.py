@@ -483,8 +483,9 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     epilogue and charges ATen the separate epilogue kernel (selector/fusion.py; opt-in until
     the H200 end-to-end runs show a gain, docs/selector.md).
     adaptive_k: verify keeps min_k..k by the scores' gaps (True) or always k.
-    min_k: adaptive verify's floor (default 1; 2 measures the runner-up too: held out 99.0 % vs
-    94.8 % of the best kernel, at ~1 s of compile per extra Triton template on the H200).
+    min_k: adaptive verify's floor (default 1; 2 measures the runner-up too: held out on the
+    re-timed labels 98.5 % vs 94.4 % of the best kernel, at ~1 s of compile per extra Triton
+    template on the H200).
     aten_margin: predict keeps ATen unless the top-1 template out-scores it by this many
     standard deviations of the GEMM's scores (default 0.5; 0 = the top-1 whatever it is): each
     template predict picks is compiled; held out (re-timed labels) the margin cuts template

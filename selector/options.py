@@ -83,7 +83,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_ADAPTIVE_K", _on_off, True, "verify mode: keep KSELECT_MIN_K..KSELECT_K by the "
            "model's score gaps (on), or always KSELECT_K (off)"),
     Option("KSELECT_MIN_K", _positive_int, 1, "verify mode, adaptive: never keep fewer ranked candidates "
-           "(2: held out 99.0 % of the measured best kernel vs 94.8 % at 1, for ~1 s more compile per "
+           "(2: held out 98.5 % of the measured best kernel vs 94.4 % at 1, for ~1 s more compile per "
            "GEMM on the H200; reports/cost-model-h200-bf16/adaptive-k.json, reports/h200-session5)"),
     Option("KSELECT_ATEN_MARGIN", _non_negative_float, 0.5, "predict mode: pick a Triton template only "
            "if it out-scores ATen by this many standard deviations of the GEMM's scores (0 = the top-1 "

@@ -179,8 +179,9 @@ def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.1
     Verify passes floor = the selector's `min_k` (default 1). Held out on the H200 data
     (reports/cost-model-h200-bf16/adaptive-k.json, leave-one-family-out, ATen safety net
     included) the shipped rank:ndcg model's gaps barely predict who wins: floor 1 (cap 4,
-    spread 0.5) keeps 1.43 candidates per GEMM for 94.8 % of the measured best, hardly above
-    top-1's 94.5 %; floor 2 keeps 2.28 for 99.0 % (fixed top-2: 2.07 for 98.9 %). But each
+    spread 0.5) keeps 1.33 candidates per GEMM for 94.4 % of the measured best, hardly above
+    top-1's 93.8 %; floor 2 keeps 2.21 for 98.5 % (fixed top-2: 2.05 for 98.4 %; re-timed labels,
+    ninth session; on the collector's labels 1.43 / 94.8 % and 2.28 / 99.0 %). But each
     extra kept Triton template is compiled during lowering, one GEMM after another: on the
     H200 a Llama-3-8B decode step compiled in 11.3 s with top-2 against 7.8 s (plain
     torch.compile: 5.0 s) for the same GPU step time, 0.410 vs 0.412 ms
