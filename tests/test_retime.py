@@ -168,6 +168,10 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     assert labels_description(tmp_path / "nowhere") == "collector times"
     raw, _ = load_data(data, retimed=False)
     assert raw.set_index("candidate_key")["time_ms"].to_dict()["aten:bmm"] == 1.0
+    from kselect.training.dataset import summarize
+
+    assert summarize(data)["retimed"] == {"path": str(data / "retimed"), "shapes": 1, "rows": 2, "ok_rows": 2,
+                                          "shapes_with_ok_rows": 1}
     capsys.readouterr()
     assert main(["retime", "--data", str(data), "--summary"]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -26,6 +26,8 @@ import pandas as pd
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+# A dataset directory's subdirectory of rows re-timed as Inductor's kernels (training/retime.py).
+RETIMED_DIR = "retimed"
 STATUSES = ("ok", "compile_error", "launch_error", "wrong_result", "pruned")
 
 # column -> pandas dtype. The one definition of a measurement row.
@@ -266,4 +268,16 @@ def summarize(root: str | Path) -> dict:
         "workloads": {k: int(v) for k, v in df.groupby("workload")["problem_key"].nunique().items()},
         "corrupt_files": [str(p) for p in ds.corrupt_files],
         "fingerprint": fingerprint,
+        "retimed": _retimed_summary(Path(root) / RETIMED_DIR),
     }
+
+
+def _retimed_summary(path: Path) -> dict:
+    """Counts of the re-timed rows beside the collector's (empty when there are none)."""
+    again = DatasetDir(path)
+    if not path.is_dir() or not again.exists():
+        return {}
+    df = again.load(on_corrupt="skip")
+    ok = df[df["status"] == "ok"]
+    return {"path": str(path), "shapes": int(df["problem_key"].nunique()), "rows": int(len(df)),
+            "ok_rows": int(len(ok)), "shapes_with_ok_rows": int(ok["problem_key"].nunique())}

@@ -42,6 +42,10 @@ def run_summary(args) -> int:
     print(f"  workloads: {summary['workloads']}")
     print(f"  measured on: {fp.get('gpu_name')} ({fp.get('sm_count')} SMs), torch {fp.get('torch_version')}, "
           f"triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')}")
+    if summary["retimed"]:
+        r = summary["retimed"]
+        print(f"  re-timed as Inductor's kernels ({r['path']}): {r['ok_rows']} of {r['rows']} rows timed, "
+              f"{r['shapes_with_ok_rows']} of {r['shapes']} shapes; training folds them into the labels")
     if summary["corrupt_files"]:
         print(f"  CORRUPT part files skipped: {summary['corrupt_files']}")
     return 0

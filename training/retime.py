@@ -38,7 +38,7 @@ import pandas as pd
 from kselect.kernels.problem import Problem
 
 from .collect import CollectError, parse_shard, shard_problems
-from .dataset import DatasetDir, load_dataset
+from .dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +266,8 @@ def _supervise(plan: RetimePlan, gpu: int | None) -> int:
 
 
 def default_out(data: str | Path) -> Path:
-    return Path(data) / "retimed"
+    """Where re-timed rows go and where training looks for them: <data>/retimed."""
+    return Path(data) / RETIMED_DIR
 
 
 def retime(data: str | Path, out: str | Path | None = None, *, top: int = 6, within: float = 1.05,

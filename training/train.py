@@ -24,6 +24,7 @@ import numpy as np
 from kselect.selector.features import featurize_frame, infeasible
 from kselect.selector.model import OBJECTIVES, CostModel
 
+from .dataset import RETIMED_DIR
 from .evaluate import KS, ShapeSet, evaluate_costs, held_out_costs
 
 REL_STEP = 1.02
@@ -125,7 +126,7 @@ def dataset_hash(data_dir: str | Path) -> str:
     if not f.exists():
         return "unknown"
     h = hashlib.sha256()
-    again = [] if p.is_file() else [p / "retimed" / "measurements.parquet"]
+    again = [] if p.is_file() else [p / RETIMED_DIR / "measurements.parquet"]
     for path in [f] + [a for a in again if a.exists()]:
         with open(path, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
