@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -115,7 +115,6 @@ class RetimePlan:
     worker: str = "w0"
     fingerprint_id: str = ""
     device: str = "cuda"
-    extra: dict = field(default_factory=dict)
 
 
 def _inflight(plan: RetimePlan) -> Path:
