@@ -214,6 +214,9 @@ def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tm
     m = measured[0]
     assert set(m["ms"]) == set(table["bmm4x:64x80x96:fp32:nn"]) and m["method"] == "cpu_wall"
     assert all(0 < t < float("inf") for t in m["ms"].values()) and not m["dropped"], m
+    # each timed choice's spread and replays are recorded too (kselect retime writes them as rows)
+    assert set(m["stats"]) == set(m["ms"]), m
+    assert all(s["reps"] > 0 and s["time_min_ms"] <= m["ms"][k] <= s["time_max_ms"] for k, s in m["stats"].items())
     assert m["winner"] == min(m["ms"], key=m["ms"].get)
     assert sorted(counts) == [2, 2]                      # Inductor benchmarked only the other two
     assert sel.stats["measured"] == 2 and sel.stats["verified"] == N_GEMMS, sel.stats
