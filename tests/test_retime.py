@@ -129,23 +129,35 @@ def _stock_bmm_table(problem: Problem, tmp_path) -> dict[str, float]:
     return seen
 
 
+def _cpu_dataset(problems, data) -> str:
+    """A collector dataset for CPU bmm `problems` whose labels claim the CPP kernel 2x faster
+    than ATen (whatever it really is); returns the CPP template family to re-time."""
+    ds = DatasetDir(data)
+    ds.write_fingerprint({"fingerprint_id": "cpu-test", "gpu_name": "cpu"})
+    families = set()
+    for i, problem in enumerate(problems):
+        table = _stock_bmm_table(problem, data)
+        cpp = sorted(k for k in table if k.startswith("cpp:"))
+        assert "aten:bmm" in table and cpp, table
+        rows = [row_for(problem, Candidate.make("aten", "bmm"), time_ms=1.0, method="cpu_wall")]
+        # the first problem claims the larger Triton gain, so it is planned (and timed) first
+        rows += [row_for(problem, Candidate.make(*k.split(":", 1)), time_ms=0.5 + 0.1 * i, method="cpu_wall")
+                 for k in cpp]
+        ds.append(rows, f"test{i}")
+        families |= {k for k in cpp}
+    assert len(families) == 1, families   # CPP keys carry no knobs: the key is the family
+    return families.pop()
+
+
 def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     from kselect.training.cli import main
     from kselect.training.evaluate_cli import load_data
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
     problem = Problem(64, 80, 96, "fp32", "nn", "bmm", 4)
-    table = _stock_bmm_table(problem, tmp_path)
-    cpp = sorted(k for k in table if k.startswith("cpp:"))
-    assert "aten:bmm" in table and cpp, table
     data = tmp_path / "data"
-    ds = DatasetDir(data)
-    ds.write_fingerprint({"fingerprint_id": "cpu-test", "gpu_name": "cpu"})
-    # collector labels that claim the CPP kernel 2x faster than ATen, whatever it really is
-    rows = [row_for(problem, Candidate.make("aten", "bmm"), time_ms=1.0, method="cpu_wall")]
-    rows += [row_for(problem, Candidate.make(*k.split(":", 1)), time_ms=0.5, method="cpu_wall") for k in cpp]
-    ds.append(rows, "test")
-    template = cpp[0].rsplit(":", 1)[0] if cpp[0].count(":") > 1 else cpp[0]
+    template = _cpu_dataset([problem], data)
+    cpp = [template]
     argv = ["retime", "--data", str(data), "--device", "cpu", "--templates", template, "--top", "1"]
     assert main(argv) == 0
     out = load_dataset(data / "retimed")
@@ -176,3 +188,25 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     assert main(["retime", "--data", str(data), "--summary"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["shapes"] == 1 and summary["rows_retimed_ok"] == 2
+
+
+def test_a_crashed_retime_worker_restarts_past_its_shape(tmp_path, monkeypatch, capsys):
+    """The worker dies (exit 137) on its first shape: that shape's rows say so, the restarted
+    worker re-times the second, and the result counts the crash."""
+    from kselect.training.cli import main
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    first, second = Problem(64, 80, 96, "fp32", "nn", "bmm", 4), Problem(32, 48, 64, "fp32", "nn", "bmm", 2)
+    data = tmp_path / "data"
+    template = _cpu_dataset([first, second], data)
+    monkeypatch.setenv("KSELECT_COLLECT_FAULT", f"1:{tmp_path / 'fired'}")
+    capsys.readouterr()
+    assert main(["retime", "--data", str(data), "--device", "cpu", "--templates", template, "--top", "1"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (tmp_path / "fired").exists() and result["crashes"] == 1 and result["shapes_done"] == 2, result
+    out = load_dataset(data / "retimed").set_index(["problem_key", "candidate_key"])
+    died, timed = out.loc[first.key], out.loc[second.key]
+    assert len(died) == 2 and (died["status"] == "launch_error").all()
+    assert died["error"].str.contains("worker died with exit code 137").all()
+    assert (timed["status"] == "ok").all() and (timed["time_ms"] > 0).all()
+    assert not (data / "retimed" / "inflight" / "retime-s0of1gcpu.plan.json").exists()

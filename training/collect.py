@@ -175,7 +175,7 @@ def run_worker(plan: CollectPlan) -> int:
                     time.time() - t0, len(errs))
     if on_gpu:
         warm_gpu()
-    fault = _FaultInjector.from_env()
+    fault = FaultInjector.from_env()
     rows: list[dict] = []
     last_flush = time.time()
 
@@ -263,16 +263,20 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
                    compile_s=compile_s, **common)
 
 
-class _FaultInjector:
+FAULT_ENV = "KSELECT_COLLECT_FAULT"
+
+
+class FaultInjector:
     """Test hook: KSELECT_COLLECT_FAULT="N:MARKER" kills the worker (exit 137, as SIGKILL
-    would) when its N-th candidate is in flight, once: MARKER records that it fired."""
+    would) when its N-th unit of work (collection: candidate; re-timing: shape) is in flight,
+    once: MARKER records that it fired."""
 
     def __init__(self, after: int = 0, marker: str = ""):
         self.after, self.marker, self.count = after, marker, 0
 
     @classmethod
-    def from_env(cls) -> "_FaultInjector":
-        spec = os.environ.get("KSELECT_COLLECT_FAULT", "")
+    def from_env(cls) -> "FaultInjector":
+        spec = os.environ.get(FAULT_ENV, "")
         if not spec:
             return cls()
         after, _, marker = spec.partition(":")
@@ -289,6 +293,24 @@ class _FaultInjector:
 
 
 # ------------------------------------------------------------------------ supervisor
+def run_supervised(module: str, plan_path: Path, env: dict, on_crash, worker: str, deadline: float = 0.0,
+                   max_restarts: int = MAX_RESTARTS) -> int:
+    """Run `python -m module plan_path` in a child process until it exits 0; after each crash
+    call `on_crash(exit code)` (which records the work in flight as failed, so the restarted
+    worker skips it) and restart, until `max_restarts` or `deadline`. Returns the crash count.
+    One loop for every crash-safe worker: collection and re-timing."""
+    crashes = 0
+    while True:
+        proc = subprocess.run([sys.executable, "-m", module, str(plan_path)], env=env)
+        if proc.returncode == 0:
+            return crashes
+        crashes += 1
+        on_crash(proc.returncode)
+        if crashes > max_restarts or (deadline and time.time() > deadline):
+            log.error("%s: giving up after %d crashes", worker, crashes)
+            return crashes
+
+
 def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> int:
     """Run one worker in a child process on `gpu`; on a crash record the in-flight
     candidate as failed and restart. Returns the number of crashes handled."""
@@ -298,26 +320,23 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
     plan_path = Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     plan_path.write_text(json.dumps(asdict(plan)))
-    crashes = 0
-    while True:
-        proc = subprocess.run([sys.executable, "-m", "kselect.training.collect", str(plan_path)], env=env)
-        if proc.returncode == 0:
-            return crashes
-        crashes += 1
+
+    def record_inflight(code: int) -> None:
         inflight = _inflight_path(plan)
-        if inflight.exists():
-            info = json.loads(inflight.read_text())
-            p, cand = Problem.from_dict(info["problem"]), Candidate.from_json(info["candidate"])
-            reason = f"worker died with exit code {proc.returncode} while running this candidate"
-            DatasetDir(Path(plan.out)).append([row_for(
-                p, cand, status="launch_error", error=reason, oracle=plan.space == "exhaustive",
-                space=plan.space, fingerprint_id=plan.fingerprint_id, worker=plan.worker,
-                workload=plan.workloads.get(p.key, ""))], plan.worker)
-            inflight.unlink()
-            log.warning("%s: %s (%s)", plan.worker, reason, cand.key)
-        if crashes > max_restarts or (plan.deadline and time.time() > plan.deadline):
-            log.error("%s: giving up after %d crashes", plan.worker, crashes)
-            return crashes
+        if not inflight.exists():
+            return
+        info = json.loads(inflight.read_text())
+        p, cand = Problem.from_dict(info["problem"]), Candidate.from_json(info["candidate"])
+        reason = f"worker died with exit code {code} while running this candidate"
+        DatasetDir(Path(plan.out)).append([row_for(
+            p, cand, status="launch_error", error=reason, oracle=plan.space == "exhaustive",
+            space=plan.space, fingerprint_id=plan.fingerprint_id, worker=plan.worker,
+            workload=plan.workloads.get(p.key, ""))], plan.worker)
+        inflight.unlink()
+        log.warning("%s: %s (%s)", plan.worker, reason, cand.key)
+
+    return run_supervised("kselect.training.collect", plan_path, env, record_inflight, plan.worker,
+                          plan.deadline, max_restarts)
 
 
 def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),

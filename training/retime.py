@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -37,7 +36,7 @@ import pandas as pd
 
 from kselect.kernels.problem import Problem
 
-from .collect import CollectError, parse_shard, shard_problems
+from .collect import FAULT_ENV, CollectError, FaultInjector, parse_shard, run_supervised, shard_problems
 from .dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
@@ -208,6 +207,7 @@ def run_worker(plan: RetimePlan) -> int:
                           verify_timing="kselect", keep_aten=True)
     common = {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id,
               "worker": plan.worker}
+    fault = FaultInjector.from_env()
     try:
         for s in todo:
             problem = Problem.from_dict(s["problem"])
@@ -215,6 +215,7 @@ def run_worker(plan: RetimePlan) -> int:
                 log.warning("time budget spent; stopping before %s", problem.key)
                 break
             inflight.write_text(json.dumps(s["problem"]))
+            fault.tick()
             t0 = time.time()
             try:
                 record, why = retime_shape(problem, selector, plan.device)
@@ -236,32 +237,32 @@ def run_worker(plan: RetimePlan) -> int:
 def _supervise(plan: RetimePlan, gpu: int | None) -> int:
     """One worker in a child process on `gpu`; after a crash the shape in flight is recorded as
     failed (every candidate, naming the exit code) and the worker restarts past it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_")}   # the worker enables kselect
+    # the worker enables kselect itself: no KSELECT_MODE etc. (torch's autoload would act on
+    # them); the collector's fault hook passes, for tests
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_") or k == FAULT_ENV}
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     plan_path = Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
     plan_path.parent.mkdir(parents=True, exist_ok=True)
     plan_path.write_text(json.dumps(asdict(plan)))
-    crashes = 0
-    while True:
-        proc = subprocess.run([sys.executable, "-m", "kselect.training.retime", str(plan_path)], env=env)
-        if proc.returncode == 0:
-            plan_path.unlink(missing_ok=True)
-            return crashes
-        crashes += 1
+
+    def record_inflight(code: int) -> None:
         inflight = _inflight(plan)
-        if inflight.exists():
-            key = Problem.from_dict(json.loads(inflight.read_text())).key
-            shape = next(s for s in plan.shapes if Problem.from_dict(s["problem"]).key == key)
-            why = f"worker died with exit code {proc.returncode} while re-timing this shape"
-            common = {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id,
-                      "worker": plan.worker}
-            DatasetDir(Path(plan.out)).append(result_rows(shape["rows"], None, why, common), plan.worker)
-            inflight.unlink()
-            log.warning("%s: %s (%s)", plan.worker, why, key)
-        if crashes > MAX_RESTARTS or (plan.deadline and time.time() > plan.deadline):
-            log.error("%s: giving up after %d crashes", plan.worker, crashes)
-            return crashes
+        if not inflight.exists():
+            return
+        key = Problem.from_dict(json.loads(inflight.read_text())).key
+        shape = next(s for s in plan.shapes if Problem.from_dict(s["problem"]).key == key)
+        why = f"worker died with exit code {code} while re-timing this shape"
+        common = {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id,
+                  "worker": plan.worker}
+        DatasetDir(Path(plan.out)).append(result_rows(shape["rows"], None, why, common), plan.worker)
+        inflight.unlink()
+        log.warning("%s: %s (%s)", plan.worker, why, key)
+
+    crashes = run_supervised("kselect.training.retime", plan_path, env, record_inflight, plan.worker,
+                             plan.deadline, MAX_RESTARTS)
+    plan_path.unlink(missing_ok=True)
+    return crashes
 
 
 def default_out(data: str | Path) -> Path:
