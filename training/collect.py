@@ -129,8 +129,14 @@ class CollectPlan:
 
 
 # ---------------------------------------------------------------------------- worker
-def _inflight_path(plan: CollectPlan) -> Path:
+def inflight_path(plan) -> Path:
+    """Where a crash-safe worker (any plan with `out` and `worker`) records the work in flight."""
     return Path(plan.out) / "inflight" / f"{plan.worker}.json"
+
+
+def plan_path(plan) -> Path:
+    """Where its supervisor writes the plan the worker process reads."""
+    return Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
 
 
 def run_worker(plan: CollectPlan) -> int:
@@ -142,7 +148,7 @@ def run_worker(plan: CollectPlan) -> int:
 
     ds = DatasetDir(Path(plan.out))
     done = ds.done_keys()
-    inflight = _inflight_path(plan)
+    inflight = inflight_path(plan)
     inflight.parent.mkdir(parents=True, exist_ok=True)
     on_gpu = plan.device != "cpu"
     if on_gpu:
@@ -293,36 +299,36 @@ class FaultInjector:
 
 
 # ------------------------------------------------------------------------ supervisor
-def run_supervised(module: str, plan_path: Path, env: dict, on_crash, worker: str, deadline: float = 0.0,
+def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
                    max_restarts: int = MAX_RESTARTS) -> int:
-    """Run `python -m module plan_path` in a child process until it exits 0; after each crash
-    call `on_crash(exit code)` (which records the work in flight as failed, so the restarted
-    worker skips it) and restart, until `max_restarts` or `deadline`. Returns the crash count.
-    One loop for every crash-safe worker: collection and re-timing."""
+    """Write `plan` (a dataclass with `out`, `worker`, `deadline`) to `plan_path(plan)` and run
+    `python -m module <that file>` in a child process on `gpu` until it exits 0; after each
+    crash call `on_crash(exit code)` (which records the work in flight as failed, so the
+    restarted worker skips it) and restart, until `max_restarts` or the plan's deadline.
+    Returns the crash count. One loop for every crash-safe worker: collection and re-timing."""
+    env = dict(env)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    path = plan_path(plan)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(plan)))
     crashes = 0
     while True:
-        proc = subprocess.run([sys.executable, "-m", module, str(plan_path)], env=env)
+        proc = subprocess.run([sys.executable, "-m", module, str(path)], env=env)
         if proc.returncode == 0:
             return crashes
         crashes += 1
         on_crash(proc.returncode)
-        if crashes > max_restarts or (deadline and time.time() > deadline):
-            log.error("%s: giving up after %d crashes", worker, crashes)
+        if crashes > max_restarts or (plan.deadline and time.time() > plan.deadline):
+            log.error("%s: giving up after %d crashes", plan.worker, crashes)
             return crashes
 
 
 def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> int:
     """Run one worker in a child process on `gpu`; on a crash record the in-flight
     candidate as failed and restart. Returns the number of crashes handled."""
-    env = dict(os.environ)
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    plan_path = Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
-    plan_path.parent.mkdir(parents=True, exist_ok=True)
-    plan_path.write_text(json.dumps(asdict(plan)))
-
     def record_inflight(code: int) -> None:
-        inflight = _inflight_path(plan)
+        inflight = inflight_path(plan)
         if not inflight.exists():
             return
         info = json.loads(inflight.read_text())
@@ -335,8 +341,7 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
         inflight.unlink()
         log.warning("%s: %s (%s)", plan.worker, reason, cand.key)
 
-    return run_supervised("kselect.training.collect", plan_path, env, record_inflight, plan.worker,
-                          plan.deadline, max_restarts)
+    return run_supervised("kselect.training.collect", plan, gpu, os.environ, record_inflight, max_restarts)
 
 
 def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),

@@ -268,11 +268,11 @@ def summarize(root: str | Path) -> dict:
         "workloads": {k: int(v) for k, v in df.groupby("workload")["problem_key"].nunique().items()},
         "corrupt_files": [str(p) for p in ds.corrupt_files],
         "fingerprint": fingerprint,
-        "retimed": _retimed_summary(Path(root) / RETIMED_DIR),
+        "retimed": retimed_summary(Path(root) / RETIMED_DIR),
     }
 
 
-def _retimed_summary(path: Path) -> dict:
+def retimed_summary(path: Path) -> dict:
     """Counts of the re-timed rows beside the collector's (empty when there are none)."""
     again = DatasetDir(path)
     if not path.is_dir() or not again.exists():

@@ -29,14 +29,15 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from kselect.kernels.problem import Problem
 
-from .collect import FAULT_ENV, CollectError, FaultInjector, parse_shard, run_supervised, shard_problems
+from .collect import (FAULT_ENV, CollectError, FaultInjector, inflight_path, parse_shard, plan_path,
+                      run_supervised, shard_problems)
 from .dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
@@ -116,8 +117,9 @@ class RetimePlan:
     device: str = "cuda"
 
 
-def _inflight(plan: RetimePlan) -> Path:
-    return Path(plan.out) / "inflight" / f"{plan.worker}.json"
+def _provenance(plan: RetimePlan) -> dict:
+    """The provenance columns of every row this plan's worker writes."""
+    return {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id, "worker": plan.worker}
 
 
 def result_rows(rows: list[dict], record: dict | None, reason: str, common: dict) -> list[dict]:
@@ -190,7 +192,7 @@ def run_worker(plan: RetimePlan) -> int:
     todo = [s for s in plan.shapes if Problem.from_dict(s["problem"]).key not in done]
     if not todo:
         return 0
-    inflight = _inflight(plan)
+    inflight = inflight_path(plan)
     inflight.parent.mkdir(parents=True, exist_ok=True)
     if plan.device == "cuda":
         from kselect.kernels.timing import warm_gpu
@@ -205,8 +207,6 @@ def run_worker(plan: RetimePlan) -> int:
     ic.max_autotune_gemm_search_space = "DEFAULT"   # as a user configures it; enable() widens it
     selector = ksi.enable("verify", k=k, ranker=MeasuredRanker(table, name="retime"), adaptive_k=False,
                           verify_timing="kselect", keep_aten=True)
-    common = {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id,
-              "worker": plan.worker}
     fault = FaultInjector.from_env()
     try:
         for s in todo:
@@ -222,7 +222,7 @@ def run_worker(plan: RetimePlan) -> int:
             except Exception as exc:  # noqa: BLE001 -- a shape that cannot compile is a result
                 record, why = None, f"compile failed: {type(exc).__name__}: {exc}"
             # compile_s: the whole shape (compile, parallel precompile, timing), on every row
-            rows = result_rows(s["rows"], record, why, dict(common, compile_s=time.time() - t0))
+            rows = result_rows(s["rows"], record, why, dict(_provenance(plan), compile_s=time.time() - t0))
             ds.append(rows, plan.worker)
             inflight.unlink(missing_ok=True)
             timed = sum(1 for r in rows if r["status"] == "ok")
@@ -240,28 +240,20 @@ def _supervise(plan: RetimePlan, gpu: int | None) -> int:
     # the worker enables kselect itself: no KSELECT_MODE etc. (torch's autoload would act on
     # them); the collector's fault hook passes, for tests
     env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_") or k == FAULT_ENV}
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    plan_path = Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
-    plan_path.parent.mkdir(parents=True, exist_ok=True)
-    plan_path.write_text(json.dumps(asdict(plan)))
 
     def record_inflight(code: int) -> None:
-        inflight = _inflight(plan)
+        inflight = inflight_path(plan)
         if not inflight.exists():
             return
         key = Problem.from_dict(json.loads(inflight.read_text())).key
         shape = next(s for s in plan.shapes if Problem.from_dict(s["problem"]).key == key)
         why = f"worker died with exit code {code} while re-timing this shape"
-        common = {"oracle": False, "space": RETIME_SPACE, "fingerprint_id": plan.fingerprint_id,
-                  "worker": plan.worker}
-        DatasetDir(Path(plan.out)).append(result_rows(shape["rows"], None, why, common), plan.worker)
+        DatasetDir(Path(plan.out)).append(result_rows(shape["rows"], None, why, _provenance(plan)), plan.worker)
         inflight.unlink()
         log.warning("%s: %s (%s)", plan.worker, why, key)
 
-    crashes = run_supervised("kselect.training.retime", plan_path, env, record_inflight, plan.worker,
-                             plan.deadline, MAX_RESTARTS)
-    plan_path.unlink(missing_ok=True)
+    crashes = run_supervised("kselect.training.retime", plan, gpu, env, record_inflight, MAX_RESTARTS)
+    plan_path(plan).unlink(missing_ok=True)
     return crashes
 
 

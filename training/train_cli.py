@@ -67,16 +67,13 @@ def main(args) -> int:
 def labels_description(data: str | Path) -> str:
     """Where the training labels came from: the collector's rows, and the re-timed ones when the
     dataset has a retimed/ directory (load_data folds them in; training/labels.py)."""
-    from .dataset import DatasetDir
-    from .retime import default_out
+    from .dataset import RETIMED_DIR, retimed_summary
 
-    again = DatasetDir(default_out(data))
-    if not Path(data).is_dir() or not again.exists():
+    r = retimed_summary(Path(data) / RETIMED_DIR)
+    if not r:
         return "collector times"
-    rows = again.load(on_corrupt="skip")
-    ok = rows[rows["status"] == "ok"]
-    return (f"collector times, with {len(ok)} rows of {ok['problem_key'].nunique()} shapes re-timed as "
-            f"Inductor's kernels ({again.root}; training/labels.py)")
+    return (f"collector times, with {r['ok_rows']} rows of {r['shapes_with_ok_rows']} shapes re-timed as "
+            f"Inductor's kernels ({r['path']}; training/labels.py)")
 
 
 def _argv_after(word: str) -> list[str]:
