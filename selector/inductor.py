@@ -120,15 +120,27 @@ class Selector:
             log.debug("kselect: ranker warm-up failed: %s", exc)
         return ranker
 
+    def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
+        """Load this device's ranker if not yet (model + warm-up, once per process; raises
+        RankerUnavailable); returns the (wall, thread CPU) seconds that took, which are not the
+        decision's: like the model load, they are reported apart. Called before the candidates
+        are mapped or enumerated, since the warm-up also fills the memos those use -- the first
+        decision of a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session)."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        self.ranker_for(fingerprint)
+        return time.perf_counter() - t0, time.thread_time() - c0
+
     # -- the decision ---------------------------------------------------------------
     def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
-               epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0), early: bool = False):
+               epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0), early: bool = False,
+               map_parts: dict | None = None):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
         too (policy.choose_kept). The recorded ms is the whole decision (keys, cache lookup,
         ranking, policy; not the one-time model load) plus `mapped` (wall, thread CPU seconds
         the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
-        or enumerating them for an `early` decision: map_ms); cpu_ms is this thread's CPU time."""
+        or enumerating them for an `early` decision: map_ms; `map_parts`, that time taken apart, joins
+        the recorded phases); cpu_ms is this thread's CPU time."""
         ranker = self.ranker_for(fingerprint)  # the first call loads the model: not timed
         t0, c0 = time.perf_counter(), time.thread_time()
         map_s, map_cpu_s = mapped
@@ -168,8 +180,9 @@ class Selector:
         cpu_ms = (time.thread_time() - c0 + map_cpu_s) * 1e3
         # where the decision's wall time went: reading + mapping/enumerating, keys + cache lookup,
         # ranking (featurise + trees when the ranker says), policy (choose_kept)
-        phases = {"map": map_s * 1e3, "key_cache": (t_rank - t0) * 1e3, "rank": (t_ranked - t_rank) * 1e3,
-                  **getattr(ranker, "last_phases_ms", dict)(), "policy": (t_end - t_ranked) * 1e3}
+        phases = {"map": map_s * 1e3, **(map_parts or {}), "key_cache": (t_rank - t0) * 1e3,
+                  "rank": (t_ranked - t_rank) * 1e3, **getattr(ranker, "last_phases_ms", dict)(),
+                  "policy": (t_end - t_ranked) * 1e3}
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
@@ -236,12 +249,13 @@ class Selector:
         started = time.perf_counter(), time.thread_time()
         try:
             problem, fields, device = signature()
-            cands = to_candidates(items)
             fingerprint = compat.device_fingerprint(device)
+            load = self._load_ranker(fingerprint)  # before mapping: its warm-up primes the mapping
+            cands = to_candidates(items)
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             epilogue = self._prices_epilogue(fingerprint)
-            mapped = time.perf_counter() - started[0], time.thread_time() - started[1]
+            mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
                                       mapped=mapped)
             if epilogue:
@@ -385,20 +399,42 @@ class Selector:
         if not self.early_decision or self.mode == "off":
             return None
         started = time.perf_counter(), time.thread_time()
+        inductor_s = [0.0]  # Inductor generating a template kselect does not enumerate
+
+        def timed_generate(template):
+            t = time.perf_counter()
+            try:
+                return list(generate(template))
+            finally:
+                inductor_s[0] += time.perf_counter() - t
+
         try:
             problem, fields, device = compat.ktc_signature(kernel_inputs, op_name)
             if getattr(device, "type", None) != "cuda":  # the enumeration is CUDA's space
                 return None
-            cands = compat.template_candidates(problem, templates, compat.gemm_search_space(), generate)
+            t_sig = time.perf_counter()
+            fingerprint = compat.device_fingerprint(device)
+            epilogue = self._prices_epilogue(fingerprint)
+            t_dev = time.perf_counter()
+            load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
+            t_enum = time.perf_counter()
+            cands = compat.template_candidates(problem, templates, compat.gemm_search_space(),
+                                               timed_generate if generate is not None else None)
+            t_mapped = time.perf_counter()
             if cands is None or len(cands) <= 1:
                 log.debug("kselect %s: no early decision (templates %s give %s candidates)", problem.key,
                           [str(getattr(t, "uid", t)) for t in templates], "unknown" if cands is None else len(cands))
                 return None
-            fingerprint = compat.device_fingerprint(device)
-            epilogue = self._prices_epilogue(fingerprint)
-            mapped = time.perf_counter() - started[0], time.thread_time() - started[1]
+            mapped = (t_mapped - started[0] - load[0], time.thread_time() - started[1] - load[1])
+            # the map phase taken apart (ms): reading the GEMM, device fingerprint + epilogue
+            # check, kselect's enumeration, and Inductor's own generation of the templates kselect
+            # does not enumerate (inside the enumeration; work stock Inductor does for every GEMM)
+            map_parts = {"map_signature": (t_sig - started[0]) * 1e3,
+                         "map_device": (t_dev - t_sig) * 1e3,
+                         "map_enumerate": (t_mapped - t_enum - inductor_s[0]) * 1e3,
+                         "map_inductor_generate": inductor_s[0] * 1e3}
             kept, entry = self.select("templates", problem, fields, fingerprint, cands, epilogue=epilogue,
-                                      mapped=mapped, early=True)
+                                      mapped=mapped, early=True, map_parts=map_parts)
         except RankerUnavailable as exc:
             log.debug("kselect: no early decision: %s", exc)
             return None

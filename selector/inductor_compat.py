@@ -692,3 +692,27 @@ def broken_templates(problem) -> frozenset:
     if problem.dtype == "bf16" and torch.__version__.startswith("2.11"):
         return frozenset({"decompose_k"})
     return frozenset()
+
+
+def warm_compile_pool(timeout_s: float = 120.0) -> float | None:
+    """Start Inductor's compile-worker pool and wait until it takes work; seconds taken, or None
+    where this torch has no such pool (one compile thread, no Triton, an unknown API).
+
+    torch.compile starts the pool in the background as it begins, and until the workers are
+    up Inductor compiles kernels in the compiling process itself; how much of a compile falls
+    before that moment differs from process to process. A benchmark that waits for the pool
+    first compares the compiles without that race (the wait is reported apart)."""
+    import time
+
+    try:
+        from torch._inductor.async_compile import AsyncCompile, maybe_warm_pool
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    maybe_warm_pool()
+    if not AsyncCompile.use_process_pool() and getattr(AsyncCompile, "_ready_future", None) is None:
+        return None  # no process pool here: kernels compile in this process anyway
+    future = getattr(AsyncCompile, "_ready_future", None)
+    if future is not None:
+        future.result(timeout=timeout_s)
+    return time.perf_counter() - t0

@@ -85,11 +85,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_MIN_K", _positive_int, 1, "verify mode, adaptive: never keep fewer ranked candidates "
            "(2: held out 98.5 % of the measured best kernel vs 94.4 % at 1, for ~1 s more compile per "
            "GEMM on the H200; reports/cost-model-h200-bf16/adaptive-k.json, reports/h200-session5)"),
-    Option("KSELECT_ATEN_MARGIN", _non_negative_float, 0.5, "predict mode: pick a Triton template only "
+    Option("KSELECT_ATEN_MARGIN", _non_negative_float, 2.0, "predict mode: pick a Triton template only "
            "if it out-scores ATen by this many standard deviations of the GEMM's scores (0 = the top-1 "
-           "whatever it is); held out on the re-timed labels 0.5 cuts template picks (each compiled) "
-           "from 5.7 % to 3.5 % of GEMMs for 1.3 points of kernel quality, 93.79 -> 92.50 % of the best "
-           "(reports/cost-model-h200-bf16/compile-aware.json)"),
+           "whatever it is); held out on the re-timed labels 2 keeps template picks (each compiled, "
+           "~0.6 s on the H200) to 0.25 % of GEMMs at 92.33 % of the best kernel; 0.5: 3.5 %, 92.50 %; "
+           "0: 5.7 %, 93.79 % (reports/cost-model-h200-bf16/compile-aware.json)"),
     Option("KSELECT_EARLY_DECISION", _on_off, True, "on CUDA: decide over kselect's own enumeration of "
            "the GEMM space before Inductor generates it, so only the kept configs are built (off: decide "
            "over Inductor's ~2,400 generated choices; same decision, more compile time)"),

@@ -68,6 +68,8 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         assert _pid_gone(r["pid"])
         phases = r["compile_phases"]  # Inductor's own clock, inside the compile we timed
         assert 0 < phases["GraphLowering.run"] < phases["compile_fx_inner"] <= r["compile_s"]
+        # the compile-worker pool was up before the timed compile (Triton is installed here)
+        assert r["compile_pool_s"] > 0
     assert "kselect" in runs["kselect-predict"] and "kselect" not in runs["plain"]
     assert runs["default"]["status"] == "died" and "exit code 137" in runs["default"]["error"]
     assert runs["kselect-verify"]["status"] == "error"
@@ -293,3 +295,19 @@ def test_graph_replay_is_cuda_only_and_rendered():
     text = "\n".join(be.table([row, failed], "decode"))
     assert "| plain | m | 5.0 | 1.00 | 0.560 (0.550-0.600) | 1.000 | 0.211 |" in text
     assert "capture failed" in text
+
+
+def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
+    """The opt-in floor variant: max-autotune's GEMM path with one (ATen) choice per GEMM, no
+    kselect; not run unless asked for."""
+    from torch._inductor import config
+
+    assert "autotune-aten" in be.ORDER and "autotune-aten" not in be.DEFAULT_VARIANTS
+    spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
+    with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
+        be.configure(spec)
+        assert config.max_autotune_gemm is True and config.max_autotune_gemm_backends == "ATEN"
+        assert config.max_autotune_gemm_search_space != "EXHAUSTIVE"
+    with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
+        be.configure({**spec, "variant": "default"})  # the stock variants keep Inductor's backends
+        assert config.max_autotune_gemm_backends == "ATEN,TRITON"

@@ -514,7 +514,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
-                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 0.5,
+                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
                                 "early_decision": True}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False

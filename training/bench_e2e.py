@@ -69,6 +69,7 @@ class Variant:
     kselect: str | None       # selector mode
     help: str
     options: tuple = ()       # extra kselect.selector.enable() keywords, as (name, value) pairs
+    backends: str | None = None  # max_autotune_gemm_backends (None: Inductor's default)
 
 
 VARIANTS = {v.name: v for v in (
@@ -83,11 +84,17 @@ VARIANTS = {v.name: v for v in (
             (("epilogue_fusion", True),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
+    Variant("autotune-aten", MAX_AUTOTUNE, None, None,
+            "stock max-autotune offered ATen alone (max_autotune_gemm_backends=ATEN): one choice per "
+            "GEMM, nothing benchmarked -- what max-autotune's GEMM path costs a compile by itself, "
+            "the floor under kselect's compile time", backends="ATEN"),
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
-ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-predict", "exhaustive")
-# what runs unless --variants says otherwise (the epilogue variant is an opt-in experiment)
-DEFAULT_VARIANTS = tuple(v for v in ORDER if v != "kselect-verify-epilogue")
+ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-predict", "autotune-aten",
+         "exhaustive")
+# what runs unless --variants says otherwise (the epilogue and ATen-only variants are opt-in
+# experiments)
+DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in ("kselect-verify-epilogue", "autotune-aten"))
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).
 DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024},
@@ -131,6 +138,10 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--profile-compile", action="store_true",
                    help="run each compile under cProfile: logs/<workload>-<variant>.prof (pstats) and "
                    ".prof.txt (the 60 largest cumulative entries); profiling inflates compile s")
+    p.add_argument("--cold-pool", action="store_true",
+                   help="do not wait for Inductor's compile-worker pool before the timed compile (it "
+                   "then starts racing the compile, as in a script's first torch.compile; by default "
+                   "every variant waits for it first and the wait is reported apart, `pool s`)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), interleaved; "
                    "the report gives the median and range over them (between-process noise on the H200 "
@@ -177,7 +188,8 @@ def settings_from_args(args) -> dict:
          "workloads": _csv(args.workloads, WORKLOADS, "workload"),
          "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes,
          "repeats": getattr(args, "repeats", 1),
-         "profile_compile": bool(getattr(args, "profile_compile", False))}
+         "profile_compile": bool(getattr(args, "profile_compile", False)),
+         "warm_pool": not getattr(args, "cold_pool", False)}
     s["exhaustive_model"] = args.exhaustive_model or s["model"]
     s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
                                  if args.exhaustive_workloads else s["workloads"])
@@ -486,6 +498,8 @@ def configure(spec: dict):
         config.freezing = True
     if v.space and v.space != "kselect":
         config.max_autotune_gemm_search_space = v.space
+    if v.backends:
+        config.max_autotune_gemm_backends = v.backends
     if v.kselect:
         from kselect.selector import inductor as ksi
 
@@ -582,6 +596,11 @@ def measure(spec: dict, res: dict, save) -> None:
 
         torch.cuda.reset_peak_memory_stats()
         warm_gpu()
+    if spec.get("warm_pool", True):  # the pool's start must not race the timed compile
+        from kselect.selector.inductor_compat import warm_compile_pool
+
+        pool_s = warm_compile_pool()
+        res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
     model = build(cfg, device, dtype, spec["seed"])
     res["setup_s"] = round(time.monotonic() - t_start, 2)
     try:
@@ -980,7 +999,13 @@ def render(report: dict) -> str:
                 if s.get("repeats", 1) > 1 else ""),
              "- compile s: wall time of the first call (compile + one step), synchronised; the eager "
              "first call is in results.json (`eager_first_s`); kselect's one-time cost-model load is "
-             "not in it (below, `ranker load s`)",
+             "not in it (below, `ranker load s`)"
+             + ("; every variant first waits for Inductor's compile-worker pool to be up, untimed "
+                "(`compile_pool_s` in results.json): otherwise the pool's start races the compile, "
+                "which then compiles kernels in-process until the workers are up, a between-process "
+                "noise of up to +-30 % of a compile" if s.get("warm_pool", True) else
+                "; `--cold-pool`: the compile-worker pool starts with the compile, as in a script's "
+                "first torch.compile"),
              "- cold caches: every (variant, workload) in a fresh process with new, empty "
              "TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR (Inductor's caches on, as in a user's first "
              "compile: a GEMM shape repeated in another layer is tuned once)",
