@@ -9,6 +9,10 @@ its order within a problem means anything.
 On disk a model is two files: `<name>.json` (the XGBoost booster, XGBoost's own JSON) and
 `<name>.meta.json` (feature schema, device fingerprint, dataset hash, objective, training
 command, metrics). Loading checks the feature schema always and the device unless forced.
+
+Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
+bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
+(training, saving, a model TreeEnsemble cannot evaluate).
 """
 from __future__ import annotations
 
@@ -148,9 +152,44 @@ class CostModel:
         self.n_features_in_ = X.shape[1]
         return self
 
+    # -- the trees, from xgboost or from numpy ---------------------------------------------
+    @property
+    def booster_(self):
+        """The XGBoost booster: fitted, or read on first use from the file a loaded model came
+        from (serving predicts through `forest_` and never needs it)."""
+        booster = self.__dict__.get("_booster")
+        if booster is None:
+            path = self.__dict__.get("_booster_path")
+            if path is None:
+                raise AttributeError("booster_")
+            booster = self.__dict__["_booster"] = _read_booster(path)
+            if self.__dict__.get("_nthread") is not None:
+                booster.set_param({"nthread": int(self._nthread)})
+        return booster
+
+    @booster_.setter
+    def booster_(self, booster) -> None:
+        self.__dict__["_booster"] = booster
+        self.__dict__.pop("_booster_path", None)
+        self.__dict__.pop("forest_", None)   # fitted anew: these trees are not the file's
+
+    @property
+    def n_trees(self) -> int:
+        """Boosting rounds (without importing xgboost when the model serves through numpy)."""
+        forest = self.__dict__.get("forest_")
+        return forest.n_iterations if forest is not None else int(self.booster_.num_boosted_rounds())
+
+    def _margin(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        forest = self.__dict__.get("forest_")
+        if forest is not None:
+            return forest.margin(X, iteration_range)
+        if iteration_range is None:
+            return self.booster_.inplace_predict(X, validate_features=False)
+        return self.booster_.inplace_predict(X, iteration_range=iteration_range, validate_features=False)
+
     # -- using ------------------------------------------------------------------------
     def _check_fitted(self):
-        if not hasattr(self, "booster_"):
+        if "forest_" not in self.__dict__ and not hasattr(self, "booster_"):
             raise ModelError("this CostModel is not fitted: call fit() or CostModel.load()")
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -159,7 +198,7 @@ class CostModel:
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES):
             raise FeatureSchemaError(f"X has shape {X.shape}; this schema has {len(FEATURE_NAMES)} features")
-        raw = self.booster_.inplace_predict(X, validate_features=False)
+        raw = self._margin(X)
         return -raw if self.is_ranking else raw
 
     def selection_cost(self, X: np.ndarray) -> np.ndarray:
@@ -174,14 +213,14 @@ class CostModel:
         X = np.asarray(X, dtype=np.float32)
         cost = np.full(len(X), np.inf)
         feasible = np.flatnonzero(~infeasible(X))
-        n_trees = self.booster_.num_boosted_rounds()
+        n_trees = self.n_trees
         keep, first = int(self.cascade_keep or 0), int(self.cascade_trees or 0)
         if len(feasible) == 0:
             return cost
         if keep <= 0 or len(feasible) <= keep or first <= 0 or first >= n_trees:
             cost[feasible] = self.predict(X[feasible])
             return cost
-        rough = self.booster_.inplace_predict(X[feasible], iteration_range=(0, first), validate_features=False)
+        rough = self._margin(X[feasible], (0, first))
         rough = -rough if self.is_ranking else rough
         top = np.argpartition(rough, keep - 1)[:keep]
         fine = self.predict(X[feasible[top]])
@@ -208,9 +247,12 @@ class CostModel:
         return [candidates[i] for i in (order if k is None else order[:k])]
 
     def set_threads(self, nthread: int) -> "CostModel":
-        """Threads used by predict (selection uses 1 so it never competes with compilation)."""
+        """Threads used by predict (selection uses 1 so it never competes with compilation; the
+        numpy trees always run on the calling thread)."""
         self._check_fitted()
-        self.booster_.set_param({"nthread": int(nthread)})
+        self._nthread = int(nthread)
+        if self.__dict__.get("_booster") is not None:
+            self._booster.set_param({"nthread": int(nthread)})
         return self
 
     # -- persistence ------------------------------------------------------------------
@@ -241,9 +283,8 @@ class CostModel:
 
     @classmethod
     def load(cls, path: str | Path, fingerprint: Mapping | None = None, force: bool = False) -> "CostModel":
-        """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch."""
-        import xgboost as xgb
-
+        """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch.
+        A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it."""
         path = Path(path)
         if not path.exists():
             raise ModelError(f"model file {path} does not exist")
@@ -259,12 +300,12 @@ class CostModel:
         check_schema(meta, source=str(path))
         params = {k: v for k, v in (meta.get("hyper_parameters") or {}).items() if k in cls._PARAMS}
         model = cls(**params)
-        booster = xgb.Booster()
-        try:
-            booster.load_model(str(path))
-        except xgb.core.XGBoostError as exc:
-            raise ModelError(f"{path} is not an XGBoost model: {str(exc).splitlines()[0]}") from None
-        model.booster_ = booster
+        forest = _read_forest(path)
+        if forest is None:
+            model.booster_ = _read_booster(path)
+        else:
+            model.forest_ = forest
+            model._booster_path = path
         model.n_features_in_ = len(FEATURE_NAMES)
         model.metadata_ = meta
         if fingerprint is not None:
@@ -279,6 +320,39 @@ class CostModel:
     def check_device(self, fingerprint: Mapping, force: bool = False) -> None:
         """Refuse a device other than the training one (GPU name or SM count differ)."""
         check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force)
+
+
+def _read_booster(path: Path):
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    try:
+        booster.load_model(str(path))
+    except xgb.core.XGBoostError as exc:
+        raise ModelError(f"{path} is not an XGBoost model: {str(exc).splitlines()[0]}") from None
+    return booster
+
+
+def _read_forest(path: Path):
+    """The model's trees for numpy (forest.TreeEnsemble), or None where xgboost must read it:
+    UBJ, or something TreeEnsemble does not evaluate (said in the debug log)."""
+    from .forest import TreeEnsemble, UnsupportedModel
+
+    if path.suffix != ".json":
+        return None
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path} is not an XGBoost model: not valid JSON ({exc})") from None
+    try:
+        forest = TreeEnsemble(raw)
+    except UnsupportedModel as exc:
+        log.debug("%s: read by xgboost (%s)", path, exc)
+        return None
+    if forest.n_features != len(FEATURE_NAMES):
+        raise FeatureSchemaError(f"{path} takes {forest.n_features} features; this schema has "
+                                 f"{len(FEATURE_NAMES)}: retrain it with `kselect train`")
+    return forest
 
 
 def check_schema(meta: Mapping, source: str = "model") -> None:

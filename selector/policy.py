@@ -96,8 +96,8 @@ class CostModelRanker:
 
     def warm_up(self) -> list[Candidate]:
         """Rank one GEMM's whole EXHAUSTIVE space once, at load: the first real decision then
-        finds the candidate encodings cached and XGBoost's predictor initialised (a one-time
-        cost of tens of ms, part of loading, not of any GEMM's decision). Returns the
+        finds the candidate encodings and the enumeration memos warm (a one-time cost of tens
+        of ms, part of loading, not of any GEMM's decision). Returns the
         candidates it ranked (the selector primes its other per-candidate caches with them)."""
         from kselect.kernels.triton_space import triton_space
 

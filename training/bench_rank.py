@@ -65,7 +65,7 @@ def _bench(model: CostModel, fingerprint: dict, problem: Problem | None, reps: i
             "featurize_median_ms": ms(feat, 50), "total_median_ms": ms(total, 50),
             "total_p90_ms": ms(total, 90), "predict_median_ms": ms(np.subtract(total, feat), 50),
             "cpu_median_ms": ms(cpu, 50), "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count(),
-            "trees": int(model.booster_.num_boosted_rounds())}
+            "trees": int(model.n_trees)}
 
 
 def inductor_ktcs(candidates) -> list:
