@@ -250,8 +250,13 @@ class Selector:
         try:
             problem, fields, device = signature()
             fingerprint = compat.device_fingerprint(device)
-            load = self._load_ranker(fingerprint)  # before mapping: its warm-up primes the mapping
+            try:  # before mapping: the ranker's warm-up primes the mapping
+                load, unavailable = self._load_ranker(fingerprint), None
+            except RankerUnavailable as exc:
+                load, unavailable = (0.0, 0.0), exc
             cands = to_candidates(items)
+            if unavailable is not None:  # mapped all the same: the fallback narrows with them
+                raise unavailable
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             epilogue = self._prices_epilogue(fingerprint)

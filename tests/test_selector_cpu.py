@@ -599,7 +599,7 @@ class _Unavailable:
         raise RankerUnavailable("test-unavailable", "kselect: test ranker unavailable -- stock")
 
 
-def test_fallback_narrows_widened_space_back_to_stock_default():
+def test_fallback_narrows_widened_space_back_to_stock_default(tmp_path):
     """kselect widens Inductor's GEMM space to EXHAUSTIVE for its ranker; a GEMM it cannot
     rank must cost what stock DEFAULT costs, not 2,400 benchmarks."""
     from kselect.kernels.triton_space import triton_space
@@ -617,6 +617,15 @@ def test_fallback_narrows_widened_space_back_to_stock_default():
     assert kept[0] == exhaustive[0]                               # ATen stays
     assert {c.key for c in kept[1:]} == default and len(kept) == len(default) + 1
     assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
+    # the same when the ranker cannot even load (here: no model file), which happens before
+    # the choices are mapped
+    no_model = ksi.Selector(mode="predict", model=str(tmp_path / "no-such-model.json"))
+    no_model.stock_space = "DEFAULT"
+    reset_warnings()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        kept = no_model._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), list)
+    assert no_model.stats["fallbacks"] == 1 and len(kept) == len(default) + 1
     # without a widened space (or in the choices stage) the fallback is the list unchanged
     sel.stock_space = None
     assert sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")),
