@@ -10,7 +10,8 @@ margin (tests/test_forest.py compares both on trained models). Anything else rai
 `UnsupportedModel`, and the caller loads the model with xgboost instead.
 
 How: all trees' nodes live in flat arrays; a leaf points to itself with an infinite
-threshold, so every (tree, row) pair walks the same number of levels. XGBoost sends a row
+threshold (and, where X holds a non-finite value, an explicit leaf mask), so every
+(tree, row) pair walks the same number of levels. XGBoost sends a row
 left when `x < threshold` (missing values: the node's default direction) and numbers a
 node's right child one after its left, so the walk is one gather per level. Leaf values are
 added in float32, tree after tree, to the base score -- XGBoost's own order.
@@ -57,7 +58,10 @@ class TreeEnsemble:
         indptr = booster["model"].get("iteration_indptr")
         # iteration i's trees are trees[indptr[i]:indptr[i + 1]]
         self.iteration_indptr = np.asarray(indptr if indptr else range(len(trees) + 1), dtype=np.intp)
-        self._build(trees)
+        try:
+            self._build(trees)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise UnsupportedModel(f"malformed tree arrays ({type(exc).__name__}: {exc})") from None
 
     def _build(self, trees: list) -> None:
         left, feature, threshold, default_left, value, roots, depths = [], [], [], [], [], [], []
@@ -87,6 +91,7 @@ class TreeEnsemble:
         self._threshold = np.concatenate(threshold)
         self._default_left = np.concatenate(default_left)
         self._value = np.concatenate(value)
+        self._is_leaf = self._threshold == np.inf
         self._roots = np.asarray(roots, dtype=np.intp)
         self._depths = np.asarray(depths, dtype=np.intp)
         if self.n_features and int(self._feature.max()) >= self.n_features:
@@ -109,12 +114,13 @@ class TreeEnsemble:
         node = np.repeat(self._roots[t0:t1, None], n_rows, axis=1)     # (trees, rows)
         row_start = np.arange(n_rows, dtype=np.intp) * n_cols
         flat = X.ravel()
-        missing = bool(np.isnan(flat).any())
+        special = not bool(np.isfinite(flat).all())   # NaN (missing) or +-inf somewhere
         for _ in range(int(self._depths[t0:t1].max())):
             x = flat[self._feature[node] + row_start]
             right = ~(x < self._threshold[node])
-            if missing:
-                right &= ~(np.isnan(x) & self._default_left[node])
+            if special:
+                right &= ~(np.isnan(x) & self._default_left[node])   # missing: default direction
+                right &= ~self._is_leaf[node]                        # +inf must not leave a leaf
             node = self._left[node] + right
         leaves = self._value[node]
         leaves[0] += self.base_score

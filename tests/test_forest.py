@@ -24,12 +24,16 @@ def data():
 
 
 def _with_missing(X: np.ndarray) -> np.ndarray:
-    """Rows with NaN in the columns the trees split on most: the default directions decide."""
+    """Rows with NaN in the columns the trees split on most (the default directions decide)
+    and +-inf in others (ordinary values to XGBoost; +inf must not walk past a leaf)."""
     X = np.array(X, dtype=np.float32)
-    cols = np.argsort(-np.nanstd(X, axis=0))[:6]
+    cols = np.argsort(-np.nanstd(X, axis=0))[:8]
     X[::3, cols[0]] = np.nan
     X[1::4, cols[1:3]] = np.nan
-    X[2::5, cols[3:]] = np.nan
+    X[2::5, cols[3:6]] = np.nan
+    X[::2, cols[6]] = np.inf
+    X[1::3, cols[7]] = -np.inf
+    X[::7, 0] = np.inf          # column 0 is what a leaf reads
     return X
 
 
@@ -124,6 +128,10 @@ def test_what_numpy_does_not_evaluate_is_refused(change, match):
         TreeEnsemble(_tiny_model(**change))
     with pytest.raises(UnsupportedModel, match="not an XGBoost JSON model"):
         TreeEnsemble({"trees": []})
+    broken = _tiny_model()
+    del broken["learner"]["gradient_booster"]["model"]["trees"][0]["default_left"]
+    with pytest.raises(UnsupportedModel, match="malformed"):
+        TreeEnsemble(broken)
 
 
 def test_a_model_numpy_refuses_is_served_by_xgboost(data, tmp_path):

@@ -141,7 +141,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--cold-pool", action="store_true",
                    help="do not wait for Inductor's compile-worker pool before the timed compile (it "
                    "then starts racing the compile, as in a script's first torch.compile; by default "
-                   "every variant waits for it first and the wait is reported apart, `pool s`)")
+                   "every variant waits for it first and the wait is reported apart: `compile_pool_s` in results.json)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), interleaved; "
                    "the report gives the median and range over them (between-process noise on the H200 "
