@@ -64,13 +64,15 @@ class TreeEnsemble:
             raise UnsupportedModel(f"malformed tree arrays ({type(exc).__name__}: {exc})") from None
 
     def _build(self, trees: list) -> None:
-        left, feature, threshold, default_left, value, roots, depths = [], [], [], [], [], [], []
+        left, feature, threshold, default_left, value, is_leaf, roots, depths = [], [], [], [], [], [], [], []
         offset = 0
         for tree in trees:
             if any(int(t) != 0 for t in tree.get("split_type", [])) or tree.get("categories_nodes"):
                 raise UnsupportedModel(f"tree {tree.get('id')} has categorical splits")
             if int(tree.get("tree_param", {}).get("size_leaf_vector", 1)) > 1:
                 raise UnsupportedModel(f"tree {tree.get('id')} has vector leaves")
+            if int(tree.get("tree_param", {}).get("num_deleted", 0)) != 0:
+                raise UnsupportedModel(f"tree {tree.get('id')} has deleted nodes")
             lc = np.asarray(tree["left_children"], dtype=np.intp)
             rc = np.asarray(tree["right_children"], dtype=np.intp)
             cond = np.asarray(tree["split_conditions"], dtype=np.float32)
@@ -83,6 +85,7 @@ class TreeEnsemble:
             threshold.append(np.where(leaf, np.float32(np.inf), cond).astype(np.float32))
             default_left.append(np.where(leaf, True, np.asarray(tree["default_left"], dtype=bool)))
             value.append(np.where(leaf, cond, np.float32(0)).astype(np.float32))
+            is_leaf.append(leaf)
             roots.append(offset)
             depths.append(_depth(lc, rc))
             offset += len(lc)
@@ -91,7 +94,7 @@ class TreeEnsemble:
         self._threshold = np.concatenate(threshold)
         self._default_left = np.concatenate(default_left)
         self._value = np.concatenate(value)
-        self._is_leaf = self._threshold == np.inf
+        self._is_leaf = np.concatenate(is_leaf)
         self._roots = np.asarray(roots, dtype=np.intp)
         self._depths = np.asarray(depths, dtype=np.intp)
         if self.n_features and int(self._feature.max()) >= self.n_features:
