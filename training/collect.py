@@ -344,6 +344,17 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
     return run_supervised("kselect.training.collect", plan, gpu, os.environ, record_inflight, max_restarts)
 
 
+def supervise_all(plans: list, gpus: list, supervisor) -> list[int]:
+    """Run `supervisor(plan, gpu)` for each plan and its GPU at once (one worker per GPU);
+    each one's crash count, in plan order."""
+    if len(plans) == 1:
+        return [supervisor(plans[0], gpus[0])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(plans)) as pool:
+        return list(pool.map(lambda a: supervisor(*a), zip(plans, gpus)))
+
+
 def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),
             space: str = "sample:240", shard: str = "0/1", max_minutes: float = 0.0,
             gpus: list[int] | None = None, workloads: dict | None = None,
@@ -385,13 +396,7 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
                          precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1))
              for w, g in enumerate(gpus)]
     t0 = time.time()
-    if len(plans) == 1:
-        crashes = [supervise(plans[0], gpus[0])]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(len(plans)) as pool:
-            crashes = list(pool.map(lambda a: supervise(*a), zip(plans, gpus)))
+    crashes = supervise_all(plans, gpus, supervise)
     return {"problems": len(mine), "workers": len(plans), "crashes": sum(crashes),
             "seconds": time.time() - t0}
 

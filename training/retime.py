@@ -37,7 +37,7 @@ import pandas as pd
 from kselect.kernels.problem import Problem
 
 from .collect import (FAULT_ENV, CollectError, FaultInjector, inflight_path, parse_shard, plan_path,
-                      run_supervised, shard_problems)
+                      run_supervised, shard_problems, supervise_all)
 from .dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
@@ -297,13 +297,7 @@ def retime(data: str | Path, out: str | Path | None = None, *, top: int = 6, wit
                         fingerprint_id=fp["fingerprint_id"], device=device)
              for i, g in enumerate(gpus)]
     t0 = time.time()
-    if len(plans) == 1:
-        crashes = [_supervise(plans[0], gpus[0])]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(len(plans)) as pool:
-            crashes = list(pool.map(lambda a: _supervise(*a), zip(plans, gpus)))
+    crashes = supervise_all(plans, gpus, _supervise)
     have = DatasetDir(out).load(on_corrupt="skip")
     mine_done = have[have["problem_key"].isin(mine)]
     return {"shapes_planned": len(work), "shapes_done": int(mine_done["problem_key"].nunique()),
