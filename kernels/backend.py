@@ -81,8 +81,8 @@ class Backend(ABC):
 
     def config_features(self, candidate: Candidate) -> dict[str, float]:
         """Static knobs as numbers; absent knobs are 0 so every backend shares one schema."""
-        feats = {k: float(candidate.get(k, 0) or 0) for k in KNOBS}
-        return feats
+        kw = candidate.kwargs  # one dict, not one per knob (~2,400 candidates at first ranking)
+        return {k: float(kw.get(k, 0) or 0) for k in KNOBS}
 
 
 _REGISTRY: dict[str, type[Backend]] = {}

@@ -110,19 +110,28 @@ class _CandidateRegistry:
         self.index: dict = {}
         self.table = np.zeros((0, 1 + len(KNOB_COLUMNS)), dtype=np.float64)
 
-    def _add(self, c: Candidate) -> int:
-        if not isinstance(c, Candidate):
-            raise FeatureError(f"candidates must be kselect Candidates, got {type(c).__name__}")
-        kw = shared_knobs(c)
-        row = [_template_code(c.backend, c.template)] + [float(kw.get(k, 0) or 0) for k in KNOB_COLUMNS]
-        i = len(self.index)
-        if i >= self.table.shape[0]:
-            grown = np.zeros((max(1024, 2 * self.table.shape[0]), self.table.shape[1]))
-            grown[: self.table.shape[0]] = self.table
+    def _add_missing(self, idx: list, candidates: Sequence[Candidate]) -> list:
+        """Give every candidate without a row one (all new rows written in one block)."""
+        new: dict = {}   # key -> (row number, encoded row); a repeated candidate is added once
+        out = list(idx)
+        for j, (i, c) in enumerate(zip(idx, candidates)):
+            if i is not None:
+                continue
+            if not isinstance(c, Candidate):
+                raise FeatureError(f"candidates must be kselect Candidates, got {type(c).__name__}")
+            if c.key not in new:
+                kw = shared_knobs(c)
+                row = [_template_code(c.backend, c.template)] + [float(kw.get(k, 0) or 0) for k in KNOB_COLUMNS]
+                new[c.key] = (len(self.index) + len(new), row)
+            out[j] = new[c.key][0]
+        first, need = len(self.index), len(self.index) + len(new)
+        if need > self.table.shape[0]:
+            grown = np.zeros((max(1024, 2 * need), self.table.shape[1]))
+            grown[: first] = self.table[: first]
             self.table = grown
-        self.table[i] = row
-        self.index[c.key] = i
-        return i
+        self.table[first:need] = [row for _, row in new.values()]
+        self.index.update((key, i) for key, (i, _) in new.items())
+        return out
 
     def rows(self, candidates: Sequence[Candidate]) -> np.ndarray:
         get = self.index.get
@@ -132,7 +141,7 @@ class _CandidateRegistry:
             bad = next(c for c in candidates if not isinstance(c, Candidate))
             raise FeatureError(f"candidates must be kselect Candidates, got {type(bad).__name__}") from None
         if None in idx:
-            idx = [i if i is not None else self._add(c) for i, c in zip(idx, candidates)]
+            idx = self._add_missing(idx, candidates)
         return self.table[np.fromiter(idx, dtype=np.int64, count=len(idx))]
 
 
@@ -237,7 +246,9 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mappi
     remembers it (its matrix is copied, never written). Tile features of templates without
     tiles (ATen, decompose-k) are 0, never NaN.
     """
-    dtypes = np.unique(np.asarray(prob["dtype"]))
+    # sorted(set()), not np.unique: numpy 2's unique imports numpy.ma (~17 ms, once per process,
+    # inside the first decision's load)
+    dtypes = sorted(set(np.atleast_1d(np.asarray(prob["dtype"])).tolist()))
     consts = {d: device_constants(device, str(d)) for d in dtypes}
     base = consts[dtypes[0]]
     if len(dtypes) == 1:

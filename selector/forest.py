@@ -64,8 +64,8 @@ class TreeEnsemble:
             raise UnsupportedModel(f"malformed tree arrays ({type(exc).__name__}: {exc})") from None
 
     def _build(self, trees: list) -> None:
-        left, feature, threshold, default_left, value, is_leaf, roots, depths = [], [], [], [], [], [], [], []
-        offset = 0
+        """All trees as one set of node arrays (node ids offset per tree): a handful of numpy
+        calls over the whole forest, not a dozen per tree (load time is compile time)."""
         for tree in trees:
             if any(int(t) != 0 for t in tree.get("split_type", [])) or tree.get("categories_nodes"):
                 raise UnsupportedModel(f"tree {tree.get('id')} has categorical splits")
@@ -73,30 +73,35 @@ class TreeEnsemble:
                 raise UnsupportedModel(f"tree {tree.get('id')} has vector leaves")
             if int(tree.get("tree_param", {}).get("num_deleted", 0)) != 0:
                 raise UnsupportedModel(f"tree {tree.get('id')} has deleted nodes")
-            lc = np.asarray(tree["left_children"], dtype=np.intp)
-            rc = np.asarray(tree["right_children"], dtype=np.intp)
-            cond = np.asarray(tree["split_conditions"], dtype=np.float32)
-            leaf = lc < 0
-            if np.any(rc[~leaf] != lc[~leaf] + 1):
-                raise UnsupportedModel(f"tree {tree.get('id')} does not number right = left + 1")
-            nodes = np.arange(len(lc))
-            left.append(np.where(leaf, nodes, lc) + offset)
-            feature.append(np.where(leaf, 0, np.asarray(tree["split_indices"], dtype=np.intp)))
-            threshold.append(np.where(leaf, np.float32(np.inf), cond).astype(np.float32))
-            default_left.append(np.where(leaf, True, np.asarray(tree["default_left"], dtype=bool)))
-            value.append(np.where(leaf, cond, np.float32(0)).astype(np.float32))
-            is_leaf.append(leaf)
-            roots.append(offset)
-            depths.append(_depth(lc, rc))
-            offset += len(lc)
-        self._left = np.concatenate(left)
-        self._feature = np.concatenate(feature)
-        self._threshold = np.concatenate(threshold)
-        self._default_left = np.concatenate(default_left)
-        self._value = np.concatenate(value)
-        self._is_leaf = np.concatenate(is_leaf)
-        self._roots = np.asarray(roots, dtype=np.intp)
-        self._depths = np.asarray(depths, dtype=np.intp)
+        sizes = np.fromiter((len(t["left_children"]) for t in trees), dtype=np.intp, count=len(trees))
+        if any(len(t[k]) != n for t, n in zip(trees, sizes.tolist())
+               for k in ("right_children", "split_conditions", "split_indices", "default_left")):
+            raise UnsupportedModel("a tree's node arrays differ in length")
+        if not sizes.all():
+            raise UnsupportedModel("a tree has no nodes")
+        roots = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
+        offset = np.repeat(roots, sizes)                 # each node's tree offset
+
+        def joined(key, dtype):
+            return np.fromiter((v for t in trees for v in t[key]), dtype=dtype, count=int(sizes.sum()))
+
+        lc, rc = joined("left_children", np.intp), joined("right_children", np.intp)
+        cond = joined("split_conditions", np.float32)
+        leaf = lc < 0
+        if np.any(rc[~leaf] != lc[~leaf] + 1):
+            bad = int(np.searchsorted(roots, int(np.flatnonzero(~leaf & (rc != lc + 1))[0]), side="right")) - 1
+            raise UnsupportedModel(f"tree {trees[bad].get('id')} does not number right = left + 1")
+        if np.any(lc[~leaf] <= 0) or np.any(rc[~leaf] >= np.repeat(sizes, sizes)[~leaf]):
+            raise UnsupportedModel("a child index falls outside its tree")
+        nodes = np.arange(len(lc), dtype=np.intp)
+        self._left = np.where(leaf, nodes, lc + offset)   # a leaf points at itself
+        self._feature = np.where(leaf, 0, joined("split_indices", np.intp))
+        self._threshold = np.where(leaf, np.float32(np.inf), cond).astype(np.float32)
+        self._default_left = np.where(leaf, True, joined("default_left", np.intp).astype(bool))
+        self._value = np.where(leaf, cond, np.float32(0)).astype(np.float32)
+        self._is_leaf = leaf
+        self._roots = roots
+        self._depths = _depths(self._left, leaf, roots, sizes)
         if self.n_features and int(self._feature.max()) >= self.n_features:
             raise UnsupportedModel("a split names a feature beyond num_feature")
 
@@ -132,9 +137,16 @@ class TreeEnsemble:
         return np.add.accumulate(leaves, axis=0)[-1]
 
 
-def _depth(left: np.ndarray, right: np.ndarray) -> int:
-    """Levels from the root to the deepest leaf (parents precede children in XGBoost's order)."""
+def _depths(left: np.ndarray, leaf: np.ndarray, roots: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per tree, levels from the root to the deepest leaf: one level of the whole forest at a
+    time (`left`: global child ids, right = left + 1)."""
     depth = np.zeros(len(left), dtype=np.intp)
-    for i in np.flatnonzero(left >= 0):
-        depth[left[i]] = depth[right[i]] = depth[i] + 1
-    return int(depth.max())
+    level, d = roots, 0
+    while len(level):
+        level = level[~leaf[level]]
+        d += 1
+        level = np.concatenate((left[level], left[level] + 1))
+        depth[level] = d
+        if d > len(left):
+            raise UnsupportedModel("a tree's children do not descend (a cycle)")
+    return np.maximum.reduceat(depth, roots) if len(roots) else np.zeros(0, dtype=np.intp)

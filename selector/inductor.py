@@ -341,7 +341,8 @@ class Selector:
         keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
         record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
-                  "wall_ms": wall_ms, "method": got.method,
+                  "wall_ms": wall_ms, "method": got.method, "compiled_in": got.compiled_in,
+                  "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
                   "dropped": {keys[i]: why for i, why in got.dropped.items()},
                   "stats": {keys[i]: st for i, st in got.stats.items()}}
         if saving_ms:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -43,6 +44,8 @@ class Measured:
     dropped: dict[int, str] = field(default_factory=dict)
     method: str = ""
     stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
+    compiled_in: str = ""     # where the templates compiled: workers, threads, mixed, none
+    phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
 
     @property
     def best(self) -> int:
@@ -157,37 +160,114 @@ def _runner(choice, ops: Operands):
     return choice.bmreq.make_run_fn(*ops.bases, out=out)
 
 
-def _precompile(choices) -> dict[int, str]:
-    """Compile the kept templates in parallel (as Inductor's precompile does); {index: why failed}."""
-    todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
-    failed: dict[int, str] = {}
-    if not todo:
-        return failed
-    with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
-        futures = {i: pool.submit(choices[i].precompile) for i in todo}
-    for i, fut in futures.items():
-        exc = fut.exception()
-        if exc is not None:
-            failed[i] = f"compile failed: {type(exc).__name__}: {str(exc)[:200]}"
-    return failed
+def _worker_submit():
+    """Inductor's compile-worker pool (`AsyncCompile().triton`) when its processes are up, else
+    None: stock max-autotune precompiles Triton templates there too. A kept set then compiles in
+    parallel in warm processes instead of threads of this one, which share its GIL with the
+    Triton front end -- and this thread meanwhile makes the operands and runs ATen."""
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+
+        return AsyncCompile().triton if AsyncCompile.use_process_pool() else None
+    except Exception as exc:  # noqa: BLE001 -- an older/newer torch: compile in threads here
+        log.debug("kselect verify: no compile-worker pool (%s); compiling in threads", exc)
+        return None
+
+
+def _worker_future(submit, choice):
+    """A future for `choice` compiling in a worker, or None (not a GPU Triton template, no pool,
+    or the submission failed: it then compiles in this process, as before)."""
+    bmreq = getattr(choice, "bmreq", None)
+    if submit is None or type(bmreq).__name__ != "TritonGPUBenchmarkRequest":
+        return None
+    try:
+        with open(bmreq.module_path) as f:
+            source = f.read()
+        got = submit(kernel_name=bmreq.kernel_name, source_code=source)
+    except Exception as exc:  # noqa: BLE001 -- compile it here instead
+        log.debug("kselect verify: worker compile of %s not submitted: %s", bmreq.kernel_name, exc)
+        return None
+    return getattr(got, "future", None)  # None: already compiled (Inductor's in-memory cache)
+
+
+class Compiles:
+    """The kept templates compiling in the background (start at once, `wait()` before running
+    one): in Inductor's compile workers when they are up, then loaded here from Triton's cache;
+    otherwise compiled in threads here, as Inductor's own precompile does without workers."""
+
+    def __init__(self, choices):
+        self.todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
+        self.where = "none"
+        self.failed: dict[int, str] = {}
+        self._futures: dict = {}
+        self._pool = None
+        if not self.todo:
+            return
+        submit = _worker_submit()
+        in_workers = {i: _worker_future(submit, choices[i]) for i in self.todo}
+        n_workers = sum(f is not None for f in in_workers.values())
+        self.where = "workers" if n_workers == len(self.todo) else ("mixed" if n_workers else "threads")
+
+        def compile_and_load(i):
+            if in_workers[i] is not None:
+                try:
+                    in_workers[i].result()
+                except Exception as exc:  # noqa: BLE001 -- a worker fault is not the kernel's: retry here
+                    log.debug("kselect verify: worker compile of choice %d failed (%s); compiling here", i, exc)
+            choices[i].precompile()  # a Triton cache hit when a worker compiled it; raises a real error
+
+        self._pool = ThreadPoolExecutor(max_workers=min(8, len(self.todo)))
+        self._futures = {i: self._pool.submit(compile_and_load, i) for i in self.todo}
+
+    def wait(self) -> dict[int, str]:
+        """Block until every compile ended; {index: why it failed}. Idempotent."""
+        if self._pool is not None:
+            for i, fut in self._futures.items():
+                exc = fut.exception()
+                if exc is not None:
+                    self.failed[i] = f"compile failed: {type(exc).__name__}: {str(exc)[:200]}"
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        return dict(self.failed)
 
 
 def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7) -> Measured:
-    """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot."""
+    """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
+
+    The templates compile (Compiles) while the operands are made and the extern choices (ATen,
+    the reference) run; `phases_ms` records where the wall time went."""
     import torch
 
     _check_runnable(choices)
-    dropped = _precompile(choices)
-    sets = _operand_sets(choices, device_type)
+    t = [time.perf_counter()]
+    phases: dict[str, float] = {}
+
+    def lap(name):
+        t.append(time.perf_counter())
+        phases[name] = phases.get(name, 0.0) + (t[-1] - t[-2]) * 1e3
+
+    compiles = Compiles(choices)
+    dropped: dict[int, str] = {}
     cuda = device_type == "cuda"
-    # Inductor's run functions bind the current stream when made: make them on our side stream.
-    stream = torch.cuda.Stream() if cuda else None
-    if cuda:
-        stream.wait_stream(torch.cuda.current_stream())
+    # externs (ATen: the reference) first: they need no compile and run while templates compile
+    order = sorted(range(len(choices)), key=lambda i: not _is_extern(choices[i]))
     results, runners = {}, {}
     try:
+        sets = _operand_sets(choices, device_type)
+        # Inductor's run functions bind the current stream when made: make them on our side stream.
+        stream = torch.cuda.Stream() if cuda else None
+        if cuda:
+            stream.wait_stream(torch.cuda.current_stream())
+        lap("operands")
+        waited = False
         with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
-            for i, c in enumerate(choices):
+            for i in order:
+                c = choices[i]
+                if not waited and not _is_extern(c):
+                    lap("reference")
+                    dropped.update(compiles.wait())
+                    waited = True
+                    lap("compile_wait")
                 if i in dropped:
                     continue
                 try:
@@ -200,9 +280,15 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
                 except Exception as exc:  # noqa: BLE001 -- a choice that cannot run is dropped, not picked
                     dropped[i] = f"run failed: {type(exc).__name__}: {str(exc)[:200]}"
                     runners.pop(i, None)
-        return _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                               target_ms, replays)
+        lap("first_runs")
+        got = _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
+                              target_ms, replays)
+        lap("timing")
+        got.compiled_in = compiles.where
+        got.phases_ms = phases
+        return got
     finally:
+        compiles.wait()  # never leave a compile running behind (an early error)
         for c in choices:
             cleanup = getattr(getattr(c, "bmreq", None), "cleanup_run_fn", None)
             if cleanup is not None and not _is_extern(c):

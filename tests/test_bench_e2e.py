@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -18,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 from kselect.training import bench_e2e as be  # noqa: E402
 from kselect.training.cli import main  # noqa: E402
-from kselect.training.llama import PRESETS, build  # noqa: E402
+from kselect.training.llama import PRESETS, build, preset  # noqa: E402
 
 TINY = ["--device", "cpu", "--model", "tiny", "--dtype", "fp32", "--batch", "2", "--seq", "16",
         "--steps", "3", "--warmup", "1"]
@@ -124,6 +125,8 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "unknown workload 'serve'" in capsys.readouterr().err
     assert main(base + ["--model", "llama9"]) == 2
     assert "unknown model preset 'llama9'" in capsys.readouterr().err
+    assert main(base + ["--model", "llama3-8b-40l"]) == 2
+    assert "llama3-8b has 1 to 32 layers, not 40" in capsys.readouterr().err
     assert main(base + ["--seq", "4096"]) == 2
     assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
     assert main(base + ["--aten-margin", "-0.5"]) == 2
@@ -184,6 +187,8 @@ def test_llama_kv_cache_prefill_and_decode_match_the_full_forward():
     cfg = PRESETS["llama3-8b-2l"]
     assert (cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate, cfg.vocab, cfg.layers) == \
         (4096, 32, 8, 14336, 128256, 2)
+    deep = preset("llama3-8b-8l")   # N of the 32 layers, by name
+    assert deep.layers == 8 and replace(deep, layers=2, name="", note="") == replace(cfg, name="", note="")
     assert sum(p.numel() for p in model.parameters()) == model.cfg.n_params()
 
 

@@ -108,7 +108,8 @@ def add_parser(bench_subparsers) -> None:
         "e2e", help="Llama-style training step, prefill and decode under each variant",
         description=__doc__.split("\n\n")[0])
     p.add_argument("--model", help="model preset (training/llama.py PRESETS: llama3-8b-2l, llama3-8b-1l, "
-                   "llama3-8b-1l-v32k, tiny; default llama3-8b-1l on cuda, tiny on cpu)")
+                   "llama3-8b-1l-v32k, tiny, or llama3-8b-<N>l for N of the 32 layers; default "
+                   "llama3-8b-1l on cuda, tiny on cpu)")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on cuda, fp32 on cpu")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default cuda when available")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of "
@@ -568,8 +569,8 @@ def selector_picks(selector) -> dict:
     return {"picks": final, "picks_by_template": by_template,
             "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
             "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
-            "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "epilogue_saving_ms",
-                                                 "bare_winner") if k in m} for m in measured]}
+            "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
+                                                 "epilogue_saving_ms", "bare_winner") if k in m} for m in measured]}
 
 
 def measure(spec: dict, res: dict, save) -> None:

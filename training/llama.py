@@ -12,6 +12,7 @@ decode (one token at `pos`) writes slot `pos` and attends over slots [0, pos].
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import torch
@@ -66,11 +67,25 @@ PRESETS: dict[str, LlamaConfig] = {c.name: c for c in (
 )}
 
 
+LAYERED = re.compile(r"^(llama3-8b)-(\d+)l$")   # llama3-8b-<N>l: N of the model's layers
+PUBLIC_LAYERS = {"llama3-8b": 32}                 # num_hidden_layers of the public config
+
+
 def preset(name: str) -> LlamaConfig:
-    try:
+    """A named preset, or `llama3-8b-<N>l` for N of Llama-3-8B's 32 layers (full vocab): fixed
+    costs of a compile (a model load, one measured GEMM) shrink beside a deeper graph's, whose
+    GEMM shapes repeat per layer, so the bench can show both ends."""
+    if name in PRESETS:
         return PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown model preset {name!r}; known: {', '.join(PRESETS)}") from None
+    m = LAYERED.match(name)
+    if m:
+        layers, total = int(m.group(2)), PUBLIC_LAYERS[m.group(1)]
+        if not 1 <= layers <= total:
+            raise ValueError(f"model preset {name!r}: {m.group(1)} has 1 to {total} layers, not {layers}")
+        return _from_public(m.group(1), layers, f"Llama-3-8B layers, {layers} of its {total} layers, full vocab",
+                            name=name)
+    raise ValueError(f"unknown model preset {name!r}; known: {', '.join(PRESETS)}, or llama3-8b-<N>l "
+                     "(N = 1..32 layers)")
 
 
 class RMSNorm(nn.Module):
