@@ -52,15 +52,16 @@ def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(s), q[-1]
 
 
-def warm_gpu(ms: float = 200.0) -> None:
-    """Run matrix work for ~`ms` so clocks leave their idle state before timing."""
+def warm_gpu(ms: float = 200.0, until: Callable[[], bool] | None = None) -> None:
+    """Run matrix work for ~`ms` so clocks leave their idle state before timing; with `until`,
+    also for as long as it returns False (keep the GPU busy while kernels compile)."""
     import time
 
     import torch
 
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
+    while time.perf_counter() < end or (until is not None and not until()):
         for _ in range(10):
             x @ x
         torch.cuda.synchronize()

@@ -21,6 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from kselect.kernels.timing import warm_gpu
+
 log = logging.getLogger("kselect.selector")
 
 MAX_ROTATION_BYTES = 1 << 30      # operand copies for L2-cold timing, at most this much memory
@@ -44,7 +46,7 @@ class Measured:
     dropped: dict[int, str] = field(default_factory=dict)
     method: str = ""
     stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
-    compiled_in: str = ""     # where the templates compiled: workers, threads, mixed, none
+    compiled_in: str = ""     # where the templates compiled: threads (here), none
     phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
 
     @property
@@ -160,64 +162,25 @@ def _runner(choice, ops: Operands):
     return choice.bmreq.make_run_fn(*ops.bases, out=out)
 
 
-def _worker_submit():
-    """Inductor's compile-worker pool (`AsyncCompile().triton`) when its processes are up, else
-    None: stock max-autotune precompiles Triton templates there too. A kept set then compiles in
-    parallel in warm processes instead of threads of this one, which share its GIL with the
-    Triton front end -- and this thread meanwhile makes the operands and runs ATen."""
-    try:
-        from torch._inductor.async_compile import AsyncCompile
-
-        return AsyncCompile().triton if AsyncCompile.use_process_pool() else None
-    except Exception as exc:  # noqa: BLE001 -- an older/newer torch: compile in threads here
-        log.debug("kselect verify: no compile-worker pool (%s); compiling in threads", exc)
-        return None
-
-
-def _worker_future(submit, choice):
-    """A future for `choice` compiling in a worker, or None (not a GPU Triton template, no pool,
-    or the submission failed: it then compiles in this process, as before)."""
-    bmreq = getattr(choice, "bmreq", None)
-    if submit is None or type(bmreq).__name__ != "TritonGPUBenchmarkRequest":
-        return None
-    try:
-        with open(bmreq.module_path) as f:
-            source = f.read()
-        got = submit(kernel_name=bmreq.kernel_name, source_code=source)
-    except Exception as exc:  # noqa: BLE001 -- compile it here instead
-        log.debug("kselect verify: worker compile of %s not submitted: %s", bmreq.kernel_name, exc)
-        return None
-    return getattr(got, "future", None)  # None: already compiled (Inductor's in-memory cache)
-
-
 class Compiles:
-    """The kept templates compiling in the background (start at once, `wait()` before running
-    one): in Inductor's compile workers when they are up, then loaded here from Triton's cache;
-    otherwise compiled in threads here, as Inductor's own precompile does without workers."""
+    """The kept templates compiling in threads of this process (start at once, `wait()` before
+    running one), as Inductor's own precompile does, while the caller makes the operands, runs
+    ATen and warms the GPU.
+
+    Not in Inductor's compile-worker processes, as stock max-autotune does for its 20+
+    templates: for verify's 1-4 the workers were slower on the H200 (reports/h200-session11:
+    lm_head's 4 templates waited 1.26-1.32 s for the workers, where the whole measurement in
+    threads, timing included, had taken 0.86 s in the tenth session)."""
 
     def __init__(self, choices):
         self.todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
-        self.where = "none"
+        self.where = "threads" if self.todo else "none"
         self.failed: dict[int, str] = {}
-        self._futures: dict = {}
-        self._pool = None
-        if not self.todo:
-            return
-        submit = _worker_submit()
-        in_workers = {i: _worker_future(submit, choices[i]) for i in self.todo}
-        n_workers = sum(f is not None for f in in_workers.values())
-        self.where = "workers" if n_workers == len(self.todo) else ("mixed" if n_workers else "threads")
+        self._pool = ThreadPoolExecutor(max_workers=min(8, len(self.todo))) if self.todo else None
+        self._futures = {i: self._pool.submit(choices[i].precompile) for i in self.todo}
 
-        def compile_and_load(i):
-            if in_workers[i] is not None:
-                try:
-                    in_workers[i].result()
-                except Exception as exc:  # noqa: BLE001 -- a worker fault is not the kernel's: retry here
-                    log.debug("kselect verify: worker compile of choice %d failed (%s); compiling here", i, exc)
-            choices[i].precompile()  # a Triton cache hit when a worker compiled it; raises a real error
-
-        self._pool = ThreadPoolExecutor(max_workers=min(8, len(self.todo)))
-        self._futures = {i: self._pool.submit(compile_and_load, i) for i in self.todo}
+    def done(self) -> bool:
+        return all(f.done() for f in self._futures.values())
 
     def wait(self) -> dict[int, str]:
         """Block until every compile ended; {index: why it failed}. Idempotent."""
@@ -234,8 +197,8 @@ class Compiles:
 def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7) -> Measured:
     """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
 
-    The templates compile (Compiles) while the operands are made and the extern choices (ATen,
-    the reference) run; `phases_ms` records where the wall time went."""
+    The templates compile (Compiles) while the operands are made, the extern choices (ATen,
+    the reference) run and the GPU warms up; `phases_ms` records where the wall time went."""
     import torch
 
     _check_runnable(choices)
@@ -265,9 +228,11 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
                 c = choices[i]
                 if not waited and not _is_extern(c):
                     lap("reference")
+                    if cuda:  # the GPU idles meanwhile and its clocks drop: keep it busy
+                        warm_gpu(WARM_MS, until=compiles.done)
                     dropped.update(compiles.wait())
                     waited = True
-                    lap("compile_wait")
+                    lap("compile_wait")   # the GPU warm-up included
                 if i in dropped:
                     continue
                 try:
@@ -282,7 +247,7 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
                     runners.pop(i, None)
         lap("first_runs")
         got = _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                              target_ms, replays)
+                              target_ms, replays, warmed=waited and cuda)
         lap("timing")
         got.compiled_in = compiles.where
         got.phases_ms = phases
@@ -299,8 +264,9 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
 
 
 def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                    target_ms, replays) -> Measured:
-    """Drop choices whose result differs from ATen's, time the rest."""
+                    target_ms, replays, warmed: bool = False) -> Measured:
+    """Drop choices whose result differs from ATen's, time the rest (warming the GPU first
+    unless it was kept busy while the templates compiled)."""
     from kselect.kernels.operands import TOLERANCE, relative_error
     from kselect.kernels.timing import time_runners
 
@@ -315,9 +281,7 @@ def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stre
             runners.pop(i, None)
     ms = [math.inf] * len(choices)
     method, stats = "", {}
-    if device_type == "cuda" and runners:
-        from kselect.kernels.timing import warm_gpu
-
+    if device_type == "cuda" and runners and not warmed:
         warm_gpu(WARM_MS)
     for i, rs in runners.items():
         t = time_runners(rs, target_ms=target_ms, replays=replays, device=device_type, stream=stream)

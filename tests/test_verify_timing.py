@@ -12,8 +12,7 @@ from kselect.selector.verify_timing import Compiles  # noqa: E402
 
 
 class _Template:
-    """A kept choice whose compile blocks until released (no bmreq: not a GPU Triton template,
-    so it compiles in a thread here, the path every CPU and pool-less compile takes)."""
+    """A kept choice whose compile blocks until released."""
 
     def __init__(self, release: threading.Event, error: str | None = None):
         self.release, self.error = release, error
@@ -34,14 +33,14 @@ def test_templates_compile_in_the_background_and_failures_are_reported():
     assert compiles.where == "threads" and compiles.todo == [0, 1]
     # both compiles are under way while the caller goes on
     assert ok.started.wait(10) and bad.started.wait(10)
-    assert not ok.compiled
+    assert not ok.compiled and not compiles.done()
     release.set()
     failed = compiles.wait()
-    assert ok.compiled
+    assert ok.compiled and compiles.done()
     assert list(failed) == [1] and "RuntimeError: ptxas: out of registers" in failed[1]
     assert compiles.wait() == failed   # idempotent: measure() waits again on its way out
 
 
 def test_nothing_to_compile_starts_nothing():
     compiles = Compiles([object(), object()])   # no precompile: nothing to compile
-    assert compiles.where == "none" and compiles.todo == [] and compiles.wait() == {}
+    assert compiles.where == "none" and compiles.todo == [] and compiles.done() and compiles.wait() == {}
