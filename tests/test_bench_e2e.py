@@ -325,3 +325,28 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
         be.configure({**spec, "variant": "default"})  # the stock variants keep Inductor's backends
         assert config.max_autotune_gemm_backends == "ATEN,TRITON"
+
+
+def test_half_precision_results_are_judged_against_an_fp32_run_too():
+    """Beyond the tolerance vs eager, a bf16 result still passes when it is no further from an
+    fp32 run of the same weights than 3x eager's own error (+ tol/10): PyTorch's accuracy rule."""
+    assert be.judge(0.03, 0.02) == {"rel_err": 0.03, "tol": 0.02, "ok": False}
+    v = be.judge(0.03, 0.02, err_vs_ref=0.05, eager_err_vs_ref=0.02)
+    assert v["ok"] and v["fp32_bound"] == pytest.approx(3 * 0.02 + 0.002)
+    assert not be.judge(0.03, 0.02, err_vs_ref=0.07, eager_err_vs_ref=0.02)["ok"]
+    assert be.judge(0.01, 0.02, err_vs_ref=0.9, eager_err_vs_ref=0.0)["ok"]   # within tol of eager
+    # the real paths on the tiny model in bf16, "compiled" = eager itself: errors vs eager 0,
+    # and both runs exactly as far from the fp32 copy
+    spec = {"seed": 0, "batch": 2, "seq": 8, "rtol": 2e-2, "steps": 2, "warmup": 0}
+    for run in (be.run_decode, be.run_train):
+        res: dict = {}
+        run(build("tiny", dtype=torch.bfloat16), spec, res, lambda: None, lambda fn: fn)
+        c = res["correctness"]
+        assert c["ok"] and c["rel_err"] == 0.0, (run.__name__, c)
+        assert 0 < c["rel_err_vs_fp32"] == c["eager_rel_err_vs_fp32"] < 0.05, (run.__name__, c)
+        assert c["fp32_bound"] == pytest.approx(3 * c["eager_rel_err_vs_fp32"] + 2e-3)
+    # an fp32 model needs no anchor
+    res = {}
+    be.run_decode(build("tiny", dtype=torch.float32), {**spec, "rtol": 1e-4}, res, lambda: None, lambda fn: fn)
+    assert res["correctness"] == {"what": "last-position logits vs eager (relative norm)",
+                                  "rel_err": 0.0, "tol": 1e-4, "ok": True}

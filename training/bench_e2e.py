@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 
 WORKLOADS = ("train", "prefill", "decode")
 TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2, "fp32": 1e-4}   # relative-norm error vs eager
+# bf16/fp16: a result further than the tolerance from eager's is still correct when it is no
+# further from an fp32 run of the same weights and inputs than REF_MULTIPLIER x eager's own
+# error (+ tol/10): a deeper graph drifts from eager by rounding alone (plain torch.compile of
+# 8 Llama-3-8B layers: 2.2e-2, eleventh session). The rule and the 3 are PyTorch's own
+# accuracy check's for half dtypes (torch._dynamo.utils.same, against an fp64 reference).
+REF_MULTIPLIER = 3.0
 VERIFY_COMPILE_VS_PLAIN = 1.25
 PREDICT_COMPILE_VS_PLAIN = 1.05
 MAX_AUTOTUNE = "max-autotune-no-cudagraphs"
@@ -319,7 +325,8 @@ def describe(r: dict) -> str:
                      f"{g['cache_hits']} cache hits" + (f", {tuning:.1f} s tuning)" if tuning else ")"))
     c = r.get("correctness") or {}
     if c:
-        parts.append(f"{'correct' if c['ok'] else 'WRONG'} (rel err {c['rel_err']:.1e}, tol {c['tol']:.0e})")
+        parts.append(f"{'correct' if c['ok'] else 'WRONG'} (rel err {c['rel_err']:.1e}, tol {c['tol']:.0e})"
+                     + _anchor_note(c))
     if r["status"] != "ok":
         parts.append(f"{r['status'].upper()}: {r.get('error', '')}"[:300])
     return "; ".join(parts) or r["status"]
@@ -754,6 +761,51 @@ def _record(res, save, timing: dict, tokens_per_step: int) -> None:
     save()
 
 
+def fp32_copy(model):
+    """An fp32 copy of a half-precision model (the same, rounded, weights), else None."""
+    import copy
+
+    import torch
+
+    if model.embed.weight.dtype not in (torch.bfloat16, torch.float16):
+        return None
+    return copy.deepcopy(model).float()
+
+
+def judge(err_vs_eager: float, tol: float, err_vs_ref: float | None = None,
+          eager_err_vs_ref: float | None = None) -> dict:
+    """The correctness verdict: within `tol` of eager, or (half dtypes, with an fp32 reference)
+    no further from the reference than REF_MULTIPLIER x eager's own error + tol/10."""
+    out = {"rel_err": err_vs_eager, "tol": tol, "ok": err_vs_eager <= tol}
+    if err_vs_ref is not None and eager_err_vs_ref is not None:
+        bound = REF_MULTIPLIER * eager_err_vs_ref + tol / 10
+        out.update({"rel_err_vs_fp32": err_vs_ref, "eager_rel_err_vs_fp32": eager_err_vs_ref,
+                    "fp32_bound": bound, "ok": out["ok"] or err_vs_ref <= bound})
+    return out
+
+
+def _anchor_note(c: dict) -> str:
+    """How a result beyond the tolerance vs eager was judged (the fp32 anchor), else ''."""
+    if "rel_err_vs_fp32" not in c or c["rel_err"] <= c["tol"]:
+        return ""
+    return (f" (vs fp32 {c['rel_err_vs_fp32']:.1e}, eager's {c['eager_rel_err_vs_fp32']:.1e}, "
+            f"bound {c['fp32_bound']:.1e})")
+
+
+def _return_gpu_memory() -> None:
+    """Give the fp32 reference's freed blocks back, so the timed steps run as without it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _global_rel_err(got: list, want: list) -> float:
+    num = sum(float((g.float() - w.float()).norm() ** 2) for g, w in zip(got, want))
+    den = sum(float(w.float().norm() ** 2) for w in want)
+    return math.sqrt(num / max(den, 1e-60))
+
+
 def run_train(model, spec, res, save, compile_fn) -> None:
     """Compiled forward + loss (+ its compiled backward), eager AdamW; checked on step 1."""
     import torch
@@ -777,6 +829,14 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     grads_e = [p.grad.detach().clone() for p in params]
     for p in params:
         p.grad = None
+    ref = None   # (loss, grads) of an fp32 copy: the anchor for half-precision drift
+    model32 = fp32_copy(model)
+    if model32 is not None:
+        loss32 = F.cross_entropy(model32(tokens).flatten(0, 1).float(), targets.flatten())
+        loss32.backward()
+        ref = (float(loss32.detach()), [p.grad.detach() for p in model32.parameters()])
+        del model32, loss32
+        _return_gpu_memory()
     opt = torch.optim.AdamW(params, lr=1e-5, **({"fused": True} if device.type == "cuda" else {}))
     compiled = compile_fn(loss_fn)
 
@@ -793,17 +853,24 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     res["compile_phases"] = compile_phases()
     save()
     grads_c = [torch.zeros_like(g) if p.grad is None else p.grad for p, g in zip(params, grads_e)]
-    num = sum(float((c.float() - g.float()).norm() ** 2) for c, g in zip(grads_c, grads_e))
-    den = sum(float(g.float().norm() ** 2) for g in grads_e)
-    grad_err = math.sqrt(num / max(den, 1e-60))
+    grad_err = _global_rel_err(grads_c, grads_e)
     worst = max(relative_error(c, g) for c, g in zip(grads_c, grads_e))
-    del grads_e, grads_c
-    loss_err = abs(float(loss_c) - float(loss_e)) / max(abs(float(loss_e)), 1e-30)
-    err = max(loss_err, grad_err)
+
+    def loss_rel(a, b):
+        return abs(float(a) - float(b)) / max(abs(float(b)), 1e-30)
+
+    loss_err = loss_rel(loss_c, loss_e)
+    vs_ref = eager_vs_ref = None
+    if ref is not None:   # step 1's gradients (the optimizer has not touched them)
+        vs_ref = max(loss_rel(loss_c, ref[0]), _global_rel_err(grads_c, ref[1]))
+        eager_vs_ref = max(loss_rel(loss_e, ref[0]), _global_rel_err(grads_e, ref[1]))
+    del grads_e, grads_c, ref
+    _return_gpu_memory()
     res["correctness"] = {"what": "step-1 loss and gradients (global relative norm) vs eager",
-                          "rel_err": err, "loss_rel_err": loss_err, "grad_rel_err": grad_err,
+                          **judge(max(loss_err, grad_err), spec["rtol"], vs_ref, eager_vs_ref),
+                          "loss_rel_err": loss_err, "grad_rel_err": grad_err,
                           "grad_rel_err_worst_tensor": worst, "loss_eager": float(loss_e),
-                          "loss_compiled": float(loss_c), "tol": spec["rtol"], "ok": err <= spec["rtol"]}
+                          "loss_compiled": float(loss_c)}
     save()
     _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"]), spec["batch"] * spec["seq"])
 
@@ -854,15 +921,22 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         return model(t, c, pos, last_only=True)
 
     with torch.no_grad():
+        ref, model32 = None, fp32_copy(model)
+        if model32 is not None:   # an fp32 run on fp32 copies of the same caches
+            caches32 = [(k.float(), v.float()) for k, v in caches]
+            ref = model32(tokens, caches32, pos, last_only=True)
+            del model32, caches32
+            _return_gpu_memory()
         want, res["eager_first_s"] = timed_call(lambda: fn(tokens, caches), device)
         compiled = compile_fn(fn)
         with compile_profile(spec):
             got, first = timed_call(lambda: compiled(tokens, caches), device)
         res["compile_s"] = round(first, 3)
         res["compile_phases"] = compile_phases()
-        err = relative_error(got, want)
-        res["correctness"] = {"what": "last-position logits vs eager (relative norm)", "rel_err": err,
-                              "tol": spec["rtol"], "ok": err <= spec["rtol"]}
+        anchored = (relative_error(got, ref), relative_error(want, ref)) if ref is not None else (None, None)
+        res["correctness"] = {"what": "last-position logits vs eager (relative norm)",
+                              **judge(relative_error(got, want), spec["rtol"], *anchored)}
+        del ref
         save()
         timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
         _record(res, save, timing, tokens_per_step)
@@ -949,7 +1023,7 @@ def table(runs: list[dict], workload: str) -> list[str]:
                 if r.get("step_ms") is not None else "-")
         g = r.get("gemms") or {}
         c = r.get("correctness") or {}
-        check = "-" if not c else f"{'ok' if c['ok'] else 'WRONG'} {c['rel_err']:.1e}"
+        check = "-" if not c else f"{'ok' if c['ok'] else 'WRONG'} {c['rel_err']:.1e}" + _anchor_note(c)
         tuned = f"{g['benchmarked']} (+{g['cache_hits']})" if g else "-"
         tuning = _fmt((r.get("gemm_tuning") or {}).get("total_s"), ".1f")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {str(r.get('error', ''))[:120]}"
@@ -1037,7 +1111,10 @@ def render(report: dict) -> str:
              *(["- **every compile ran under cProfile** (`--profile-compile`): compile s and its phases "
                 "are inflated; the profiles are `logs/<workload>-<variant>.prof` (+ `.prof.txt`)"]
                if s.get("profile_compile") else []),
-             f"- tolerance vs eager: relative-norm error <= {s['rtol']:g}"
+             f"- tolerance vs eager: relative-norm error <= {s['rtol']:g}; bf16/fp16 results "
+             f"beyond it still pass when no further from an fp32 run of the same weights than "
+             f"{REF_MULTIPLIER:g}x eager's own error + tol/10 (PyTorch's accuracy rule for half "
+             f"dtypes: rounding alone makes a deep graph drift from eager)"
              + (", freezing on for prefill/decode" if s["freezing"] else ""), ""]
     if "exhaustive" in s["variants"] and s["exhaustive_model"] != s["model"]:
         lines += [f"**EXHAUSTIVE runs use the smaller model `{s['exhaustive_model']}` "
