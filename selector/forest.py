@@ -101,7 +101,7 @@ class TreeEnsemble:
         self._value = np.where(leaf, cond, np.float32(0)).astype(np.float32)
         self._is_leaf = leaf
         self._roots = roots
-        self._depths = _depths(self._left, leaf, roots, sizes)
+        self._depths = _depths(self._left, leaf, roots)
         if self.n_features and int(self._feature.max()) >= self.n_features:
             raise UnsupportedModel("a split names a feature beyond num_feature")
 
@@ -137,7 +137,7 @@ class TreeEnsemble:
         return np.add.accumulate(leaves, axis=0)[-1]
 
 
-def _depths(left: np.ndarray, leaf: np.ndarray, roots: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def _depths(left: np.ndarray, leaf: np.ndarray, roots: np.ndarray) -> np.ndarray:
     """Per tree, levels from the root to the deepest leaf: one level of the whole forest at a
     time (`left`: global child ids, right = left + 1)."""
     depth = np.zeros(len(left), dtype=np.intp)
@@ -149,4 +149,4 @@ def _depths(left: np.ndarray, leaf: np.ndarray, roots: np.ndarray, sizes: np.nda
         depth[level] = d
         if d > len(left):
             raise UnsupportedModel("a tree's children do not descend (a cycle)")
-    return np.maximum.reduceat(depth, roots) if len(roots) else np.zeros(0, dtype=np.intp)
+    return np.maximum.reduceat(depth, roots)   # trees are contiguous, none empty

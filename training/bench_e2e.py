@@ -815,8 +815,10 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     tokens = _tokens(spec, model.cfg.vocab, spec["seq"], device)
     targets = _tokens(spec, model.cfg.vocab, spec["seq"], device, offset=1)
 
-    def loss_fn(t, y):
-        return F.cross_entropy(model(t).flatten(0, 1).float(), y.flatten())
+    def loss_of(m):
+        return lambda t, y: F.cross_entropy(m(t).flatten(0, 1).float(), y.flatten())
+
+    loss_fn = loss_of(model)
 
     params = list(model.parameters())
 
@@ -832,7 +834,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     ref = None   # (loss, grads) of an fp32 copy: the anchor for half-precision drift
     model32 = fp32_copy(model)
     if model32 is not None:
-        loss32 = F.cross_entropy(model32(tokens).flatten(0, 1).float(), targets.flatten())
+        loss32 = loss_of(model32)(tokens, targets)
         loss32.backward()
         ref = (float(loss32.detach()), [p.grad.detach() for p in model32.parameters()])
         del model32, loss32
@@ -1228,8 +1230,9 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
                     "compile_s": statistics.median(compiles), "step_ms_samples": steps,
                     "compile_s_samples": compiles,
                     "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
-                    "correctness": {**ok[0]["correctness"], "ok": all(r["correctness"]["ok"] for r in ok),
-                                    "rel_err": max(r["correctness"]["rel_err"] for r in ok)}})
+                    # the worst process's verdict and numbers (its fp32 anchor, if any, with them)
+                    "correctness": {**max((r["correctness"] for r in ok), key=lambda c: c["rel_err"]),
+                                    "ok": all(r["correctness"]["ok"] for r in ok)}})
         phases = [r["compile_phases"] for r in ok if r.get("compile_phases")]
         if phases:
             row["compile_phases"] = {k: statistics.median(p.get(k, 0.0) for p in phases)
