@@ -205,6 +205,10 @@ def test_cpu_freezing_counts_benchmarked_gemms_and_cache_hits_and_kselect_falls_
     assert (r["gemms"]["autotuned"], r["gemms"]["benchmarked"], r["gemms"]["cache_hits"]) == (9, 5, 4)
     assert r["gemms"]["candidates"] == sum(r["gemms"]["per_gemm"]) >= 10
     assert r["gemm_tuning"]["gemms"] == 5 and r["gemm_tuning"]["total_s"] > 0   # Inductor's own log
+    # per distinct GEMM, the kernel stock max-autotune timed fastest (MKL or the C++ template)
+    winners = r["gemms"]["winners"]
+    assert len(winners) == 5 and all(w.startswith(("aten:", "cpp:")) for w in winners.values()), winners
+    assert "Kernels per GEMM (prefill" in (out / "README.md").read_text()
     assert r["kselect_ranker"].startswith("unavailable (RankerUnavailable: kselect: no cost model for cpu")
     assert r["kselect"]["stats"]["fallbacks"] == 9 and r["kselect"]["stats"]["decisions"] == 0
     assert any("no cost model for cpu" in w for w in r["kselect"]["warnings"])
@@ -230,9 +234,12 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     ks = {"kselect": {"decisions_logged": 10, "candidates_ranked": 2500, "kept": 14, "ranking_ms": 40.0,
                       "threads": {"MainThread": 10}, "warnings": [],
                       "stats": {"decisions": 10, "fallbacks": 0}, "decision_cpu_ms": 35.0,
-                      "picks_by_template": {"triton:mm": 2, "aten:mm": 3}},
+                      "picks_by_template": {"triton:mm": 2, "aten:mm": 3},
+                      "picks": {"mm:8x4096x4096:bf16:nt": ["aten:mm"], "mm:8x128256x4096:bf16:nt": ["triton:mm:BM16"]}},
           "kselect_ranker": "model:abc", "kselect_load_s": 0.2}
-    runs = [run("plain", 20.0, 1.0), run("default", 60.0, 0.9), run("kselect-verify", 24.0, 0.89, **ks),
+    stock = {"autotuned": 5, "benchmarked": 5, "candidates": 100, "cache_hits": 0,
+             "winners": {"mm:8x4096x4096:bf16:nt": "aten:mm", "mm:8x128256x4096:bf16:nt": "triton:mm:BM32"}}
+    runs = [run("plain", 20.0, 1.0), run("default", 60.0, 0.9, gemms=stock), run("kselect-verify", 24.0, 0.89, **ks),
             {"workload": "decode", "variant": "kselect-predict", "model": "llama3-8b-1l", "status": "timeout",
              "error": "stopped at the budget's deadline after 30 s", "compile_s": 21.0},
             {"workload": "decode", "variant": "exhaustive", "model": "llama3-8b-1l-v32k", "status": "skipped",
@@ -247,6 +254,10 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert "timeout: stopped at the budget's deadline" in text and "skipped: budget of 8.5 min" in text
     tg = {t["variant"]: t for t in json.loads((tmp_path / "results.json").read_text())["targets"]}
     assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is None
+    # which kernels each autotuned variant used, and how many of DEFAULT's verify shares
+    assert tg["kselect-verify"]["detail"].endswith("; DEFAULT's kernel on 1 of 2 GEMMs")
+    assert "| GEMM | default | kselect-verify |" in text
+    assert "| mm:8x128256x4096:bf16:nt | `triton:mm:BM32` | `triton:mm:BM16` |" in text
     assert ("| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
             "aten:mm 3, triton:mm 2 | 0 | - |") in text
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report

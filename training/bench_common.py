@@ -72,11 +72,25 @@ class GemmCounter:
         finite = {c: float(t) for c, t in timings.items() if t == t and t != math.inf}
         best = min(finite, key=finite.get) if finite else None
         self.calls.append({"name": str(name), "choices": len(timings), "benchmarked": fresh,
+                           "problem": _problem_key(choices),
                            "winner": describe_choice(best) if best is not None else "",
                            "winner_inductor_ms": finite[best] if best is not None else None})
 
     def summary(self) -> dict:
+        """Counts, and `winners`: per GEMM (kselect problem key) the choice Inductor timed fastest
+        -- what stock max-autotune picked, before any epilogue-fusion benchmark at scheduling."""
         bench = [c for c in self.calls if c["benchmarked"]]
         return {"autotuned": len(self.calls), "benchmarked": len(bench),
                 "candidates": sum(c["choices"] for c in bench), "cache_hits": len(self.calls) - len(bench),
-                "per_gemm": [c["choices"] for c in bench]}
+                "per_gemm": [c["choices"] for c in bench],
+                "winners": {c["problem"]: c["winner"] for c in self.calls if c["problem"] and c["winner"]}}
+
+
+def _problem_key(choices) -> str:
+    """The GEMM's kselect problem key ('' when its choices do not read as one)."""
+    from kselect.selector.inductor_compat import choices_signature
+
+    try:
+        return choices_signature(list(choices))[0].key
+    except Exception:  # noqa: BLE001 -- description only
+        return ""

@@ -995,6 +995,9 @@ def targets(runs: list[dict]) -> list[dict]:
                     s = r["step_ms"] / default["step_ms"]
                     met = s <= 1.0 and c <= VERIFY_COMPILE_VS_PLAIN
                     why = f"step {s:.3f}x default, compile {c:.2f}x plain{loaded}"
+                    same = same_kernels(r, default)
+                    if same:
+                        why += f"; DEFAULT's kernel on {same[0]} of {same[1]} GEMMs"
                 else:
                     met = c <= PREDICT_COMPILE_VS_PLAIN
                     why = f"compile {c:.2f}x plain{loaded}"
@@ -1002,6 +1005,37 @@ def targets(runs: list[dict]) -> list[dict]:
                     met, why = False, why + "; result WRONG"
             out.append({"workload": w, "variant": variant, "target": text, "met": met, "detail": why})
     return out
+
+
+def kernel_picks(r: dict) -> dict:
+    """{GEMM problem key: the kernel this run used}: kselect's final pick, or for stock
+    max-autotune the choice Inductor timed fastest; {} for plain (ATen throughout, not tuned)."""
+    picks = {p: kept[0] for p, kept in ((r.get("kselect") or {}).get("picks") or {}).items() if len(kept) == 1}
+    return picks or dict((r.get("gemms") or {}).get("winners") or {})
+
+
+def same_kernels(r: dict, default: dict) -> tuple[int, int] | None:
+    """(GEMMs where `r` used DEFAULT's kernel, GEMMs both report), or None when either has none:
+    a step-time gap between runs of the same kernels is noise, not selection."""
+    mine, theirs = kernel_picks(r), kernel_picks(default)
+    both = [p for p in mine if p in theirs]
+    return (sum(mine[p] == theirs[p] for p in both), len(both)) if both else None
+
+
+def kernels_table(runs: list[dict], workload: str) -> list[str]:
+    """Per GEMM, the kernel each autotuned variant used (the first process's, with repeats)."""
+    rows = [r for r in runs if r["workload"] == workload and r.get("status") == "ok"]
+    picks = {r["variant"]: kernel_picks(r) for r in sorted(rows, key=lambda r: ORDER.index(r["variant"]))}
+    picks = {v: p for v, p in picks.items() if p}
+    problems = list(dict.fromkeys(k for p in picks.values() for k in p))
+    if not problems:
+        return []
+    lines = [f"Kernels per GEMM ({workload}; stock variants: the choice Inductor timed fastest; "
+             "plain: ATen throughout):", "", "| GEMM | " + " | ".join(picks) + " |",
+             "| --- |" + " --- |" * len(picks)]
+    for prob in problems:
+        lines.append(f"| {prob} | " + " | ".join(f"`{p[prob]}`" if prob in p else "-" for p in picks.values()) + " |")
+    return lines + [""]
 
 
 def _fmt(x, spec: str, none: str = "-") -> str:
@@ -1123,7 +1157,7 @@ def render(report: dict) -> str:
                   f"({_model_note(s['exhaustive_model'])}) on {', '.join(s['exhaustive_workloads'])}**: "
                   "their ratios to plain/default are left out.", ""]
     for w in dict.fromkeys(r["workload"] for r in runs):
-        lines += [f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w)
+        lines += [f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w) + kernels_table(runs, w)
     tg = targets(runs)
     if tg:
         lines += ["## Targets", "", "| workload | variant | target | met | measured |",
