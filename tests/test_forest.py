@@ -170,3 +170,33 @@ def test_truncated_json_model_is_a_clear_error(tmp_path, data):
     with pytest.raises(ModelError, match="not an XGBoost model"):
         CostModel.load(path)
     assert len(FEATURE_NAMES) == X.shape[1]
+
+
+def test_child_indices_and_node_arrays_must_describe_one_tree():
+    """The forest is built from all trees at once, so a child index must stay inside its own
+    tree and every node array must have one entry per node: anything else is refused."""
+    def tree_of(model):
+        return model["learner"]["gradient_booster"]["model"]["trees"][0]
+
+    outside = _tiny_model()
+    tree_of(outside).update(left_children=[3, -1, -1], right_children=[4, -1, -1])
+    with pytest.raises(UnsupportedModel, match="outside its tree"):
+        TreeEnsemble(outside)
+    short = _tiny_model()
+    tree_of(short)["split_conditions"] = [0.5, 1.0]
+    with pytest.raises(UnsupportedModel, match="differ in length"):
+        TreeEnsemble(short)
+    # two trees of different depths: each walks its own nodes (ids offset per tree)
+    two = _tiny_model()
+    deeper = {"id": 1, "left_children": [1, 3, -1, -1, -1], "right_children": [2, 4, -1, -1, -1],
+              "split_indices": [1, 0, 0, 0, 0], "split_conditions": [5.0, 0.5, 30.0, 10.0, 20.0],
+              "default_left": [0, 0, 0, 0, 0], "split_type": [0] * 5, "categories_nodes": [],
+              "tree_param": {"size_leaf_vector": "1"}}
+    model = two["learner"]["gradient_booster"]["model"]
+    model["trees"].append(deeper)
+    model["iteration_indptr"] = [0, 1, 2]
+    forest = TreeEnsemble(two)
+    X = np.array([[0.2, 1.0], [0.7, 1.0], [0.2, 9.0]], dtype=np.float32)
+    # tree 0: x0 < 0.5 -> 1 else 2; tree 1: x1 < 5 -> (x0 < 0.5 -> 10 else 20) else 30; base 0.1
+    assert forest.margin(X).tolist() == pytest.approx([11.1, 22.1, 31.1])
+    assert forest._depths.tolist() == [1, 2]
