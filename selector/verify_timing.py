@@ -170,7 +170,7 @@ class Compiles:
     Not in Inductor's compile-worker processes, as stock max-autotune does for its 20+
     templates: for verify's 1-4 the workers were slower on the H200 (reports/h200-session11:
     lm_head's 4 templates waited 1.26-1.32 s for the workers, where the whole measurement in
-    threads, timing included, had taken 0.86 s in the tenth session)."""
+    threads, timing included, had taken 0.86 and 1.13 s in the tenth session, 0.70-1.06 s now)."""
 
     def __init__(self, choices):
         self.todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
