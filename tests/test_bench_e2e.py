@@ -71,6 +71,9 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         assert 0 < phases["GraphLowering.run"] < phases["compile_fx_inner"] <= r["compile_s"]
         # the compile-worker pool was up before the timed compile (Triton is installed here)
         assert r["compile_pool_s"] > 0
+    # the step's time by kind after the timing (CPU: GEMM ops' self time; plain calls aten::mm)
+    k = runs["plain"]["kernel_time"]
+    assert k["steps"] == 5 and "CPU ops" in k["source"] and k["ms_per_step"]["gemm"] > 0, k
     assert "kselect" in runs["kselect-predict"] and "kselect" not in runs["plain"]
     assert runs["default"]["status"] == "died" and "exit code 137" in runs["default"]["error"]
     assert runs["kselect-verify"]["status"] == "error"
@@ -82,6 +85,7 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
     assert "kselect bench e2e" in readme and "## decode" in readme and "## Targets" in readme
     assert "| kselect-predict | tiny |" in readme and "died: worker died with exit code 137" in readme
     assert "| phase | plain | kselect-predict |" in readme and "| compile_fx_inner | " in readme
+    assert "Kernel time per step by kind, ms (CPU ops' self time" in readme
     assert (out / "compile_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "logs" / "decode-default.log").read_text().startswith("fault injected")
     for line in ("[1/4] decode  plain", "[4/4] decode  kselect-predict"):
@@ -104,6 +108,7 @@ def test_cpu_train_step_loss_and_gradients_match_eager(tmp_path):
     assert c["grad_rel_err"] < 1e-4 and c["loss_rel_err"] < 1e-4
     assert 4.0 < c["loss_eager"] < 7.0          # ~ln(256) for random weights and tokens
     assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["step_ms"] / 1e3))
+    assert r["kernel_time"]["ms_per_step"]["gemm"] > 0   # forward and backward GEMMs, profiled
 
 
 def test_worker_overrunning_the_budget_is_stopped_and_the_rest_skipped(tmp_path):

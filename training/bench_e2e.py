@@ -48,6 +48,9 @@ from kselect.kernels.operands import relative_error
 from kselect.selector.policy import ATEN_MARGIN_SD
 
 from .bench_common import GemmCounter, add_policy_args, cold_cache_env
+from .kernel_time import KINDS
+from .kernel_time import combine as combine_kernel_time
+from .kernel_time import differences as kernel_differences
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +132,9 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
+    p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
+                   "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
+                   "other); 0 = none (default 5)")
     add_policy_args(p)
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "
@@ -188,7 +194,8 @@ def settings_from_args(args) -> dict:
     pick = (lambda given, key: d[key] if given is None else given)
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
-         "warmup": args.warmup, "k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)),
+         "warmup": args.warmup, "profile_steps": getattr(args, "profile_steps", 5), "k": args.k,
+         "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),
          "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
          "early_decision": not getattr(args, "late_decision", False),
@@ -211,8 +218,8 @@ def settings_from_args(args) -> dict:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")
     if s["repeats"] < 1:
         raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
-    if s["warmup"] < 0 or s["max_minutes"] < 0:
-        raise BenchError("--warmup and --max-minutes must be >= 0")
+    if s["warmup"] < 0 or s["max_minutes"] < 0 or s["profile_steps"] < 0:
+        raise BenchError("--warmup, --profile-steps and --max-minutes must be >= 0")
     for name in {s["model"], s["exhaustive_model"]}:
         cfg = preset(name)
         if s["seq"] + 1 > cfg.max_positions:
@@ -751,6 +758,21 @@ def graph_replay_ms(fn, device, replays: int = 20) -> dict | None:
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
+def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
+    """The step's kernel time by kind (training/kernel_time.py), after the timing: an extra
+    measurement, so a failure is recorded in the row and the run stays ok."""
+    n = spec.get("profile_steps", 0)
+    if n < 1:
+        return
+    from .kernel_time import profile_kernels
+
+    try:
+        res["kernel_time"] = profile_kernels(fn, device, steps=n)
+    except Exception as exc:  # noqa: BLE001
+        res["kernel_time"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    save()
+
+
 def _tokens(spec, vocab: int, length: int, device, offset: int = 0):
     import torch
 
@@ -878,6 +900,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
                           "loss_compiled": float(loss_c)}
     save()
     _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"]), spec["batch"] * spec["seq"])
+    _profile_kernels(res, save, step, device, spec)
 
 
 @contextlib.contextmanager
@@ -946,9 +969,10 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
         _record(res, save, timing, tokens_per_step)
         graph = graph_replay_ms(lambda: compiled(tokens, caches), device)
-    if graph:
-        res.update(graph)
-        save()
+        if graph:
+            res.update(graph)
+            save()
+        _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
 
 
 def run_prefill(model, spec, res, save, compile_fn) -> None:
@@ -1001,6 +1025,10 @@ def targets(runs: list[dict]) -> list[dict]:
                     same = same_kernels(r, default)
                     if same:
                         why += f"; DEFAULT's kernel on {same[0]} of {same[1]} GEMMs"
+                    gemm_ms = gemm_kernel_ms(r), gemm_kernel_ms(default)
+                    if None not in gemm_ms and gemm_ms[1] > 0:
+                        why += (f"; GEMM kernels {gemm_ms[0] / gemm_ms[1]:.3f}x DEFAULT's "
+                                f"({gemm_ms[0]:.3f} vs {gemm_ms[1]:.3f} ms per step)")
                 else:
                     met = c <= PREDICT_COMPILE_VS_PLAIN
                     why = f"compile {c:.2f}x plain{loaded}"
@@ -1008,6 +1036,40 @@ def targets(runs: list[dict]) -> list[dict]:
                     met, why = False, why + "; result WRONG"
             out.append({"workload": w, "variant": variant, "target": text, "met": met, "detail": why})
     return out
+
+
+def gemm_kernel_ms(r: dict) -> float | None:
+    """A run's GEMM kernel time per step from its profile (kernel_time), else None."""
+    return ((r.get("kernel_time") or {}).get("ms_per_step") or {}).get("gemm")
+
+
+def kernel_time_table(runs: list[dict], workload: str) -> list[str]:
+    """Per variant, the step's kernel time by kind (medians over repeats): the GEMM column is
+    what GEMM selection controls; whole-step gaps between same-kernel runs are noise."""
+    rows = sorted((r for r in runs if r["workload"] == workload and (r.get("kernel_time") or {}).get("ms_per_step")),
+                  key=lambda r: ORDER.index(r["variant"]))
+    if not rows:
+        return []
+    k = rows[0]["kernel_time"]
+    lines = [f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} steps after the timing; "
+             "medians over repeats):", "", "| variant | " + " | ".join(KINDS) + " | total |",
+             "| --- |" + " --- |" * (len(KINDS) + 1)]
+    for r in rows:
+        ms = r["kernel_time"]["ms_per_step"]
+        lines.append(f"| {r['variant']} | " + " | ".join(_fmt(ms.get(c), ".3f") for c in (*KINDS, "total")) + " |")
+    lines.append("")
+    default = next((r for r in rows if r["variant"] == "default"), None)
+    for r in rows:
+        if default is None or not r["variant"].startswith("kselect-verify"):
+            continue
+        diff = kernel_differences(r["kernel_time"], default["kernel_time"])
+        if diff:
+            lines += [f"Kernels whose time differs most, {r['variant']} vs default (ms per step; the first "
+                      "process of each):", "", f"| kind | kernel | {r['variant']} | default |",
+                      "| --- | --- | --- | --- |"]
+            lines += [f"| {kind} | `{name[:90]}` | {mine:.4f} | {theirs:.4f} |" for kind, name, mine, theirs in diff]
+            lines.append("")
+    return lines
 
 
 def kernel_picks(r: dict) -> dict:
@@ -1136,6 +1198,11 @@ def render(report: dict) -> str:
              "- no CUDA graphs in any variant (plain torch.compile uses none): like for like; prefill/decode "
              "also report the step's GPU time alone (the compiled step captured in a CUDA graph by the "
              "benchmark, median of 20 replays): step minus that is host launch overhead",
+             *([f"- kernel time by kind: {s['profile_steps']} more steps under torch.profiler after the "
+                "timing, each kernel's GPU time summed by kind (GEMM, attention, Inductor's generated "
+                "kernels, memory, other); the GEMM column is the part GEMM selection controls, and "
+                "identical kernels differ by ~1-2 % between processes (training/kernel_time.py)"]
+               if s.get("profile_steps") else []),
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
@@ -1160,7 +1227,8 @@ def render(report: dict) -> str:
                   f"({_model_note(s['exhaustive_model'])}) on {', '.join(s['exhaustive_workloads'])}**: "
                   "their ratios to plain/default are left out.", ""]
     for w in dict.fromkeys(r["workload"] for r in runs):
-        lines += [f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w) + kernels_table(runs, w)
+        lines += ([f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w) + kernels_table(runs, w)
+                  + kernel_time_table(runs, w))
     tg = targets(runs)
     if tg:
         lines += ["## Targets", "", "| workload | variant | target | met | measured |",
@@ -1280,6 +1348,9 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
         graphs = [r["graph_step_ms"] for r in ok if r.get("graph_step_ms") is not None]
         if graphs:
             row["graph_step_ms"], row["graph_step_ms_samples"] = statistics.median(graphs), graphs
+        kernels = combine_kernel_time([r.get("kernel_time") for r in ok])
+        if kernels:
+            row["kernel_time"] = kernels
         if len(ok) < len(rs):
             row["error"] = f"{len(rs) - len(ok)} of {len(rs)} processes not ok"
         out.append(row)
