@@ -133,3 +133,26 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     assert "| kselect-verify | 40.000 | - | 1.000 | - | - | 41.000 |" in text and "GPU kernels, 5 steps" in text
     assert "Kernels whose time differs most, kselect-verify vs default" in text
     assert "| gemm | `nvjet_a` | 40.0000 | 40.1000 |" in text.split("differs most")[1].splitlines()[4]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")
+def test_a_real_cuda_profile_puts_cublas_in_gemm_and_sdpa_in_attention():
+    """A compiled GEMM + pointwise and a causal SDPA: each kernel lands in its kind, none in
+    `other`, and the GEMM kernel is cuBLAS's (the eager call, not compiled, picks cuBLAS)."""
+    dev = torch.device("cuda")
+    a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    q = torch.randn(8, 32, 1024, 128, device=dev, dtype=torch.bfloat16)
+    pointwise = torch.compile(lambda t: torch.relu(t) + 1)
+
+    def step():
+        y = pointwise(a @ a)
+        return y, torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    step()
+    got = profile_kernels(step, dev, steps=3)
+    ms = got["ms_per_step"]
+    assert got["steps"] == 3 and "GPU kernels" in got["source"]
+    assert ms["gemm"] > 0.05 and ms["attention"] > 0.05 and ms["inductor"] > 0, got
+    assert ms["other"] == 0, got["kernels"].get("other")
+    assert got["kernels"]["gemm"][0][2] == 1.0 and got["kernels"]["inductor"][0][0].startswith("triton_")

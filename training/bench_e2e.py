@@ -15,7 +15,8 @@ Per run: compile wall time (the first call, compile included, synchronised), the
 call for reference, the steady-state step (median of --steps synchronised calls after --warmup),
 tokens/s, GEMMs autotuned and candidates benchmarked (Inductor's feedback saver; a GEMM served
 from the autotune cache is counted as a cache hit, not as benchmarked), the kernel each
-autotuned variant used per GEMM, and the result against eager (train: loss and all gradients
+autotuned variant used per GEMM, the step's kernel time by kind (GEMM, attention, Inductor's
+kernels, memory; training/kernel_time.py), and the result against eager (train: loss and all gradients
 of step 1; prefill/decode: last-position logits) as a relative-norm error; for bf16/fp16 an
 fp32 copy of the model also runs, and a result beyond the tolerance passes only if it is no
 further from fp32 than eager is (x3, PyTorch's accuracy rule for half dtypes): a deep graph
