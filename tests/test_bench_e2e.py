@@ -18,6 +18,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kselect.training import bench_e2e as be  # noqa: E402
+from kselect.training import e2e_report  # noqa: E402
+from kselect.training import e2e_spec  # noqa: E402
+from kselect.training import e2e_worker  # noqa: E402
 from kselect.training.cli import main  # noqa: E402
 from kselect.training.llama import PRESETS, build, preset  # noqa: E402
 
@@ -28,7 +31,7 @@ TINY = ["--device", "cpu", "--model", "tiny", "--dtype", "fp32", "--batch", "2",
 def _bench(tmp_path, *args, faults: str = "", timeout: int = 600):
     """Run the console command as a user would; (process, results.json or None)."""
     out = tmp_path / "report"
-    env = {**os.environ, be.FAULT_ENV: faults}
+    env = {**os.environ, e2e_spec.FAULT_ENV: faults}
     proc = subprocess.run([sys.executable, "-m", "kselect.training.cli", "bench", "e2e", *TINY,
                            "--out", str(out), *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -149,7 +152,7 @@ def test_zero_budget_reports_every_run_as_skipped(tmp_path, capsys):
 
 
 def test_plan_runs_baseline_first_and_exhaustive_last_on_its_own_model():
-    s = {"workloads": ["train", "decode"], "variants": list(be.DEFAULT_VARIANTS), "model": "llama3-8b-2l",
+    s = {"workloads": ["train", "decode"], "variants": list(e2e_spec.DEFAULT_VARIANTS), "model": "llama3-8b-2l",
          "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"]}
     got = [(r["workload"], r["variant"], r["model"]) for r in be.plan(s)]
     assert got[0] == ("train", "plain", "llama3-8b-2l") and got[4] == ("decode", "plain", "llama3-8b-2l")
@@ -163,17 +166,17 @@ def test_targets_compare_against_plain_and_default_of_the_same_workload():
 
     runs = [run("plain", 100, 10), run("default", 400, 9), run("kselect-verify", 120, 8.9),
             run("kselect-predict", 106, 9.5)]
-    tg = {t["variant"]: t for t in be.targets(runs)}
+    tg = {t["variant"]: t for t in e2e_report.targets(runs)}
     assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is False
     runs[2] = run("kselect-verify", 120, 8.9, ok=False)
-    assert {t["variant"]: t for t in be.targets(runs)}["kselect-verify"]["met"] is False
+    assert {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-verify"]["met"] is False
     # the cost model's one-time load counts against the first compile of a process
     runs[3] = {**run("kselect-predict", 103, 9.5), "kselect_load_s": 1.5}
-    tg = {t["variant"]: t for t in be.targets(runs)}["kselect-predict"]
+    tg = {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-predict"]
     assert tg["met"] is True and "1.04x plain (its 1.50 s model load included)" in tg["detail"]
     runs[3]["kselect_load_s"] = 2.5
-    assert {t["variant"]: t for t in be.targets(runs)}["kselect-predict"]["met"] is False
-    merged = be.combine_repeats([{**runs[3], "kselect_load_s": x, "repeat": i, "tokens_per_s": 1.0,
+    assert {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-predict"]["met"] is False
+    merged = e2e_report.combine_repeats([{**runs[3], "kselect_load_s": x, "repeat": i, "tokens_per_s": 1.0,
                                   "correctness": {"ok": True, "rel_err": 0.0}} for i, x in enumerate((1, 3, 2))])
     assert merged[0]["kselect_load_s"] == 2
 
@@ -225,7 +228,7 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     skip and kselect decisions all render; ratios only compare runs of the same model."""
     settings = {"device": "cuda", "model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024,
                 "steps": 20, "warmup": 3, "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "",
-                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(be.DEFAULT_VARIANTS),
+                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(e2e_spec.DEFAULT_VARIANTS),
                 "max_minutes": 8.5, "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"],
                 "rtol": 2e-2}
 
@@ -251,7 +254,7 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
              "error": "budget of 8.5 min spent before it could start"}]
     report = {"command": "kselect bench e2e ...", "settings": settings, "runs": runs, "elapsed_s": 500,
               "env": {"gpu_name": "NVIDIA H200", "torch_version": "2.11.0", "cpus": 16}}
-    be.write_report(report, tmp_path)
+    e2e_report.write_report(report, tmp_path)
     text = (tmp_path / "README.md").read_text()
     assert "(NVIDIA H200)" in text and "EXHAUSTIVE runs use the smaller model `llama3-8b-1l-v32k`" in text
     assert "| kselect-verify | llama3-8b-1l | 24.0 | 1.20 | 0.890 (0.890-0.890) | 0.989 |" in text
@@ -298,7 +301,7 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
                 "exhaustive_workloads": ["decode"], "rtol": 2e-2, "repeats": 3}
     report = {"command": "kselect bench e2e --repeats 3", "settings": settings, "runs": runs, "elapsed_s": 60,
               "env": {"gpu_name": "NVIDIA H200"}}
-    be.write_report(report, tmp_path)
+    e2e_report.write_report(report, tmp_path)
     combined = {r["variant"]: r for r in json.loads((tmp_path / "results.json").read_text())["combined"]}
     assert combined["plain"]["step_ms"] == 0.56 and combined["plain"]["compile_s"] == 5.0
     assert combined["default"]["step_ms"] == 0.53 and combined["default"]["step_ms_p90"] == 0.78
@@ -317,12 +320,12 @@ def test_graph_replay_is_cuda_only_and_rendered():
     """The GPU-only step time is None on the CPU (nothing to capture); a captured row renders it."""
     import torch
 
-    assert be.graph_replay_ms(lambda: None, torch.device("cpu")) is None
+    assert e2e_worker.graph_replay_ms(lambda: None, torch.device("cpu")) is None
     row = {"workload": "decode", "variant": "plain", "model": "m", "status": "ok", "compile_s": 5.0,
            "step_ms": 0.56, "step_ms_p10": 0.55, "step_ms_p90": 0.6, "tokens_per_s": 14e3,
            "graph_step_ms": 0.211, "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2}}
     failed = {**row, "variant": "default", "graph_step_ms": None, "graph_error": "RuntimeError: capture"}
-    text = "\n".join(be.table([row, failed], "decode"))
+    text = "\n".join(e2e_report.table([row, failed], "decode"))
     assert "| plain | m | 5.0 | 1.00 | 0.560 (0.550-0.600) | 1.000 | 0.211 |" in text
     assert "capture failed" in text
 
@@ -332,29 +335,29 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     kselect; not run unless asked for."""
     from torch._inductor import config
 
-    assert "autotune-aten" in be.ORDER and "autotune-aten" not in be.DEFAULT_VARIANTS
+    assert "autotune-aten" in e2e_spec.ORDER and "autotune-aten" not in e2e_spec.DEFAULT_VARIANTS
     spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
-        be.configure(spec)
+        e2e_worker.configure(spec)
         assert config.max_autotune_gemm is True and config.max_autotune_gemm_backends == "ATEN"
         assert config.max_autotune_gemm_search_space != "EXHAUSTIVE"
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
-        be.configure({**spec, "variant": "default"})  # the stock variants keep Inductor's backends
+        e2e_worker.configure({**spec, "variant": "default"})  # the stock variants keep Inductor's backends
         assert config.max_autotune_gemm_backends == "ATEN,TRITON"
 
 
 def test_half_precision_results_are_judged_against_an_fp32_run_too():
     """Beyond the tolerance vs eager, a bf16 result still passes when it is no further from an
     fp32 run of the same weights than 3x eager's own error (+ tol/10): PyTorch's accuracy rule."""
-    assert be.judge(0.03, 0.02) == {"rel_err": 0.03, "tol": 0.02, "ok": False}
-    v = be.judge(0.03, 0.02, err_vs_ref=0.05, eager_err_vs_ref=0.02)
+    assert e2e_worker.judge(0.03, 0.02) == {"rel_err": 0.03, "tol": 0.02, "ok": False}
+    v = e2e_worker.judge(0.03, 0.02, err_vs_ref=0.05, eager_err_vs_ref=0.02)
     assert v["ok"] and v["fp32_bound"] == pytest.approx(3 * 0.02 + 0.002)
-    assert not be.judge(0.03, 0.02, err_vs_ref=0.07, eager_err_vs_ref=0.02)["ok"]
-    assert be.judge(0.01, 0.02, err_vs_ref=0.9, eager_err_vs_ref=0.0)["ok"]   # within tol of eager
+    assert not e2e_worker.judge(0.03, 0.02, err_vs_ref=0.07, eager_err_vs_ref=0.02)["ok"]
+    assert e2e_worker.judge(0.01, 0.02, err_vs_ref=0.9, eager_err_vs_ref=0.0)["ok"]   # within tol of eager
     # the real paths on the tiny model in bf16, "compiled" = eager itself: errors vs eager 0,
     # and both runs exactly as far from the fp32 copy
     spec = {"seed": 0, "batch": 2, "seq": 8, "rtol": 2e-2, "steps": 2, "warmup": 0}
-    for run in (be.run_decode, be.run_train):
+    for run in (e2e_worker.run_decode, e2e_worker.run_train):
         res: dict = {}
         run(build("tiny", dtype=torch.bfloat16), spec, res, lambda: None, lambda fn: fn)
         c = res["correctness"]
@@ -363,6 +366,6 @@ def test_half_precision_results_are_judged_against_an_fp32_run_too():
         assert c["fp32_bound"] == pytest.approx(3 * c["eager_rel_err_vs_fp32"] + 2e-3)
     # an fp32 model needs no anchor
     res = {}
-    be.run_decode(build("tiny", dtype=torch.float32), {**spec, "rtol": 1e-4}, res, lambda: None, lambda fn: fn)
+    e2e_worker.run_decode(build("tiny", dtype=torch.float32), {**spec, "rtol": 1e-4}, res, lambda: None, lambda fn: fn)
     assert res["correctness"] == {"what": "last-position logits vs eager (relative norm)",
                                   "rel_err": 0.0, "tol": 1e-4, "ok": True}

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kselect.training import bench_e2e as be  # noqa: E402
+from kselect.training import e2e_report  # noqa: E402
 from kselect.training.kernel_time import (KINDS, combine, cpu_op_kind, differences, kernel_kind,  # noqa: E402
                                           profile_kernels, summarize)
 
@@ -126,10 +126,10 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
                                             "inductor": [["triton_poi_fused_0", 1.0 + step_ms / 1e3, 8]]}}}
 
     runs = [run("plain", 47.0, 40.0), run("default", 47.0, 40.1), run("kselect-verify", 47.2, 40.0)]
-    tg = {t["variant"]: t for t in be.targets(runs)}["kselect-verify"]
+    tg = {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-verify"]
     assert tg["met"] is False   # the target is judged on the step, as the issue states it
     assert "GEMM kernels 0.998x DEFAULT's (40.000 vs 40.100 ms per step)" in tg["detail"]
-    text = "\n".join(be.kernel_time_table(runs, "prefill"))
+    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill"))
     assert "| kselect-verify | 40.000 | - | 1.000 | - | - | 41.000 |" in text and "GPU kernels, 5 steps" in text
     assert "Kernels whose time differs most, kselect-verify vs default" in text
     assert "| gemm | `nvjet_a` | 40.0000 | 40.1000 |" in text.split("differs most")[1].splitlines()[4]
