@@ -67,3 +67,25 @@ def test_summary_ratios_are_exact_on_a_known_case():
     assert d["decision_ms_median"] == 4.0 and d["decision_ms_max"] == 6.0
     # phases per decision, median over GEMMs: map (1, 1.5, 0.75) -> 1; rank (2, 3, 1.5) -> 2
     assert d["decision_phases_ms_median"] == {"map": 1.0, "rank": 2.0}
+
+
+def test_ranker_preflight_names_why_kselect_cannot_rank_here(tmp_path):
+    """The benches' check before timing kselect variants (on the GPU it returns the ranker's
+    ident): the shipped model is per GPU, a given model ranks only the GPU it was trained on,
+    and a broken file is refused with its reason -- three different messages."""
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    from kselect.selector.policy import RankerUnavailable
+    from kselect.training.bench_common import ranker_ident
+
+    cpu = torch.device("cpu")
+    with pytest.raises(RankerUnavailable, match="no cost model for cpu devices"):
+        ranker_ident(cpu)
+    shipped = Path(__file__).parents[1] / "models" / "h200-bf16.json"
+    with pytest.raises(RankerUnavailable, match="only ranks the GPU it was trained on"):
+        ranker_ident(cpu, str(shipped))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(RankerUnavailable, match="cannot use cost model"):
+        ranker_ident(cpu, str(broken))

@@ -20,6 +20,17 @@ def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
     return env
 
 
+def ranker_ident(device, model: str | None = None) -> str:
+    """Load the ranker kselect would use on `device` (the shipped model for its GPU, or `model`)
+    and return its ident. Raises when there is none -- no model for this GPU, a broken file --
+    because a kselect variant would then time stock Inductor under kselect's name."""
+    from kselect.selector import inductor as ksi
+    from kselect.selector import inductor_compat as compat
+
+    ranker = ksi.Selector(mode="predict", model=model or None).ranker_for(compat.device_fingerprint(device))
+    return str(getattr(ranker, "ident", type(ranker).__name__))
+
+
 def add_policy_args(p) -> None:
     """kselect's policy flags, the same in `bench gemm` and `bench e2e` (selector.enable's keywords)."""
     from kselect.selector.policy import ATEN_MARGIN_SD

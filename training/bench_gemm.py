@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kselect.selector.policy import ATEN_MARGIN_SD
 
-from .bench_common import GemmCounter, add_policy_args, cold_cache_env
+from .bench_common import GemmCounter, add_policy_args, cold_cache_env, ranker_ident
 
 log = logging.getLogger(__name__)
 
@@ -369,11 +369,12 @@ def run(args) -> int:
             raise BenchError("no CUDA device visible: `kselect bench gemm` times real kernels "
                              "(use --device cpu to exercise the pipeline on a CPU)")
     if args.device == "cuda" and any(VARIANTS[v][1] for v in variants):
+        import torch
+
         try:
-            import xgboost  # noqa: F401
-        except ImportError:
-            raise BenchError("the kselect variants rank with the XGBoost cost model, and xgboost is "
-                             "not importable here (pip install xgboost-cpu); without it kselect "
+            ranker_ident(torch.device("cuda"), args.model)
+        except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ModelError, ImportError...
+            raise BenchError(f"kselect cannot rank on this GPU ({type(exc).__name__}: {exc}); its variants "
                              "would fall back to stock and the comparison would be meaningless") from None
     out = Path(args.out or f"reports/bench-gemm-{'cpu' if args.device == 'cpu' else 'gpu'}")
     out.mkdir(parents=True, exist_ok=True)

@@ -222,5 +222,5 @@ def objective_reason(table: list[dict]) -> str:
     win = ranked[0]
     parts = [f"{r['objective']} {100 * r['pct_oracle_geomean'][1]:.2f}% / {100 * r['pct_oracle_geomean'][4]:.2f}%"
              for r in ranked]
-    return (f"Held-out geomean % of oracle at k=1 / k=4: " + ", ".join(parts) +
+    return ("Held-out geomean % of oracle at k=1 / k=4: " + ", ".join(parts) +
             f". {win['objective']} wins on the mean of the two.")
