@@ -23,8 +23,6 @@ from kselect.selector.policy import ATEN_MARGIN_SD
 from .bench_common import GemmCounter
 from .e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
 
-log = logging.getLogger(__name__)
-
 
 def worker_main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
