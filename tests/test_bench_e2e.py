@@ -139,6 +139,8 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
     assert main(base + ["--aten-margin", "-0.5"]) == 2
     assert "--aten-margin must be >= 0" in capsys.readouterr().err
+    assert main(base + ["--profile-steps", "-1"]) == 2
+    assert "--profile-steps and --max-minutes must be >= 0" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 

@@ -133,6 +133,10 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     assert "| kselect-verify | 40.000 | - | 1.000 | - | - | 41.000 |" in text and "GPU kernels, 5 steps" in text
     assert "Kernels whose time differs most, kselect-verify vs default" in text
     assert "| gemm | `nvjet_a` | 40.0000 | 40.1000 |" in text.split("differs most")[1].splitlines()[4]
+    # a profile that failed is said so, and the other rows still render
+    runs[0]["kernel_time"] = {"error": "RuntimeError: CUPTI busy"}
+    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill"))
+    assert "(kernel profile failed -- plain: RuntimeError: CUPTI busy)" in text and "| default | 40.100 |" in text
 
 
 @pytest.mark.gpu

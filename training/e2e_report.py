@@ -64,10 +64,13 @@ def gemm_kernel_ms(r: dict) -> float | None:
 def kernel_time_table(runs: list[dict], workload: str) -> list[str]:
     """Per variant, the step's kernel time by kind (medians over repeats): the GEMM column is
     what GEMM selection controls; whole-step gaps between same-kernel runs are noise."""
+    failed = [f"{r['variant']}: {r['kernel_time']['error']}" for r in runs
+              if r["workload"] == workload and (r.get("kernel_time") or {}).get("error")]
+    notes = [f"(kernel profile failed -- {'; '.join(failed)})", ""] if failed else []
     rows = sorted((r for r in runs if r["workload"] == workload and (r.get("kernel_time") or {}).get("ms_per_step")),
                   key=lambda r: ORDER.index(r["variant"]))
     if not rows:
-        return []
+        return notes
     k = rows[0]["kernel_time"]
     lines = [f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} steps after the timing; "
              "medians over repeats):", "", "| variant | " + " | ".join(KINDS) + " | total |",
@@ -87,7 +90,7 @@ def kernel_time_table(runs: list[dict], workload: str) -> list[str]:
                       "| --- | --- | --- | --- |"]
             lines += [f"| {kind} | `{name[:90]}` | {mine:.4f} | {theirs:.4f} |" for kind, name, mine, theirs in diff]
             lines.append("")
-    return lines
+    return lines + notes
 
 
 def kernel_picks(r: dict) -> dict:
