@@ -83,6 +83,7 @@ def test_processes_combine_by_median_per_kind_and_failed_profiles_are_left_out()
 
     got = combine([prof(1.0), {"error": "RuntimeError: x"}, prof(3.0), prof(2.0), None])
     assert got["ms_per_step"] == {"gemm": 2.0, "total": 3.0} and got["processes"] == 3
+    assert got["samples"]["gemm"] == [1.0, 3.0, 2.0]
     assert combine([None, {"error": "x"}]) is None
 
 

@@ -117,13 +117,16 @@ def profile_kernels(fn, device, steps: int = 5) -> dict:
 
 
 def combine(profiles: list[dict]) -> dict | None:
-    """Several processes' profiles as one: the median per kind; the first one's kernel lists."""
+    """Several processes' profiles as one: the median per kind, every process's value per kind
+    (`samples`, for tests across processes), and the first one's kernel lists."""
     profiles = [p for p in profiles if p and "ms_per_step" in p]
     if not profiles:
         return None
     keys = dict.fromkeys(k for p in profiles for k in p["ms_per_step"])
+    samples = {k: [p["ms_per_step"].get(k, 0.0) for p in profiles] for k in keys}
     out = dict(profiles[0])
-    out["ms_per_step"] = {k: statistics.median(p["ms_per_step"].get(k, 0.0) for p in profiles) for k in keys}
+    out["ms_per_step"] = {k: statistics.median(v) for k, v in samples.items()}
+    out["samples"] = samples
     out["processes"] = len(profiles)
     return out
 
