@@ -135,8 +135,12 @@ def differences(mine: dict, theirs: dict, top: int = 5) -> list[tuple[str, str, 
     """The `top` kernels whose time per step differs most between two profiles, as (kind, name,
     my ms, their ms); a kernel one profile lacks counts as 0 there. Kernel names are Inductor's
     (deterministic for one graph) or the library's, so the same kernel matches across processes."""
-    def flat(profile):
-        return {(kind, name): ms for kind, rows in (profile.get("kernels") or {}).items() for name, ms, _ in rows}
+    def flat(profile):   # names are cut at 120 characters: two kernels may share one, so add
+        out: dict = {}
+        for kind, rows in (profile.get("kernels") or {}).items():
+            for name, ms, _ in rows:
+                out[kind, name] = out.get((kind, name), 0.0) + ms
+        return out
 
     a, b = flat(mine), flat(theirs)
     keys = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, 0.0) - b.get(k, 0.0)))
