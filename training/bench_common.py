@@ -20,14 +20,16 @@ def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
     return env
 
 
-def ranker_ident(device, model: str | None = None) -> str:
+def ranker_ident(device, model: str | None = None, selector=None) -> str:
     """Load the ranker kselect would use on `device` (the shipped model for its GPU, or `model`)
     and return its ident. Raises when there is none -- no model for this GPU, a broken file --
-    because a kselect variant would then time stock Inductor under kselect's name."""
+    because a kselect variant would then time stock Inductor under kselect's name. With an
+    enabled `selector`, its own ranker is loaded (and kept for the compile that follows)."""
     from kselect.selector import inductor as ksi
     from kselect.selector import inductor_compat as compat
 
-    ranker = ksi.Selector(mode="predict", model=model or None).ranker_for(compat.device_fingerprint(device))
+    selector = selector or ksi.Selector(mode="predict", model=model or None)
+    ranker = selector.ranker_for(compat.device_fingerprint(device))
     return str(getattr(ranker, "ident", type(ranker).__name__))
 
 

@@ -369,8 +369,6 @@ def run(args) -> int:
             raise BenchError("no CUDA device visible: `kselect bench gemm` times real kernels "
                              "(use --device cpu to exercise the pipeline on a CPU)")
     if args.device == "cuda" and any(VARIANTS[v][1] for v in variants):
-        import torch
-
         try:
             ranker_ident(torch.device("cuda"), args.model)
         except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ModelError, ImportError...

@@ -20,7 +20,7 @@ from pathlib import Path
 from kselect.kernels.operands import relative_error
 from kselect.selector.policy import ATEN_MARGIN_SD
 
-from .bench_common import GemmCounter
+from .bench_common import GemmCounter, ranker_ident
 from .e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
 
 
@@ -239,11 +239,9 @@ def ranker_preflight(device) -> str:
     name: fail it at once instead. On the CPU no model exists by design (kselect falls back to
     stock, one warning): say so and go on."""
     from kselect.selector import inductor as ksi
-    from kselect.selector import inductor_compat as compat
 
     try:
-        ranker = ksi.current().ranker_for(compat.device_fingerprint(device))
-        return str(getattr(ranker, "ident", type(ranker).__name__))
+        return ranker_ident(device, selector=ksi.current())
     except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ImportError, ModelError...
         if device.type == "cuda":
             raise RuntimeError(f"kselect cannot rank on this GPU, so this run would measure stock "
