@@ -72,6 +72,9 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         assert _pid_gone(r["pid"])
         phases = r["compile_phases"]  # Inductor's own clock, inside the compile we timed
         assert 0 < phases["GraphLowering.run"] < phases["compile_fx_inner"] <= r["compile_s"]
+        # the compiling process's CPU seconds: at least its in-process tracing, at most all its
+        # cores for the whole wall time (C++ compiles in the pool's workers are not in it)
+        assert phases["bytecode_tracing"] / 2 < r["compile_cpu_s"] <= os.cpu_count() * r["compile_s"] + 0.5
         # the compile-worker pool was up before the timed compile (Triton is installed here)
         assert r["compile_pool_s"] > 0
     # the step's time by kind after the timing (CPU: GEMM ops' self time; plain calls aten::mm)
@@ -285,7 +288,8 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     def run(variant, repeat, compile_s, step_ms, status="ok"):
         r = {"workload": "decode", "variant": variant, "model": "m", "repeat": repeat, "status": status}
         if status == "ok":
-            r.update({"compile_s": compile_s, "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
+            r.update({"compile_s": compile_s, "compile_cpu_s": compile_s / 2 + repeat / 10,
+                      "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
                       "tokens_per_s": 8e3 / step_ms, "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 9,
                                                                "cache_hits": 0},
                       "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2},
@@ -316,6 +320,12 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     assert v["compile_phases"] == {"GraphLowering.run": pytest.approx(1.5), "bytecode_tracing": 0.05}
     assert "| GraphLowering.run | 0.80 | 2.00 | 1.50 |" in text and "bytecode_tracing" not in text
     assert "| kselect-verify | m | 5.8 | 1.15 | 0.570 (0.540-0.600) | 1.075 |" in text
+    # the compiling process's CPU seconds: medians beside the wall's, and in the target's line
+    assert v["compile_cpu_s"] == pytest.approx(2.925) and v["compile_cpu_s_samples"] == [2.75, 3.1]
+    assert "| *compile, wall* | 5.00 | 11.00 | 5.75 |" in text
+    assert "| *compile, this process's CPU* | 2.50 | 5.60 | 2.92 |" in text
+    tg = json.loads((tmp_path / "results.json").read_text())["targets"][0]
+    assert tg["detail"].startswith("step 1.075x default, compile 1.15x plain; host CPU 1.17x plain's (2.92 vs 2.50 s)")
 
 
 def test_graph_replay_is_cuda_only_and_rendered():

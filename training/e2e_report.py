@@ -50,6 +50,9 @@ def targets(runs: list[dict]) -> list[dict]:
                 else:
                     met = c <= PREDICT_COMPILE_VS_PLAIN
                     why = f"compile {c:.2f}x plain{loaded}"
+                if r.get("compile_cpu_s") and plain.get("compile_cpu_s"):
+                    why += (f"; host CPU {(r['compile_cpu_s'] + load) / plain['compile_cpu_s']:.2f}x plain's "
+                            f"({r['compile_cpu_s'] + load:.2f} vs {plain['compile_cpu_s']:.2f} s)")
                 if r["correctness"]["ok"] is False:
                     met, why = False, why + "; result WRONG"
             out.append({"workload": w, "variant": variant, "target": text, "met": met, "detail": why})
@@ -171,6 +174,9 @@ def phase_table(runs: list[dict], workload: str, min_s: float = 0.1) -> list[str
     lines = [f"Compile phases, s (Inductor's `compilation_time_metrics`; nested, so they do not sum; "
              f">= {min_s:g} s somewhere):", "", f"| phase | {head} |",
              "| --- |" + " --- |" * len(rows)]
+    for label, key in (("*compile, wall*", "compile_s"), ("*compile, this process's CPU*", "compile_cpu_s")):
+        if any(r.get(key) is not None for r in rows):  # the whole the phases are parts of
+            lines.append(f"| {label} | " + " | ".join(_fmt(r.get(key), ".2f") for r in rows) + " |")
     for k in names:
         lines.append(f"| {k} | " + " | ".join(_fmt(r["compile_phases"].get(k), ".2f") for r in rows) + " |")
     return lines + [""]
@@ -363,6 +369,9 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
         if phases:
             row["compile_phases"] = {k: statistics.median(p.get(k, 0.0) for p in phases)
                                      for k in dict.fromkeys(k for p in phases for k in p)}
+        cpus = [r["compile_cpu_s"] for r in ok if r.get("compile_cpu_s") is not None]
+        if cpus:
+            row["compile_cpu_s"], row["compile_cpu_s_samples"] = statistics.median(cpus), cpus
         loads = [r["kselect_load_s"] for r in ok if r.get("kselect_load_s") is not None]
         if loads:
             row["kselect_load_s"] = statistics.median(loads)
