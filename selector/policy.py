@@ -48,6 +48,9 @@ class RankerUnavailable(RuntimeError):
 LEGACY_MODEL_BACKENDS = ("aten", "triton")
 # verify mode: most candidates of backends the ranker has no data for that one GEMM benchmarks
 UNSEEN_KEEP = 2
+# Row-block classes below the largest (Inductor clamps BLOCK_M to next_power_of_2(M) >= 16):
+# M = 1..16, 17..32, 33..64, 65..128 -- decode, small-batch and prefill-chunk GEMMs.
+WARM_ROW_CLASSES = (16, 32, 64, 128)
 
 
 class Ranker(Protocol):
@@ -97,9 +100,12 @@ class CostModelRanker:
     def warm_up(self) -> list[Candidate]:
         """Rank one GEMM's whole EXHAUSTIVE space once, at load: the first real decision then
         finds the candidate encodings and the enumeration memos warm (a one-time cost of tens
-        of ms, part of loading, not of any GEMM's decision). Returns the
-        candidates it ranked (the selector primes its other per-candidate caches with them)."""
-        from kselect.kernels.triton_space import triton_space
+        of ms, part of loading, not of any GEMM's decision). The smaller row-block classes'
+        tile spaces are enumerated too (their tiles are all among the large class's, so
+        already encoded): the first GEMM of such a class otherwise enumerated it in its
+        decision, 2.5 ms of an 8.5 ms one on a slow H200 host (thirteenth session). Returns
+        the candidates ranked (the selector primes its other caches with them)."""
+        from kselect.kernels.triton_space import template_space, triton_space
 
         ranked: list[Candidate] = []
         for dtype in self.dtypes:
@@ -107,6 +113,9 @@ class CostModelRanker:
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
             self.rank(problem, candidates)
             ranked += candidates
+            for m in WARM_ROW_CLASSES:
+                for template in ("mm", "persistent_tma"):
+                    template_space(Problem(m, 4096, 4096, dtype, "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:

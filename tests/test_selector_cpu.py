@@ -785,9 +785,20 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
     from kselect.selector.policy import CostModelRanker
 
     # what the shipped model's ranker warms up on at load, and the selector then primes
+    from kselect.kernels import triton_space as ts
+    from kselect.kernels.problem import Problem
+
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
+    ts._tile_space.cache_clear()  # as in a fresh process
     space = CostModelRanker(model, model.fingerprint).warm_up()
     assert len(space) > 2000 and len(set(space)) == len(space)
+    # every row-block class's tile space is enumerated at load, not in its first GEMM's decision,
+    # and its tiles are among those the load encoded and primed
+    enumerated = ts._tile_space.cache_info().misses
+    for m in (1, 8, 24, 64, 100, 777):
+        for template in ("mm", "persistent_tma"):
+            assert set(ts.template_space(Problem(m, 9216, 3072, "bf16", "nt"), template)) <= set(space)
+    assert ts._tile_space.cache_info().misses == enumerated
     compat.prime_ktc_memo(space)
     assert compat.prime_ktc_memo(space) == 0  # idempotent
     objects = {"mm": (mm_template, bmm_template), "persistent_tma": (persistent_tma_mm_template,)}
