@@ -326,6 +326,13 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     assert "| *compile, this process's CPU* | 2.50 | 5.60 | 2.92 |" in text
     tg = json.loads((tmp_path / "results.json").read_text())["targets"][0]
     assert tg["detail"].startswith("step 1.075x default, compile 1.15x plain; host CPU 1.17x plain's (2.92 vs 2.50 s)")
+    # a bench without plain still says the half of verify's target it measured; met stays open
+    rows = e2e_report.combine_repeats([r for r in runs if r["variant"] != "plain"])
+    (tg,) = e2e_report.targets(rows)
+    assert tg["met"] is None and tg["detail"] == "step 1.075x default; not judged: no plain run in this bench"
+    (tg,) = e2e_report.targets([r for r in e2e_report.combine_repeats(runs) if r["variant"] != "default"])
+    assert tg["met"] is None and tg["detail"].startswith("compile 1.15x plain; host CPU 1.17x plain's")
+    assert tg["detail"].endswith("; not judged: no default run in this bench")
 
 
 def test_graph_replay_is_cuda_only_and_rendered():

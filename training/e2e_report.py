@@ -31,32 +31,46 @@ def targets(runs: list[dict]) -> list[dict]:
                 continue
             r = ok.get((w, variant))
             met, why = None, "not measured"
-            if r and plain and (variant == "kselect-predict" or default):
-                # a process's first compile also loads the cost model: counted here
-                load = r.get("kselect_load_s") or 0.0
-                c = (r["compile_s"] + load) / plain["compile_s"]
-                loaded = f" (its {load:.2f} s model load included)" if load else ""
-                if variant.startswith("kselect-verify"):
-                    s = r["step_ms"] / default["step_ms"]
-                    met = s <= 1.0 and c <= VERIFY_COMPILE_VS_PLAIN
-                    why = f"step {s:.3f}x default, compile {c:.2f}x plain{loaded}"
-                    same = same_kernels(r, default)
-                    if same:
-                        why += f"; DEFAULT's kernel on {same[0]} of {same[1]} GEMMs"
-                    gemm_ms = gemm_kernel_ms(r), gemm_kernel_ms(default)
-                    if None not in gemm_ms and gemm_ms[1] > 0:
-                        why += (f"; GEMM kernels {gemm_ms[0] / gemm_ms[1]:.3f}x DEFAULT's "
-                                f"({gemm_ms[0]:.3f} vs {gemm_ms[1]:.3f} ms per step)")
-                else:
-                    met = c <= PREDICT_COMPILE_VS_PLAIN
-                    why = f"compile {c:.2f}x plain{loaded}"
-                if r.get("compile_cpu_s") and plain.get("compile_cpu_s"):
-                    why += (f"; host CPU {(r['compile_cpu_s'] + load) / plain['compile_cpu_s']:.2f}x plain's "
-                            f"({r['compile_cpu_s'] + load:.2f} vs {plain['compile_cpu_s']:.2f} s)")
-                if r["correctness"]["ok"] is False:
-                    met, why = False, why + "; result WRONG"
+            if r:
+                met, why = _judge(r, variant, plain, default)
             out.append({"workload": w, "variant": variant, "target": text, "met": met, "detail": why})
     return out
+
+
+def _judge(r: dict, variant: str, plain: dict | None, default: dict | None) -> tuple[bool | None, str]:
+    """(met, detail) of one kselect run: each half of a target it has a baseline run for is
+    measured and said; `met` is None unless every half could be judged."""
+    verify = variant.startswith("kselect-verify")
+    load = r.get("kselect_load_s") or 0.0   # a process's first compile also loads the cost model
+    head, tail = [], []
+    step = compile_x = None
+    if verify and default:
+        step = r["step_ms"] / default["step_ms"]
+        head.append(f"step {step:.3f}x default")
+        same = same_kernels(r, default)
+        if same:
+            tail.append(f"DEFAULT's kernel on {same[0]} of {same[1]} GEMMs")
+        gemm_ms = gemm_kernel_ms(r), gemm_kernel_ms(default)
+        if None not in gemm_ms and gemm_ms[1] > 0:
+            tail.append(f"GEMM kernels {gemm_ms[0] / gemm_ms[1]:.3f}x DEFAULT's "
+                        f"({gemm_ms[0]:.3f} vs {gemm_ms[1]:.3f} ms per step)")
+    if plain:
+        compile_x = (r["compile_s"] + load) / plain["compile_s"]
+        head.append(f"compile {compile_x:.2f}x plain" + (f" (its {load:.2f} s model load included)" if load else ""))
+        if r.get("compile_cpu_s") and plain.get("compile_cpu_s"):
+            tail.append(f"host CPU {(r['compile_cpu_s'] + load) / plain['compile_cpu_s']:.2f}x plain's "
+                        f"({r['compile_cpu_s'] + load:.2f} vs {plain['compile_cpu_s']:.2f} s)")
+    missing = [name for name, run, needed in (("default", default, verify), ("plain", plain, True))
+               if needed and not run]
+    if missing:
+        tail.append(f"not judged: no {' or '.join(missing)} run in this bench")
+    if verify:
+        met = None if None in (step, compile_x) else step <= 1.0 and compile_x <= VERIFY_COMPILE_VS_PLAIN
+    else:
+        met = None if compile_x is None else compile_x <= PREDICT_COMPILE_VS_PLAIN
+    if r["correctness"]["ok"] is False:
+        met, tail = False, tail + ["result WRONG"]
+    return met, "; ".join(([", ".join(head)] if head else []) + tail)
 
 
 def gemm_kernel_ms(r: dict) -> float | None:
