@@ -59,6 +59,9 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         faults="default/decode/start/exit,kselect-verify/decode/start/raise")
     assert report is not None, proc.stderr
     assert proc.returncode == 1, "a failed run must make the exit status non-zero"
+    from kselect.training.provenance import code_digest   # the code that measured, as any process sees it
+
+    assert report["env"]["kselect_code"] == code_digest() and len(code_digest()) == 12
     runs = _by_variant(report)
     assert list(runs) == ["plain", "default", "kselect-verify", "kselect-predict"]  # plan order
     for name in ("plain", "kselect-predict"):

@@ -260,6 +260,7 @@ def _graph_count():
 
 def environment(device: str) -> dict:
     from .fingerprint import collect_fingerprint
+    from .provenance import code_digest
 
     fp = collect_fingerprint()
     keep = ("gpu_name", "sm_count", "compute_capability", "torch_version", "triton_version",
@@ -267,6 +268,7 @@ def environment(device: str) -> dict:
     env = {k: fp.get(k) for k in keep if fp.get(k) is not None}
     env["device"] = device
     env["cpus"] = os.cpu_count()
+    env["kselect_code"] = code_digest()
     return env
 
 

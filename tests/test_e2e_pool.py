@@ -1,0 +1,118 @@
+"""`kselect bench e2e-pool`: processes of several bench e2e runs pooled per setup, on given
+numbers and on the H200 runs in reports/."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kselect.training import e2e_pool
+from kselect.training.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SETTINGS = {"device": "cuda", "model": "m", "dtype": "bf16", "batch": 8, "seq": 1024, "steps": 20, "warmup": 3,
+            "k": 4, "fixed_k": False, "min_k": 1, "aten_margin": 2.0, "early_decision": True,
+            "kselect_space": "EXHAUSTIVE", "freezing": False, "autotune": "gemm", "warm_pool": True,
+            "profile_compile": False}
+
+
+def _run(variant, compile_s, step_ms, status="ok", batch=8, load=None, cpu=None):
+    r = {"workload": "decode", "variant": variant, "model": "m", "dtype": "bf16", "batch": batch, "seq": 1024,
+         "status": status}
+    if status == "ok":
+        r.update({"compile_s": compile_s, "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
+                  "tokens_per_s": 8e3 / step_ms, "graph_step_ms": step_ms / 2,
+                  "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2}})
+        if load is not None:
+            r["kselect_load_s"] = load
+        if cpu is not None:
+            r["compile_cpu_s"] = cpu
+    return r
+
+
+def _write(folder: Path, runs, code="abc123abc123", **settings) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(
+        {"command": "kselect bench e2e ...", "settings": {**SETTINGS, **settings},
+         "env": {"gpu_name": "NVIDIA H200", "kselect_code": code}, "runs": runs}))
+    return folder
+
+
+def test_pools_processes_of_one_setup_and_keeps_others_apart(tmp_path, capsys):
+    a = _write(tmp_path / "a", [_run("plain", 3.0, 1.0, cpu=2.0), _run("kselect-predict", 3.3, 0.9, load=0.1, cpu=2.2),
+                                _run("default", 30.0, 0.8), _run("kselect-verify", 4.0, 0.785, load=0.1)])
+    b = _write(tmp_path / "b", [_run("plain", 3.4, 1.1, cpu=2.4), _run("kselect-predict", 3.5, 0.9, load=0.1, cpu=2.3),
+                                _run("plain", 3.2, 1.0, cpu=2.2), _run("kselect-predict", None, None, status="timeout"),
+                                _run("default", 32.0, 0.79), _run("kselect-verify", 4.2, 0.80, load=0.1)],
+               code="def456def456")
+    other = _write(tmp_path / "c", [_run("plain", 9.0, 5.0, batch=1), _run("kselect-predict", 9.1, 5.0, batch=1, load=0.1)])
+    prof = _write(tmp_path / "d", [_run("plain", 99.0, 1.0)], profile_compile=True)
+    assert main(["bench", "e2e-pool", str(a), str(b / "results.json"), str(other), str(prof),
+                 "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "pooled 12 processes from 3 files into 2 setups" in capsys.readouterr().out
+    assert report["skipped"] == [f"{prof / 'results.json'}: --profile-compile (cProfile slows the compile)"]
+    by_batch = {s["setup"]["batch"]: s for s in report["setups"]}
+    s = by_batch[8]
+    assert s["processes"] == 9 and s["not_ok"] == {"kselect-predict": 1}
+    assert s["code"] == {"abc123abc123": 1, "def456def456": 1}
+    v = {r["variant"]: r for r in s["variants"]}
+    assert v["plain"]["processes"] == 3 and v["plain"]["compile_s"] == 3.2 and v["plain"]["compile_cpu_s"] == 2.2
+    assert v["kselect-predict"]["processes"] == 2 and v["kselect-predict"]["compile_s"] == pytest.approx(3.4)
+    c = {r["comparison"]: r for r in s["comparisons"]}
+    pred = c["predict compile / plain's"]   # (3.4 + 3.6) / 2 over 3.2, the load in each process
+    assert pred["n"] == [2, 3] and pred["ratio"] == pytest.approx(3.5 / 3.2)
+    lo, hi = pred["interval"]
+    assert lo <= pred["ratio"] <= hi
+    verify = c["verify compile / plain's"]   # every verify process slower than every plain one
+    assert verify["ratio"] == pytest.approx(4.2 / 3.2) and verify["p_slower"] == pytest.approx(0.1)  # 1 / C(5, 2)
+    assert c["verify step / DEFAULT's"]["p_slower"] > 0.5   # between DEFAULT's two: no slow-down
+    tg = {t["variant"]: t for t in s["targets"]}
+    assert tg["kselect-predict"]["met"] is False and tg["kselect-predict"]["detail"].startswith("compile 1.09x plain")
+    assert tg["kselect-verify"]["met"] is False and "step 0.997x default" in tg["kselect-verify"]["detail"]
+    assert by_batch[1]["processes"] == 2 and by_batch[1]["code"] == {"abc123abc123": 1}
+    text = (tmp_path / "out" / "README.md").read_text()
+    assert "## m, decode (NVIDIA H200, bf16, batch 8, seq 1024): 9 processes" in text
+    assert "**mixed**" in text and "Not ok, left out: kselect-predict 1" in text
+    assert "| plain | 3 | 3.20 | 2.20 | 1.000 (1.000-1.100) | 0.500 | - | 3 of 3 | 2 |" in text
+    assert "| predict compile / plain's | 2 vs 3 | 1.094 |" in text
+
+
+def test_settings_that_change_a_variant_split_setups_and_variants_can_be_chosen(tmp_path, capsys):
+    a = _write(tmp_path / "a", [_run("plain", 3.0, 1.0), _run("kselect-verify", 4.0, 0.9, load=0.1)])
+    b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0)], aten_margin=0.5)
+    runs, _ = e2e_pool.load_runs([a, b])
+    assert len(e2e_pool.pool(runs)) == 2
+    assert main(["bench", "e2e-pool", str(a), "--variants", "plain", "--out", str(tmp_path / "out")]) == 0
+    (s,) = json.loads((tmp_path / "out" / "results.json").read_text())["setups"]
+    assert [v["variant"] for v in s["variants"]] == ["plain"] and s["targets"] == []
+    assert main(["bench", "e2e-pool", str(a), "--variants", "plain,verify", "--out", str(tmp_path / "out")]) == 2
+    assert "unknown variant(s) ['verify']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, message", [("{not json", "not JSON"),
+                                              ('{"runs": []}', "not a `kselect bench e2e` results.json")])
+def test_a_file_that_is_not_bench_results_is_a_clear_error(tmp_path, capsys, content, message):
+    bad = tmp_path / "results.json"
+    bad.write_text(content)
+    assert main(["bench", "e2e-pool", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert main(["bench", "e2e-pool", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
+    """The tenth, eleventh and thirteenth sessions' one-layer decode benches: 18 plain and 17
+    predict processes (reports/h200-session13/dev-cpu/pooled_one_layer.txt), profiled run left out."""
+    files = [REPO / p for p in ("reports/h200-session10/call2/b/decode", "reports/h200-session10/call3/c/decode",
+                                "reports/h200-session11/call1/decode", "reports/h200-session13/call2/y/decode1",
+                                "reports/h200-session13/call2/y/decode1-prof")]
+    if not all(f.exists() for f in files):
+        pytest.skip("the H200 reports are not in this checkout")
+    runs, skipped = e2e_pool.load_runs(files)
+    (s,) = e2e_pool.pool(runs)
+    assert len(skipped) == 1 and "decode1-prof" in skipped[0]
+    pred = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
+    assert pred["n"] == [17, 18] and pred["ratio"] == pytest.approx(3.867 / 3.642, abs=1e-3)
+    assert pred["p_slower"] == pytest.approx(0.134, abs=1e-3)

@@ -1,0 +1,236 @@
+"""`kselect bench e2e-pool`: every process of several `bench e2e` runs, pooled.
+
+A device session fits only a few processes per variant. Compile time spreads +-15 % between
+processes of one variant and step time 1-3 %, more than the targets' margins. Pooling the
+processes of every run with the same setup gives:
+- medians over many processes;
+- the targets judged on those medians (e2e_report.targets);
+- for each comparison a target makes, the ratio of medians with a bootstrap 90 % interval,
+  and a one-sided Mann-Whitney U p-value: how often two variants that do not differ show
+  a gap this large.
+
+    kselect bench e2e-pool reports/h200-session1*/call*/*/decode* --out reports/e2e-h200-pooled
+
+Only runs of one setup pool. The setup is the GPU, model, workload, dtype, batch, sequence,
+and each setting that changes what a variant does or how it is timed (SETTINGS_THAT_MATTER).
+Runs with `--profile-compile` are left out, since cProfile slows their compile. Each setup
+names the kselect code its processes ran (training/provenance.py; "not recorded" before the
+thirteenth session), and says so when that is mixed.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from .e2e_report import combine_repeats, targets
+from .e2e_spec import ORDER, write_json
+
+# bench settings that change what a variant does or how it is timed: runs differing in any
+# of them are different experiments (absent in an older results.json: None)
+SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k", "min_k", "aten_margin",
+                        "early_decision", "warm_pool", "steps", "warmup")
+# (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
+COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
+               ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
+               ("verify compile / plain's", "kselect-verify", "plain", "compile"),
+               ("predict compile / plain's", "kselect-predict", "plain", "compile"),
+               ("DEFAULT compile / plain's", "default", "plain", "compile"))
+CONFIDENCE = 0.90
+
+
+class PoolError(ValueError):
+    """A file `bench e2e-pool` cannot use; the message names it and why."""
+
+
+def add_parser(bench_subparsers) -> None:
+    p = bench_subparsers.add_parser(
+        "e2e-pool", help="pool the processes of several `bench e2e` runs: medians, targets, how sure")
+    p.add_argument("results", nargs="+", help="bench e2e results.json files, or the folders holding them")
+    p.add_argument("--variants", default="",
+                   help="comma-separated: pool only these variants (default: all), e.g. to leave out one "
+                        "whose code changed between the runs")
+    p.add_argument("--out", required=True, help="folder for README.md and results.json")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    runs, skipped = load_runs(args.results)
+    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = sorted(set(wanted) - set(ORDER))
+    if unknown:
+        raise PoolError(f"unknown variant(s) {unknown}: expected some of {list(ORDER)}")
+    if wanted:
+        runs = [r for r in runs if r["variant"] in wanted]
+    pooled = pool(runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "kselect " + " ".join(getattr(args, "argv", []) or ["bench", "e2e-pool", *args.results])
+    report = {"command": command, "sources": sorted({r["source"] for r in runs}), "skipped": skipped,
+              "setups": pooled}
+    write_json(out / "results.json", report)
+    (out / "README.md").write_text(render(report))
+    print(f"pooled {len(runs)} processes from {len(report['sources'])} files into {len(pooled)} setups; "
+          f"wrote {out}/README.md, results.json")
+    return 0
+
+
+def load_runs(paths) -> tuple[list[dict], list[str]]:
+    """Every run of the given results.json files, each with its setup and source attached;
+    and a line per file left out (--profile-compile)."""
+    runs, skipped = [], []
+    for given in paths:
+        path = Path(given)
+        path = path / "results.json" if path.is_dir() else path
+        try:
+            report = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise PoolError(f"{path}: no such file") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise PoolError(f"{path}: not JSON ({exc})") from None
+        if not isinstance(report, dict) or not isinstance(report.get("runs"), list) \
+                or not isinstance(report.get("settings"), dict):
+            raise PoolError(f"{path}: not a `kselect bench e2e` results.json (no 'settings' and 'runs')")
+        settings = report["settings"]
+        if settings.get("profile_compile"):
+            skipped.append(f"{path}: --profile-compile (cProfile slows the compile)")
+            continue
+        env = report.get("env") or {}
+        gpu = env.get("gpu_name") or settings.get("device")
+        code = env.get("kselect_code") or "not recorded"   # training/provenance.py
+        fixed = tuple((k, settings.get(k)) for k in SETTINGS_THAT_MATTER)
+        for r in report["runs"]:
+            if not isinstance(r, dict) or not {"workload", "variant", "model", "status"} <= set(r):
+                raise PoolError(f"{path}: a run without workload/variant/model/status")
+            setup = {"gpu": gpu, "model": r["model"], "workload": r["workload"],
+                     "dtype": r.get("dtype", settings.get("dtype")), "batch": r.get("batch", settings.get("batch")),
+                     "seq": r.get("seq", settings.get("seq")), "settings": dict(fixed)}
+            runs.append({**r, "source": str(path), "setup": setup, "code": code})
+    return runs, skipped
+
+
+def _setup_key(setup: dict) -> str:
+    return json.dumps(setup, sort_keys=True, default=str)
+
+
+def pool(runs: list[dict]) -> list[dict]:
+    """One entry per setup: its combined variants (medians), targets and comparisons."""
+    by_setup: dict = {}
+    for r in runs:
+        by_setup.setdefault(_setup_key(r["setup"]), []).append(r)
+    out = []
+    for rs in by_setup.values():
+        ok = [r for r in rs if r.get("status") == "ok"]
+        failed = {}
+        for r in rs:
+            if r.get("status") != "ok":
+                failed[r["variant"]] = failed.get(r["variant"], 0) + 1
+        combined = sorted(combine_repeats(ok), key=lambda r: ORDER.index(r["variant"])) if ok else []
+        for row in combined:
+            mine = [r for r in ok if r["variant"] == row["variant"]]
+            row["processes"] = len(mine)
+            row["results_ok"] = sum(1 for r in mine if (r.get("correctness") or {}).get("ok"))
+            row["sources"] = sorted({r["source"] for r in mine})
+        codes: dict = {}
+        for r in rs:
+            codes.setdefault(r["code"], set()).add(r["source"])
+        out.append({"setup": rs[0]["setup"], "processes": len(ok), "not_ok": failed,
+                    "code": {c: len(files) for c, files in sorted(codes.items())},
+                    "variants": combined, "targets": targets(combined) if combined else [],
+                    "comparisons": compare(ok)})
+    return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
+
+
+def _samples(runs: list[dict], variant: str, what: str) -> list[float]:
+    rs = [r for r in runs if r["variant"] == variant]
+    if what == "step":
+        return [r["step_ms"] for r in rs if r.get("step_ms") is not None]
+    if what == "gpu":
+        return [r["graph_step_ms"] for r in rs if r.get("graph_step_ms") is not None]
+    return [r["compile_s"] + (r.get("kselect_load_s") or 0.0) for r in rs if r.get("compile_s") is not None]
+
+
+def compare(ok: list[dict]) -> list[dict]:
+    """Each comparison both of whose variants ran: ratio of medians, its bootstrap interval and
+    the one-sided Mann-Whitney U p-value for "the variant is slower than its baseline"."""
+    rows = []
+    for label, variant, baseline, what in COMPARISONS:
+        mine, theirs = _samples(ok, variant, what), _samples(ok, baseline, what)
+        if not mine or not theirs:
+            continue
+        row = {"comparison": label, "n": [len(mine), len(theirs)],
+               "ratio": statistics.median(mine) / statistics.median(theirs), "interval": None, "p_slower": None}
+        if len(mine) >= 2 and len(theirs) >= 2:
+            row["interval"], row["p_slower"] = ratio_interval(mine, theirs), p_slower(mine, theirs)
+        rows.append(row)
+    return rows
+
+
+def p_slower(mine: list[float], theirs: list[float]) -> float:
+    """One-sided Mann-Whitney U: the chance of samples this much larger if neither is."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(mine, theirs, alternative="greater").pvalue)
+
+
+def ratio_interval(mine: list[float], theirs: list[float], seed: int = 0) -> list[float]:
+    """Percentile-bootstrap CONFIDENCE interval of median(mine) / median(theirs), each sample
+    resampled apart (fixed seed: the same files give the same report)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    res = bootstrap((np.asarray(mine), np.asarray(theirs)), lambda a, b, axis: np.median(a, axis=axis)
+                    / np.median(b, axis=axis), vectorized=True, paired=False, confidence_level=CONFIDENCE,
+                    n_resamples=4000, method="percentile", random_state=np.random.default_rng(seed))
+    return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+
+
+def _fmt(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def render(report: dict) -> str:
+    lines = ["# `bench e2e` runs, pooled", "", f"Command: `{report['command']}`", "",
+             f"{len(report['sources'])} results.json files pooled; processes pool only with others of the "
+             "same setup (GPU, model, workload, dtype, batch, sequence and the bench settings that change "
+             "a variant or its timing). Medians over processes; kselect variants' compile includes their "
+             "one-time model load (tables and targets: median compile + median load, as `bench e2e` "
+             "judges; comparisons: each process's compile + load). Comparisons: ratio of medians, a "
+             f"percentile-bootstrap {CONFIDENCE:.0%} interval, and the one-sided Mann-Whitney U p-value for "
+             "\"slower than its baseline\" (small: a real slow-down; large: none shown).", ""]
+    lines += [f"- left out: {s}" for s in report["skipped"]]
+    for s in report["setups"]:
+        st = s["setup"]
+        lines += ["", f"## {st['model']}, {st['workload']} ({st['gpu']}, {st['dtype']}, batch {st['batch']}, "
+                      f"seq {st['seq']}): {s['processes']} processes", ""]
+        code = ", ".join(f"`{c}` ({n} file{'s' if n > 1 else ''})" for c, n in s["code"].items())
+        lines += [f"kselect code: {code}" + (" -- **mixed**: the processes ran different kselect code; "
+                                            "pool like with like where it matters" if len(s["code"]) > 1 else ""), ""]
+        if s["not_ok"]:
+            lines += ["Not ok, left out: " + ", ".join(f"{v} {n}" for v, n in s["not_ok"].items()), ""]
+        lines += ["| variant | processes | compile s (+ load) | compile CPU s (+ load) | step ms (min-max of processes) "
+                  "| GPU-only step ms | GEMM kernel ms per step | results within tolerance | files |",
+                  "| --- |" + " --- |" * 8]
+        for v in s["variants"]:
+            load = v.get("kselect_load_s") or 0.0
+            gemm = ((v.get("kernel_time") or {}).get("ms_per_step") or {}).get("gemm")
+            step = (f"{v['step_ms']:.3f} ({v['step_ms_p10']:.3f}-{v['step_ms_p90']:.3f})"
+                    if v["processes"] > 1 else _fmt(v.get("step_ms"), ".3f"))
+            cpu = None if v.get("compile_cpu_s") is None else v["compile_cpu_s"] + load
+            lines.append(f"| {v['variant']} | {v['processes']} | {v['compile_s'] + load:.2f} | "
+                         f"{_fmt(cpu, '.2f')} | {step} | {_fmt(v.get('graph_step_ms'), '.3f')} | "
+                         f"{_fmt(gemm, '.3f')} | {v['results_ok']} of {v['processes']} | {len(v['sources'])} |")
+        if s["comparisons"]:
+            lines += ["", f"| comparison | processes | ratio of medians | {CONFIDENCE:.0%} interval | p (slower) |",
+                      "| --- | --- | --- | --- | --- |"]
+            for c in s["comparisons"]:
+                ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
+                lines.append(f"| {c['comparison']} | {c['n'][0]} vs {c['n'][1]} | {c['ratio']:.3f} | {ci} | "
+                             f"{_fmt(c['p_slower'], '.3f')} |")
+        if s["targets"]:
+            lines += ["", "| variant | target | met (pooled medians) | measured |", "| --- | --- | --- | --- |"]
+            for t in s["targets"]:
+                met = {True: "met", False: "**not met**", None: "n/a"}[t["met"]]
+                lines.append(f"| {t['variant']} | {t['target']} | {met} | {t['detail']} |")
+    lines += ["", "Files:", ""] + [f"- `{p}`" for p in report["sources"]]
+    return "\n".join(lines) + "\n"
