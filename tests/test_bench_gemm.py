@@ -89,3 +89,78 @@ def test_ranker_preflight_names_why_kselect_cannot_rank_here(tmp_path):
     broken.write_text("{not json")
     with pytest.raises(RankerUnavailable, match="cannot use cost model"):
         ranker_ident(cpu, str(broken))
+
+
+def test_repeated_shapes_count_once_at_their_medians():
+    """Several processes of one variant (--repeats, or pooled runs): a shape's numbers are its
+    medians, its pick the most frequent; an error stands only where nothing was measured."""
+    def row(v, p, ms, cs, chosen="aten:mm", **extra):
+        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True,
+                "benchmarked": 20, "chosen": chosen, **extra}
+
+    rows = [row("plain", "a", 1.0, 0.1), row("plain", "b", 2.0, 0.1),
+            row("default", "a", 1.5, 10.0, "triton:mm:X"), row("default", "a", 1.0, 12.0),
+            row("default", "a", 1.1, 11.0), {"variant": "default", "problem": "a", "error": "killed"},
+            row("default", "b", 2.0, 9.0), {"variant": "default", "problem": "c", "error": "killed"},
+            row("kselect-verify", "a", 1.0, 0.2, decisions=1, decision_ms=3.0,
+                decision_phases_ms={"trees": 2.0}),
+            row("kselect-verify", "a", 1.0, 0.4, decisions=1, decision_ms=5.0,
+                decision_phases_ms={"trees": 4.0, "map": 1.0}),
+            row("kselect-verify", "b", 1.6, 0.2)]
+    combined = {(r["variant"], r["problem"]): r for r in bench_gemm.combine_repeats(rows)}
+    assert set(combined) == {("plain", "a"), ("plain", "b"), ("default", "a"), ("default", "b"),
+                             ("default", "c"), ("kselect-verify", "a"), ("kselect-verify", "b")}
+    d = combined[("default", "a")]
+    assert d["repeats"] == 3 and d["kernel_ms"] == 1.1 and d["compile_s"] == 11.0
+    assert d["kernel_ms_samples"] == [1.5, 1.0, 1.1] and d["chosen"] == "aten:mm"
+    assert d["chosen_all"] == ["triton:mm:X", "aten:mm", "aten:mm"]
+    assert "error" in combined[("default", "c")] and "repeats" not in combined[("default", "b")]
+    v = combined[("kselect-verify", "a")]
+    assert v["decision_ms"] == 4.0 and v["decision_phases_ms"] == {"map": 0.5, "trees": 3.0}
+    s = bench_gemm.summarize(rows)
+    # verify/default on medians: geomean(1.0/1.1, 1.6/2.0)
+    assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx((1 / 1.1 * 0.8) ** 0.5)
+    assert s["variants"]["default"]["shapes"] == 2
+
+
+def test_bench_gemm_repeats_run_each_variant_in_as_many_processes(tmp_path):
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n")
+    out = tmp_path / "report"
+    assert main(["bench", "gemm", "--shapes-file", str(shapes), "--device", "cpu", "--variants", "plain",
+                 "--repeats", "2", "--out", str(out), "--json"]) == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["variant"], r["repeat"]) for r in rows] == [("plain", 0), ("plain", 1)]
+    assert all(r["kernel_ms"] > 0 and r["correct"] for r in rows)
+    assert "(median of 2)" in (out / "README.md").read_text()
+
+
+def _gemm_run(folder, rows, device_name="NVIDIA H200"):
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "summary.json").write_text(json.dumps({"summary": {}, "environment": {
+        "torch": "2.11.0", "triton": "3.6.0", "device": "cuda", "device_name": device_name}}))
+    return folder
+
+
+def test_gemm_pool_reports_each_shape_at_its_median_over_runs(tmp_path, capsys):
+    def row(v, p, ms, cs):
+        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True, "benchmarked": 20}
+
+    a = _gemm_run(tmp_path / "a", [row("plain", "a", 1.0, 0.1), row("default", "a", 1.3, 10.0),
+                                   row("kselect-verify", "a", 1.0, 0.2)])
+    b = _gemm_run(tmp_path / "b", [row("default", "a", 1.1, 11.0)])
+    c = _gemm_run(tmp_path / "c", [row("default", "a", 1.0, 9.0)])
+    assert main(["bench", "gemm-pool", str(a), str(b / "results.jsonl"), str(c), "--out", str(tmp_path / "o")]) == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())["summary"]
+    assert summary["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(1 / 1.1)
+    text = (tmp_path / "o" / "README.md").read_text()
+    assert "| a | 1.0000 / 0.1 / 20 | 1.0000 / 0.2 / 20 | 1.1000 / 10.0 / 20 (median of 3) |" in text
+    assert f"- `{b / 'results.jsonl'}`" in text
+    other = _gemm_run(tmp_path / "d", [row("default", "a", 1.0, 9.0)], device_name="NVIDIA A100")
+    assert main(["bench", "gemm-pool", str(a), str(other), "--out", str(tmp_path / "o2")]) == 2
+    assert "measured elsewhere" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"variant": "plain"}\n')
+    assert main(["bench", "gemm-pool", str(bad), "--out", str(tmp_path / "o3")]) == 2
+    assert "not a `kselect bench gemm` row" in capsys.readouterr().err

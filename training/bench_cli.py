@@ -1,8 +1,8 @@
 """`kselect bench ...`: side-by-side benchmarks of stock max-autotune and kselect on a GPU.
 
 `gemm` compares per-GEMM tuning time and chosen-kernel time on a shapes file; `e2e` does the
-same for whole transformer training/inference steps, and `e2e-pool` pools the processes of
-several `e2e` runs. Each lives in its own module, imported
+same for whole transformer training/inference steps; `gemm-pool` and `e2e-pool` pool several
+runs of each. Each lives in its own module, imported
 only when its sub-subcommand runs.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ import importlib
 BENCHES = {
     "gemm": ("kselect.training.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
     "e2e": ("kselect.training.bench_e2e", "Llama-style training step, prefill and decode under each variant"),
+    "gemm-pool": ("kselect.training.gemm_pool", "several `bench gemm` runs as one report: each shape at its median"),
     "e2e-pool": ("kselect.training.e2e_pool", "pool the processes of several `bench e2e` runs: medians, targets, how sure"),
 }
 

@@ -180,6 +180,7 @@ def run_worker(plan: dict) -> int:
             except Exception as exc:  # noqa: BLE001 -- a failing shape is a result, not a crash
                 row = {"variant": variant, "problem": problem.key,
                        "error": f"{type(exc).__name__}: {exc}"[:500]}
+        row["repeat"] = plan.get("repeat", 0)
         with open(out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(f"[{variant}] {problem.key}: " + ", ".join(
@@ -228,10 +229,51 @@ def _phase_medians(rows: list) -> dict:
             for n in names}
 
 
-def summarize(rows: list[dict]) -> dict:
-    """Side-by-side ratios over the shapes every compared variant measured correctly."""
-    by = {}
+_MEDIAN_FIELDS = ("kernel_ms", "compile_s", "benchmarked", "decision_ms", "decision_cpu_ms")
+
+
+def combine_repeats(rows: list[dict]) -> list[dict]:
+    """One row per (variant, shape): a shape measured in several processes (--repeats, or
+    pooled runs) gets the median of its numbers, every kernel time in `kernel_ms_samples`,
+    the kernel chosen most often in `chosen` and each process's in `chosen_all`. Stock
+    DEFAULT's pick varies between processes; the median is its typical result, not one draw.
+    Errors and skips stand only where a shape has no measurement for the variant."""
+    measured: dict = {}
     for r in rows:
+        if "kernel_ms" in r:
+            measured.setdefault((r["variant"], r["problem"]), []).append(r)
+    out, seen = [], set()
+    for r in rows:
+        key = (r.get("variant"), r.get("problem"))
+        if key in seen or ("kernel_ms" not in r and key in measured):
+            continue
+        seen.add(key)
+        group = measured.get(key)
+        if not group or len(group) == 1:
+            out.append(r)
+            continue
+        row = dict(group[0])
+        for f in _MEDIAN_FIELDS:
+            vals = [g[f] for g in group if isinstance(g.get(f), (int, float))]
+            if vals:
+                row[f] = statistics.median(vals)
+        names = {n for g in group for n in g.get("decision_phases_ms", {})}
+        if names:
+            row["decision_phases_ms"] = {n: statistics.median(g.get("decision_phases_ms", {}).get(n, 0.0)
+                                                              for g in group) for n in sorted(names)}
+        picks = [g.get("chosen", "") for g in group]
+        row.update(repeats=len(group), correct=all(g.get("correct") for g in group),
+                   kernel_ms_samples=[g["kernel_ms"] for g in group], chosen_all=picks,
+                   chosen=max(dict.fromkeys(picks), key=picks.count))
+        out.append(row)
+    return out
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Side-by-side ratios over the shapes every compared variant measured correctly (a shape
+    measured in several processes counts once, at its medians: combine_repeats)."""
+    by = {}
+    for r in combine_repeats(rows):
         if "kernel_ms" in r and r.get("correct"):
             by.setdefault(r["variant"], {})[r["problem"]] = r
     plain = by.get("plain", {})
@@ -306,7 +348,7 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for v, d in summary["variants"].items():
         lines.append(f"| {v} | {d['shapes']} | {d['compile_s_median']:.2f} | {d['tuning_s_total']:.2f} | "
-                     f"{d['benchmarked_total']} | {d.get('decision_ms_median', float('nan')):.2f} "
+                     f"{d['benchmarked_total']:g} | {d.get('decision_ms_median', float('nan')):.2f} "
                      f"({d['decision_ms_max']:.2f}) | {d['fallbacks']} |")
     phased = {v: d["decision_phases_ms_median"] for v, d in summary["variants"].items()
               if d.get("decision_phases_ms_median")}
@@ -326,9 +368,10 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
     lines += ["", "## Per shape (kernel ms / compile s / benchmarked)", "",
               "| shape | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
     cell = {}
-    for r in rows:
+    for r in combine_repeats(rows):
         if "kernel_ms" in r:
-            c = f"{r['kernel_ms']:.4f} / {r['compile_s']:.1f} / {r.get('benchmarked', 0)}"
+            c = f"{r['kernel_ms']:.4f} / {r['compile_s']:.1f} / {r.get('benchmarked', 0):g}"
+            c += f" (median of {r['repeats']})" if r.get("repeats", 1) > 1 else ""
             cell[(r["problem"], r["variant"])] = c if r.get("correct") else c + " WRONG"
         else:
             cell[(r["problem"], r["variant"])] = "error" if "error" in r else "skipped"
@@ -380,16 +423,21 @@ def run(args) -> int:
     results.unlink(missing_ok=True)
     deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0.0
     subset = exhaustive_subset(problems, args.exhaustive_shapes)
-    for v in variants:
+    repeats = getattr(args, "repeats", 1)
+    if repeats < 1:
+        raise BenchError(f"--repeats must be >= 1, got {repeats}")
+    for repeat, v in ((r, v) for r in range(repeats) for v in variants):   # interleaved rounds
         shapes = subset if v == "exhaustive" else problems
         left = deadline - time.time() if deadline else None
         if left is not None and left <= 0:
             with open(results, "a") as fh:
                 for p in shapes:
-                    fh.write(json.dumps({"variant": v, "problem": p.key, "skipped": "time budget spent"}) + "\n")
+                    fh.write(json.dumps({"variant": v, "problem": p.key, "repeat": repeat,
+                                         "skipped": "time budget spent"}) + "\n")
             continue
-        print(f"== {v}: {len(shapes)} shapes", flush=True)
-        plan = {"variant": v, "device": args.device, "k": args.k, "model": args.model,
+        print(f"== {v}: {len(shapes)} shapes" + (f" (round {repeat + 1} of {repeats})" if repeats > 1 else ""),
+              flush=True)
+        plan = {"variant": v, "repeat": repeat, "device": args.device, "k": args.k, "model": args.model,
                 "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
                 "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
                 "early_decision": not getattr(args, "late_decision", False),
@@ -399,7 +447,7 @@ def run(args) -> int:
         if why:
             print(f"   {v}: {why}", flush=True)
             with open(results, "a") as fh:
-                fh.write(json.dumps({"variant": v, "problem": "*", "error": why}) + "\n")
+                fh.write(json.dumps({"variant": v, "problem": "*", "repeat": repeat, "error": why}) + "\n")
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     summary = summarize(rows)
     command = "kselect " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
@@ -423,6 +471,9 @@ def add_parser(sub) -> None:
     p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="processes per variant, in interleaved rounds; a shape's numbers are their medians "
+                        "(stock DEFAULT's pick varies between processes)")
     p.add_argument("--out", help="report directory (default reports/bench-gemm-<device>)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=run)
