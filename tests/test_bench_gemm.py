@@ -35,6 +35,9 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
     assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 2
     readme = (out / "README.md").read_text()
     assert "kselect bench gemm" in readme and "mm:17x40x96:fp32:nn" in readme
+    from kselect.training.provenance import code_digest
+
+    assert f"kselect code {code_digest()};" in readme
 
 
 def test_bench_gemm_rejects_unknown_variant():
@@ -156,7 +159,7 @@ def test_gemm_pool_reports_each_shape_at_its_median_over_runs(tmp_path, capsys):
     assert summary["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(1 / 1.1)
     text = (tmp_path / "o" / "README.md").read_text()
     assert "| a | 1.0000 / 0.1 / 20 | 1.0000 / 0.2 / 20 | 1.1000 / 10.0 / 20 (median of 3) |" in text
-    assert f"- `{b / 'results.jsonl'}`" in text
+    assert f"- `{b / 'results.jsonl'}`" in text and "kselect code not recorded (3 runs)" in text
     other = _gemm_run(tmp_path / "d", [row("default", "a", 1.0, 9.0)], device_name="NVIDIA A100")
     assert main(["bench", "gemm-pool", str(a), str(other), "--out", str(tmp_path / "o2")]) == 2
     assert "measured elsewhere" in capsys.readouterr().err

@@ -333,7 +333,8 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
     variants = [v for v in VARIANTS if any(r.get("variant") == v for r in rows)]
     lines = [f"# GEMM tuning benchmark: stock max-autotune vs kselect ({env.get('device_name', '')})", "",
              "Command:", "```", command, "```", "",
-             f"torch {env.get('torch')}, triton {env.get('triton')}; every variant in a fresh process with "
+             f"torch {env.get('torch')}, triton {env.get('triton')}, kselect code "
+             f"{env.get('kselect_code') or 'not recorded'}; every variant in a fresh process with "
              "cold Inductor/Triton caches; max-autotune variants with persistent-TMA templates on and no "
              "CUDA graphs in the compiled function. kernel = the compiled function's real runtime "
              "(CUDA-graph replay, cold rotating operands, median); tuning = compile time minus plain "
@@ -384,7 +385,9 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
 def _environment(device: str) -> dict:
     import torch
 
-    env = {"torch": torch.__version__, "device": device}
+    from .provenance import code_digest
+
+    env = {"torch": torch.__version__, "device": device, "kselect_code": code_digest()}
     try:
         import triton
 

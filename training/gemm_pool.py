@@ -10,7 +10,9 @@ its processes (bench_gemm.combine_repeats) and the report and targets on those m
         --out reports/bench-gemm-h200-pooled
 
 Runs pool only when they measured on the same GPU with the same torch and Triton (their
-summary.json); anything else is a different experiment.
+summary.json); anything else is a different experiment. The report names the kselect code of
+each run (training/provenance.py) and says when it is mixed: stock DEFAULT's repeats need not
+share kselect's code, kselect variants should.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def add_parser(bench_subparsers) -> None:
 
 def load(paths) -> tuple[list[dict], dict]:
     """Every row of the given runs (tagged with its file) and their common environment."""
-    rows, env, env_from = [], None, None
+    rows, env, env_from, codes = [], None, None, {}
     for given in paths:
         path = Path(given)
         path = path / "results.jsonl" if path.is_dir() else path
@@ -56,12 +58,18 @@ def load(paths) -> tuple[list[dict], dict]:
             rows.append({**row, "source": str(path)})
         summary = path.with_name("summary.json")
         mine = json.loads(summary.read_text()).get("environment", {}) if summary.exists() else {}
+        codes.setdefault(mine.get("kselect_code") or "not recorded", []).append(str(path))
         if env is None:
             env, env_from = mine, path
         elif any(mine.get(k) != env.get(k) for k in _SAME if k in mine and k in env):
             diff = {k: (env.get(k), mine.get(k)) for k in _SAME if mine.get(k) != env.get(k)}
             raise PoolError(f"{path} was measured elsewhere than {env_from}: {diff}")
-    return rows, env or {}
+    env = dict(env or {})
+    env["kselect_code"] = ", ".join(f"{c} ({len(files)} run{'s' if len(files) > 1 else ''})"
+                                    for c, files in sorted(codes.items()))
+    if len(codes) > 1:   # e.g. DEFAULT's repeats beside one kselect run: fine; kselect of two codes: not
+        env["kselect_code"] += " -- mixed: pool kselect variants of one code only"
+    return rows, env
 
 
 def run(args) -> int:
