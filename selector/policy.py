@@ -113,9 +113,9 @@ class CostModelRanker:
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
             self.rank(problem, candidates)
             ranked += candidates
-            for m in WARM_ROW_CLASSES:
-                for template in ("mm", "persistent_tma"):
-                    template_space(Problem(m, 4096, 4096, dtype, "nt"), template, "exhaustive")
+        for m in WARM_ROW_CLASSES:   # tile spaces depend on the sizes only, not the dtype: once each
+            for template in ("mm", "persistent_tma"):
+                template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
