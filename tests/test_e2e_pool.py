@@ -91,6 +91,30 @@ def test_settings_that_change_a_variant_split_setups_and_variants_can_be_chosen(
     assert "unknown variant(s) ['verify']" in capsys.readouterr().err
 
 
+def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
+    """A fast host ran plain 4 times and predict once, a host twice as slow the reverse: the
+    pooled medians then compare mostly-fast plain with mostly-slow predict (about 2x), while
+    each run says about 1.036x, and so does their combination."""
+    fast = _write(tmp_path / "fast", [_run("plain", c, 1.0) for c in (1.0, 1.02, 1.01, 0.99)]
+                  + [_run("kselect-predict", 1.04, 1.0, load=0.0)])
+    slow = _write(tmp_path / "slow", [_run("plain", 2.0, 1.0)]
+                  + [_run("kselect-predict", c, 1.0, load=0.0) for c in (2.08, 2.1, 2.06, 2.07)])
+    alone = _write(tmp_path / "alone", [_run("default", 30.0, 1.0), _run("kselect-verify", 2.0, 0.9, load=0.1)])
+    runs, _ = e2e_pool.load_runs([fast, slow, alone])
+    (s,) = e2e_pool.pool(runs)
+    pooled = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
+    assert pooled["ratio"] == pytest.approx(2.07 / 1.01)
+    (per_run,) = s["per_run"]   # verify vs DEFAULT ran in one run only: its pooled row is that run
+    assert per_run["comparison"] == "predict compile / plain's"
+    assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.04 / 1.005, 2.075 / 2.0])
+    assert [r["n"] for r in per_run["runs"]] == [[1, 4], [4, 1]]
+    assert per_run["ratio"] == pytest.approx((1.04 / 1.005 * 2.075 / 2.0) ** 0.5)
+    lo, hi = per_run["interval"]
+    assert 1.0 < lo <= per_run["ratio"] <= hi < 1.1
+    text = e2e_pool.render({"command": "c", "sources": [], "skipped": [], "setups": [s]})
+    assert "| predict compile / plain's | 2 | 1.035 (1 vs 4), 1.038 (4 vs 1) | 1.036 |" in text
+
+
 @pytest.mark.parametrize("content, message", [("{not json", "not JSON"),
                                               ('{"runs": []}', "not a `kselect bench e2e` results.json")])
 def test_a_file_that_is_not_bench_results_is_a_clear_error(tmp_path, capsys, content, message):
@@ -116,3 +140,7 @@ def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
     pred = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
     assert pred["n"] == [17, 18] and pred["ratio"] == pytest.approx(3.867 / 3.642, abs=1e-3)
     assert pred["p_slower"] == pytest.approx(0.134, abs=1e-3)
+    per_run = next(c for c in s["per_run"] if c["comparison"] == "predict compile / plain's")
+    assert [r["n"] for r in per_run["runs"]] == [[2, 2], [3, 3], [4, 4], [8, 9]]
+    assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.126, 1.168, 1.086, 1.042], abs=1e-3)
+    assert per_run["ratio"] == pytest.approx(1.082, abs=1e-3)
