@@ -30,6 +30,8 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
         assert "error" not in r, r
         assert r["correct"] and r["rel_error"] < 1e-4
         assert r["kernel_ms"] > 0 and r["compile_s"] > 0
+        # the worker waited for the compile pool before its first shape (None: no pool here)
+        assert r["compile_pool_s"] is None or r["compile_pool_s"] >= 0
     summary = json.loads((out / "summary.json").read_text())["summary"]
     assert summary["variants"]["plain"]["shapes"] == 2
     assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 2

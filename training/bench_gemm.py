@@ -160,6 +160,14 @@ def run_worker(plan: dict) -> int:
     # One throw-away compile first: process-wide import and initialisation costs are not tuning.
     torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device=device))
     torch._dynamo.reset()
+    # Then wait, untimed, until Inductor's compile-worker pool takes work. It starts with the
+    # first compile and takes ~8-10 s of the H200 host's CPUs; until it is up, the shapes' own
+    # compiles and decisions run against its start-up. Decisions were ~1.5x slower over the
+    # first 5-7 shapes (~10 s) of every process without this wait (reports/h200-session14 s3):
+    # the pool is the likely cause, which the next device run checks.
+    from kselect.selector.inductor_compat import warm_compile_pool
+
+    pool_s = warm_compile_pool()
     selector = None
     if mode:
         from torch._inductor import config as ic
@@ -181,6 +189,7 @@ def run_worker(plan: dict) -> int:
                 row = {"variant": variant, "problem": problem.key,
                        "error": f"{type(exc).__name__}: {exc}"[:500]}
         row["repeat"] = plan.get("repeat", 0)
+        row["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)   # this process's wait
         with open(out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(f"[{variant}] {problem.key}: " + ", ".join(
@@ -335,7 +344,9 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
              "Command:", "```", command, "```", "",
              f"torch {env.get('torch')}, triton {env.get('triton')}, kselect code "
              f"{env.get('kselect_code') or 'not recorded'}; every variant in a fresh process with "
-             "cold Inductor/Triton caches; max-autotune variants with persistent-TMA templates on and no "
+             "cold Inductor/Triton caches, which waits (untimed) for Inductor's compile-worker pool before "
+             "its first shape (`compile_pool_s` in results.jsonl; runs before the fourteenth session's "
+             "code did not); max-autotune variants with persistent-TMA templates on and no "
              "CUDA graphs in the compiled function. kernel = the compiled function's real runtime "
              "(CUDA-graph replay, cold rotating operands, median); tuning = compile time minus plain "
              "torch.compile's for the same shape. decision ms = kselect's time per GEMM from Inductor "
