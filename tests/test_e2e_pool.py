@@ -92,27 +92,36 @@ def test_settings_that_change_a_variant_split_setups_and_variants_can_be_chosen(
 
 
 def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
-    """A fast host ran plain 4 times and predict once, a host twice as slow the reverse: the
+    """A fast host ran plain 4 times and predict twice, a host twice as slow the reverse: the
     pooled medians then compare mostly-fast plain with mostly-slow predict (about 2x), while
     each run says about 1.036x, and so does their combination."""
     fast = _write(tmp_path / "fast", [_run("plain", c, 1.0) for c in (1.0, 1.02, 1.01, 0.99)]
-                  + [_run("kselect-predict", 1.04, 1.0, load=0.0)])
-    slow = _write(tmp_path / "slow", [_run("plain", 2.0, 1.0)]
+                  + [_run("kselect-predict", 1.04, 1.0, load=0.0) for _ in range(2)])
+    slow = _write(tmp_path / "slow", [_run("plain", 2.0, 1.0) for _ in range(2)]
                   + [_run("kselect-predict", c, 1.0, load=0.0) for c in (2.08, 2.1, 2.06, 2.07)])
     alone = _write(tmp_path / "alone", [_run("default", 30.0, 1.0), _run("kselect-verify", 2.0, 0.9, load=0.1)])
     runs, _ = e2e_pool.load_runs([fast, slow, alone])
     (s,) = e2e_pool.pool(runs)
     pooled = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
-    assert pooled["ratio"] == pytest.approx(2.07 / 1.01)
+    assert pooled["ratio"] == pytest.approx(2.065 / 1.015)
     (per_run,) = s["per_run"]   # verify vs DEFAULT ran in one run only: its pooled row is that run
     assert per_run["comparison"] == "predict compile / plain's"
     assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.04 / 1.005, 2.075 / 2.0])
-    assert [r["n"] for r in per_run["runs"]] == [[1, 4], [4, 1]]
+    assert [r["n"] for r in per_run["runs"]] == [[2, 4], [4, 2]]
     assert per_run["ratio"] == pytest.approx((1.04 / 1.005 * 2.075 / 2.0) ** 0.5)
     lo, hi = per_run["interval"]
     assert 1.0 < lo <= per_run["ratio"] <= hi < 1.1
+    assert s["targets_per_run"] == {"kselect-predict": True}   # 1.036 <= 1.05; verify: no plain with it
     text = e2e_pool.render({"command": "c", "sources": [], "skipped": [], "setups": [s]})
-    assert "| predict compile / plain's | 2 | 1.035 (1 vs 4), 1.038 (4 vs 1) | 1.036 |" in text
+    assert "| predict compile / plain's | 2 | 1.035 (2 vs 4), 1.038 (4 vs 2) | 1.036 | 1.0" in text
+    assert "| kselect-predict | compile <= 1.05x plain's | **not met** | met | compile 2.03x plain" in text
+    # a run with one process of a variant: its ratio counts, but no interval can be had
+    single = _write(tmp_path / "single", [_run("plain", 3.0, 1.0), _run("kselect-predict", 3.1, 1.0, load=0.0)])
+    (s,) = e2e_pool.pool(e2e_pool.load_runs([fast, single])[0])
+    (per_run,) = s["per_run"]
+    assert per_run["interval"] is None and [r["n"] for r in per_run["runs"]] == [[2, 4], [1, 1]]
+    assert "| 1.035 (2 vs 4), 1.033 (1 vs 1) | " in e2e_pool.render({"command": "c", "sources": [], "skipped": [],
+                                                                     "setups": [s]})
 
 
 @pytest.mark.parametrize("content, message", [("{not json", "not JSON"),
@@ -144,3 +153,4 @@ def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
     assert [r["n"] for r in per_run["runs"]] == [[2, 2], [3, 3], [4, 4], [8, 9]]
     assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.126, 1.168, 1.086, 1.042], abs=1e-3)
     assert per_run["ratio"] == pytest.approx(1.082, abs=1e-3)
+    assert s["targets_per_run"] == {"kselect-predict": False}   # 1.082 > 1.05, as pooled 1.062

@@ -28,7 +28,7 @@ import statistics
 from pathlib import Path
 
 from .e2e_report import combine_repeats, targets
-from .e2e_spec import ORDER, write_json
+from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
@@ -142,6 +142,7 @@ def pool(runs: list[dict]) -> list[dict]:
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
                     "comparisons": compare(ok), "per_run": compare_per_run(ok)})
+        out[-1]["targets_per_run"] = targets_per_run(out[-1]["per_run"])
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -174,7 +175,8 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
     """Each comparison within every run that has both variants, and those runs combined: the
     geometric mean of the runs' ratios of medians, weighted by n1 * n2 / (n1 + n2) (a run with
     one process of a variant says little), with a bootstrap interval that resamples each
-    run's processes within that run. Only where two or more runs have both variants; with one,
+    run's processes within that run (none where a run has a variant only once: resampling one
+    process cannot show its spread). Only where two or more runs have both variants; with one,
     the pooled comparison is already that run's."""
     import numpy as np
 
@@ -199,12 +201,26 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
             rb = np.median(b[rng.integers(0, len(b), (len(boot), len(b)))], axis=1)
             boot += w * np.log(ra / rb)
         tail = (1 - CONFIDENCE) / 2 * 100
-        rows.append({"comparison": label, "ratio": float(np.exp(weight @ log_ratio)),
-                     "interval": [float(np.exp(np.percentile(boot, tail))),
-                                  float(np.exp(np.percentile(boot, 100 - tail)))],
+        interval = None
+        if min(min(len(a), len(b)) for _, a, b in runs) >= 2:
+            interval = [float(np.exp(np.percentile(boot, tail))), float(np.exp(np.percentile(boot, 100 - tail)))]
+        rows.append({"comparison": label, "ratio": float(np.exp(weight @ log_ratio)), "interval": interval,
                      "runs": [{"source": src, "n": [len(a), len(b)], "ratio": float(np.exp(lr))}
                               for (src, a, b), lr in zip(runs, log_ratio)]})
     return rows
+
+
+def targets_per_run(per_run: list[dict]) -> dict:
+    """{variant: True/False} for each target whose every half has a runs-combined ratio: verify's
+    step <= DEFAULT's and compile <= 1.25x plain's, predict's compile <= 1.05x plain's."""
+    ratio = {c["comparison"]: c["ratio"] for c in per_run}
+    out = {}
+    step, compile_x = ratio.get("verify step / DEFAULT's"), ratio.get("verify compile / plain's")
+    if step is not None and compile_x is not None:
+        out["kselect-verify"] = step <= 1.0 and compile_x <= VERIFY_COMPILE_VS_PLAIN
+    if ratio.get("predict compile / plain's") is not None:
+        out["kselect-predict"] = ratio["predict compile / plain's"] <= PREDICT_COMPILE_VS_PLAIN
+    return out
 
 
 def p_slower(mine: list[float], theirs: list[float]) -> float:
@@ -275,12 +291,15 @@ def render(report: dict) -> str:
                       "| --- | --- | --- | --- | --- |"]
             for c in s["per_run"]:
                 each = ", ".join(f"{r['ratio']:.3f} ({r['n'][0]} vs {r['n'][1]})" for r in c["runs"])
-                lines.append(f"| {c['comparison']} | {len(c['runs'])} | {each} | {c['ratio']:.3f} | "
-                             f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f} |")
+                ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
+                lines.append(f"| {c['comparison']} | {len(c['runs'])} | {each} | {c['ratio']:.3f} | {ci} |")
         if s["targets"]:
-            lines += ["", "| variant | target | met (pooled medians) | measured |", "| --- | --- | --- | --- |"]
+            word = {True: "met", False: "**not met**", None: "n/a"}
+            lines += ["", "| variant | target | met (pooled medians) | met (runs combined) | measured (pooled) |",
+                      "| --- | --- | --- | --- | --- |"]
             for t in s["targets"]:
-                met = {True: "met", False: "**not met**", None: "n/a"}[t["met"]]
-                lines.append(f"| {t['variant']} | {t['target']} | {met} | {t['detail']} |")
+                per_run = s.get("targets_per_run", {}).get(t["variant"])
+                lines.append(f"| {t['variant']} | {t['target']} | {word[t['met']]} | "
+                             f"{'-' if per_run is None else word[per_run]} | {t['detail']} |")
     lines += ["", "Files:", ""] + [f"- `{p}`" for p in report["sources"]]
     return "\n".join(lines) + "\n"
