@@ -135,14 +135,14 @@ def pool(runs: list[dict]) -> list[dict]:
             row["processes"] = len(mine)
             row["results_ok"] = sum(1 for r in mine if (r.get("correctness") or {}).get("ok"))
             row["sources"] = sorted({r["source"] for r in mine})
+        per_run = compare_per_run(ok)
         codes: dict = {}
         for r in rs:
             codes.setdefault(r["code"], set()).add(r["source"])
         out.append({"setup": rs[0]["setup"], "processes": len(ok), "not_ok": failed,
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
-                    "comparisons": compare(ok), "per_run": compare_per_run(ok)})
-        out[-1]["targets_per_run"] = targets_per_run(out[-1]["per_run"])
+                    "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -194,20 +194,30 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
         weight = np.array([len(a) * len(b) / (len(a) + len(b)) for _, a, b in runs])
         weight /= weight.sum()
         log_ratio = np.array([np.log(np.median(a) / np.median(b)) for _, a, b in runs])
-        rng = np.random.default_rng(seed)
-        boot = np.zeros(4000)
-        for w, (_, a, b) in zip(weight, runs):
-            ra = np.median(a[rng.integers(0, len(a), (len(boot), len(a)))], axis=1)
-            rb = np.median(b[rng.integers(0, len(b), (len(boot), len(b)))], axis=1)
-            boot += w * np.log(ra / rb)
-        tail = (1 - CONFIDENCE) / 2 * 100
         interval = None
         if min(min(len(a), len(b)) for _, a, b in runs) >= 2:
-            interval = [float(np.exp(np.percentile(boot, tail))), float(np.exp(np.percentile(boot, 100 - tail)))]
+            interval = combined_interval([x for _, a, b in runs for x in (a, b)], weight, seed)
         rows.append({"comparison": label, "ratio": float(np.exp(weight @ log_ratio)), "interval": interval,
                      "runs": [{"source": src, "n": [len(a), len(b)], "ratio": float(np.exp(lr))}
                               for (src, a, b), lr in zip(runs, log_ratio)]})
     return rows
+
+
+def combined_interval(samples: list, weight, seed: int = 0) -> list[float]:
+    """Percentile-bootstrap CONFIDENCE interval of exp(sum_i weight_i * log(median(a_i) /
+    median(b_i))), samples = [a_1, b_1, a_2, b_2, ...]: each sample resampled apart, so each
+    run's processes only within that run (fixed seed: the same files give the same report)."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    def statistic(*xs, axis):
+        med = [np.median(x, axis=axis) for x in xs]
+        return np.exp(sum(w * np.log(a / b) for w, a, b in zip(weight, med[0::2], med[1::2])))
+
+    res = bootstrap(tuple(np.asarray(x) for x in samples), statistic, vectorized=True, paired=False,
+                    confidence_level=CONFIDENCE, n_resamples=4000, method="percentile",
+                    random_state=np.random.default_rng(seed))
+    return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
 
 
 def targets_per_run(per_run: list[dict]) -> dict:
@@ -232,14 +242,8 @@ def p_slower(mine: list[float], theirs: list[float]) -> float:
 
 def ratio_interval(mine: list[float], theirs: list[float], seed: int = 0) -> list[float]:
     """Percentile-bootstrap CONFIDENCE interval of median(mine) / median(theirs), each sample
-    resampled apart (fixed seed: the same files give the same report)."""
-    import numpy as np
-    from scipy.stats import bootstrap
-
-    res = bootstrap((np.asarray(mine), np.asarray(theirs)), lambda a, b, axis: np.median(a, axis=axis)
-                    / np.median(b, axis=axis), vectorized=True, paired=False, confidence_level=CONFIDENCE,
-                    n_resamples=4000, method="percentile", random_state=np.random.default_rng(seed))
-    return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+    resampled apart (fixed seed: the same files give the same report): one run, weight 1."""
+    return combined_interval([mine, theirs], [1.0], seed)
 
 
 def _fmt(x, spec: str) -> str:
