@@ -280,13 +280,14 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
 
 
 def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
-    """--repeats N: each round runs every variant once (drift hits all alike); the report's step
-    and compile time are medians over the processes, the range is min-max of their medians."""
+    """--repeats N: each round runs every variant once (drift hits all alike), every other round
+    in reverse order (a position in the round favours no variant); the report's step and
+    compile time are medians over the processes, the range is min-max of their medians."""
     s = {"workloads": ["decode"], "variants": ["plain", "default", "kselect-verify"], "model": "m",
          "exhaustive_model": "m", "exhaustive_workloads": ["decode"], "repeats": 3}
     got = [(r["variant"], r["repeat"]) for r in be.plan(s)]
-    assert got == [("plain", 0), ("default", 0), ("kselect-verify", 0), ("plain", 1), ("default", 1),
-                   ("kselect-verify", 1), ("plain", 2), ("default", 2), ("kselect-verify", 2)]
+    assert got == [("plain", 0), ("default", 0), ("kselect-verify", 0), ("kselect-verify", 1), ("default", 1),
+                   ("plain", 1), ("plain", 2), ("default", 2), ("kselect-verify", 2)]
 
     def run(variant, repeat, compile_s, step_ms, status="ok"):
         r = {"workload": "decode", "variant": variant, "model": "m", "repeat": repeat, "status": status}
@@ -318,7 +319,7 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     assert v["repeats"] == 2 and v["step_ms"] == pytest.approx(0.57) and "1 of 3" in v["error"]
     assert v["correctness"]["rel_err"] == pytest.approx(6e-3)
     text = (tmp_path / "README.md").read_text()
-    assert "each variant in 3 processes (interleaved)" in text
+    assert "each variant in 3 processes (interleaved rounds, every other one in reverse order)" in text
     # compile phases: the median over the ok processes; a phase under 0.1 s everywhere is left out
     assert v["compile_phases"] == {"GraphLowering.run": pytest.approx(1.5), "bytecode_tracing": 0.05}
     assert "| GraphLowering.run | 0.80 | 2.00 | 1.50 |" in text and "bytecode_tracing" not in text

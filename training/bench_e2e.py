@@ -47,6 +47,7 @@ from .bench_common import add_policy_args, cold_cache_env
 from .e2e_report import anchor_note, safely, write_report
 from .e2e_spec import (DEFAULT_VARIANTS, DEVICE_DEFAULTS, FAULT_ENV, ORDER, TOLERANCE, WATCHDOG_GRACE_S,
                        WORKLOADS)
+from .run_order import alternating_rounds
 
 
 class BenchError(ValueError):
@@ -99,7 +100,7 @@ def add_parser(bench_subparsers) -> None:
                    "then starts racing the compile, as in a script's first torch.compile; by default "
                    "every variant waits for it first and the wait is reported apart: `compile_pool_s` in results.json)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), interleaved; "
+    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in interleaved rounds, every other one reversed; "
                    "the report gives the median and range over them (between-process noise on the H200 "
                    "reached 5-48 %% of a step, reports/e2e-h200/samples.md); exhaustive runs once")
     p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
@@ -172,13 +173,15 @@ def settings_from_args(args) -> dict:
 
 def plan(settings: dict) -> list[dict]:
     """The runs in order: per workload plain, default, kselect-verify, kselect-predict, that
-    round `repeats` times (interleaved, so drift hits every variant alike); then every
-    exhaustive run, once (the slowest, so a tight budget skips those first)."""
+    round `repeats` times (interleaved, so drift hits every variant alike; every other round
+    reversed, so a process's position in its round does not favour one variant:
+    training/run_order.py); then every exhaustive run, once (the slowest, so a tight budget
+    skips those first)."""
+    variants = [v for v in ORDER if v in settings["variants"] and v != "exhaustive"]
     runs = []
     for w in settings["workloads"]:
-        for r in range(settings.get("repeats", 1)):
-            runs += [{"variant": v, "workload": w, "model": settings["model"], "repeat": r}
-                     for v in ORDER if v in settings["variants"] and v != "exhaustive"]
+        runs += [{"variant": v, "workload": w, "model": settings["model"], "repeat": r}
+                 for r, v in alternating_rounds(variants, settings.get("repeats", 1))]
     if "exhaustive" in settings["variants"]:
         runs += [{"variant": "exhaustive", "workload": w, "model": settings["exhaustive_model"]}
                  for w in settings["exhaustive_workloads"]]

@@ -31,6 +31,7 @@ from pathlib import Path
 from kselect.selector.policy import ATEN_MARGIN_SD
 
 from .bench_common import GemmCounter, add_policy_args, cold_cache_env, ranker_ident
+from .run_order import alternating_rounds
 
 log = logging.getLogger(__name__)
 
@@ -440,7 +441,9 @@ def run(args) -> int:
     repeats = getattr(args, "repeats", 1)
     if repeats < 1:
         raise BenchError(f"--repeats must be >= 1, got {repeats}")
-    for repeat, v in ((r, v) for r in range(repeats) for v in variants):   # interleaved rounds
+    # interleaved rounds, every other one reversed; stock EXHAUSTIVE stays last in each round,
+    # so a time budget cuts it, not kselect
+    for repeat, v in alternating_rounds(variants, repeats, last=("exhaustive",)):
         shapes = subset if v == "exhaustive" else problems
         left = deadline - time.time() if deadline else None
         if left is not None and left <= 0:
@@ -486,7 +489,7 @@ def add_parser(sub) -> None:
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
     p.add_argument("--repeats", type=int, default=1,
-                   help="processes per variant, in interleaved rounds; a shape's numbers are their medians "
+                   help="processes per variant, in interleaved rounds (every other one reversed, EXHAUSTIVE last); a shape's numbers are their medians "
                         "(stock DEFAULT's pick varies between processes)")
     p.add_argument("--out", help="report directory (default reports/bench-gemm-<device>)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
