@@ -154,3 +154,52 @@ def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
     assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.126, 1.168, 1.086, 1.042], abs=1e-3)
     assert per_run["ratio"] == pytest.approx(1.082, abs=1e-3)
     assert s["targets_per_run"] == {"kselect-predict": False}   # 1.082 > 1.05, as pooled 1.062
+
+
+def _rounds(order_per_round, second_slower=1.01):
+    """Runs in the order they ran: in every round the process that runs second reads 1 %
+    slower (a position effect), whatever its variant."""
+    runs = []
+    for rep, order in enumerate(order_per_round):
+        for pos, variant in enumerate(order):
+            r = _run(variant, 3.0, 1.0 * (second_slower if pos else 1.0))
+            runs.append({**r, "repeat": rep})
+    return runs
+
+
+def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effect(tmp_path):
+    fixed = _write(tmp_path / "fixed", _rounds([("default", "kselect-verify")] * 4))
+    runs, _ = e2e_pool.load_runs([fixed])
+    (s,) = e2e_pool.pool(runs)
+    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    # one fixed order: the position effect reads as verify being 1 % slower in every pair
+    assert step["n"] == 4 and step["slower"] == 4 and step["median_ratio"] == pytest.approx(1.01)
+    assert step["ran_first"] == {"n": 0, "median_ratio": None} and step["ran_second"]["n"] == 4
+    assert step["p_sign"] == pytest.approx(0.125)   # 4 of 4: 2 / 2**4
+
+    alternating = _write(tmp_path / "alt", _rounds([("default", "kselect-verify"), ("kselect-verify", "default")] * 2))
+    runs, _ = e2e_pool.load_runs([alternating])
+    (s,) = e2e_pool.pool(runs)
+    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    # reversed rounds: slower only when second, faster when first -- the position's, not verify's
+    assert step["slower"] == 2 and step["p_sign"] == pytest.approx(1.0)
+    assert step["ran_first"]["median_ratio"] == pytest.approx(1 / 1.01)
+    assert step["ran_second"]["median_ratio"] == pytest.approx(1.01)
+    assert main(["bench", "e2e-pool", str(alternating), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "README.md").read_text()
+    assert "| verify step / DEFAULT's | 4 | 2 | 1.000 | 1.000 | 2, 0.990 | 2, 1.010 |" in text
+
+
+def test_the_h200_prefill_pairs_all_ran_verify_second():
+    """The twelfth to fifteenth sessions' 8-layer prefill: verify's graph replay slower than
+    DEFAULT's in 9 of 10 same-round pairs, and verify ran second in all ten
+    (reports/h200-session15/dev-cpu/prefill_pairs.txt)."""
+    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
+                                "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8")]
+    runs, _ = e2e_pool.load_runs(files)
+    (s,) = e2e_pool.pool(runs)
+    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
+    assert gpu["n"] == 10 and gpu["slower"] == 9 and gpu["ran_second"]["n"] == 10
+    assert gpu["p_sign"] == pytest.approx(22 / 1024)   # 9 or more of 10, either way
+    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    assert step["n"] == 10 and step["slower"] == 7

@@ -12,6 +12,11 @@ processes of every run with the same setup gives:
   share one host and one interleaving, while hosts differ by 20 % and more in compile speed
   (3.0 s against 3.7 s for the same one-layer compile). Pooled medians mix hosts in whatever
   proportions each run gave each variant; the per-run estimate compares like with like.
+- the same comparison pair by pair: the variant's and its baseline's process of one round of
+  one run, ran one after the other. Per pair the ratio; over the pairs how often the variant
+  was slower, a two-sided sign test, and the pairs split by which of the two ran first. A gap
+  that follows the position, not the variant, shows there: until the fifteenth session every
+  round ran in one fixed order (training/run_order.py).
 
     kselect bench e2e-pool reports/h200-session1*/call*/*/decode* --out reports/e2e-h200-pooled
 
@@ -103,13 +108,13 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
         gpu = env.get("gpu_name") or settings.get("device")
         code = env.get("kselect_code") or "not recorded"   # training/provenance.py
         fixed = tuple((k, settings.get(k)) for k in SETTINGS_THAT_MATTER)
-        for r in report["runs"]:
+        for position, r in enumerate(report["runs"]):   # bench e2e lists runs in the order they ran
             if not isinstance(r, dict) or not {"workload", "variant", "model", "status"} <= set(r):
                 raise PoolError(f"{path}: a run without workload/variant/model/status")
             setup = {"gpu": gpu, "model": r["model"], "workload": r["workload"],
                      "dtype": r.get("dtype", settings.get("dtype")), "batch": r.get("batch", settings.get("batch")),
                      "seq": r.get("seq", settings.get("seq")), "settings": dict(fixed)}
-            runs.append({**r, "source": str(path), "setup": setup, "code": code})
+            runs.append({**r, "source": str(path), "setup": setup, "code": code, "position": position})
     return runs, skipped
 
 
@@ -142,7 +147,8 @@ def pool(runs: list[dict]) -> list[dict]:
         out.append({"setup": rs[0]["setup"], "processes": len(ok), "not_ok": failed,
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
-                    "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run)})
+                    "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
+                    "pairs": compare_pairs(ok)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -200,6 +206,52 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
         rows.append({"comparison": label, "ratio": float(np.exp(weight @ log_ratio)), "interval": interval,
                      "runs": [{"source": src, "n": [len(a), len(b)], "ratio": float(np.exp(lr))}
                               for (src, a, b), lr in zip(runs, log_ratio)]})
+    return rows
+
+
+def _sample(run: dict, what: str) -> float | None:
+    got = _samples([run], run["variant"], what)
+    return got[0] if got else None
+
+
+def compare_pairs(ok: list[dict]) -> list[dict]:
+    """Each comparison pair by pair: the variant's and the baseline's process of the same round
+    (`repeat`) of the same run. Per comparison: the pairs' ratios, how many read the variant
+    slower, a two-sided sign test on that count (ties left out), and the pairs split by
+    whether the variant ran before or after its baseline -- so that an effect of the position
+    in the round does not read as one of the variant."""
+    from scipy.stats import binomtest
+
+    rows = []
+    for label, variant, baseline, what in COMPARISONS:
+        pairs = []
+        for r in ok:
+            if r["variant"] != variant:
+                continue
+            base = [b for b in ok if b["variant"] == baseline and b["source"] == r["source"]
+                    and b.get("repeat", 0) == r.get("repeat", 0)]
+            if len(base) != 1:
+                continue
+            mine, theirs = _sample(r, what), _sample(base[0], what)
+            if mine is None or theirs is None:
+                continue
+            pairs.append({"source": r["source"], "repeat": r.get("repeat", 0), "ratio": mine / theirs,
+                          "first": r.get("position", 0) < base[0].get("position", 0)})
+        if not pairs:
+            continue
+        slower = sum(p["ratio"] > 1 for p in pairs)
+        untied = sum(p["ratio"] != 1 for p in pairs)
+
+        def median_of(ps):
+            return statistics.median(p["ratio"] for p in ps) if ps else None
+
+        rows.append({"comparison": label, "pairs": pairs, "n": len(pairs), "slower": slower,
+                     "median_ratio": median_of(pairs),
+                     "p_sign": float(binomtest(slower, untied).pvalue) if untied else None,
+                     "ran_first": {"n": sum(p["first"] for p in pairs),
+                                   "median_ratio": median_of([p for p in pairs if p["first"]])},
+                     "ran_second": {"n": sum(not p["first"] for p in pairs),
+                                    "median_ratio": median_of([p for p in pairs if not p["first"]])}})
     return rows
 
 
@@ -297,6 +349,18 @@ def render(report: dict) -> str:
                 each = ", ".join(f"{r['ratio']:.3f} ({r['n'][0]} vs {r['n'][1]})" for r in c["runs"])
                 ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
                 lines.append(f"| {c['comparison']} | {len(c['runs'])} | {each} | {c['ratio']:.3f} | {ci} |")
+        if s.get("pairs"):
+            lines += ["", "Pair by pair (the variant's and its baseline's process of one round of one run): "
+                      "how often the variant read slower, a two-sided sign test, and the pairs split by which of "
+                      "the two ran first (a gap that follows the position is not the variant's):", "",
+                      "| comparison | pairs | variant slower in | median ratio | p (sign test) "
+                      "| variant ran first: pairs, median | ran second: pairs, median |",
+                      "| --- | --- | --- | --- | --- | --- | --- |"]
+            for c in s["pairs"]:
+                first, second = c["ran_first"], c["ran_second"]
+                lines.append(f"| {c['comparison']} | {c['n']} | {c['slower']} | {c['median_ratio']:.3f} | "
+                             f"{_fmt(c['p_sign'], '.3f')} | {first['n']}, {_fmt(first['median_ratio'], '.3f')} | "
+                             f"{second['n']}, {_fmt(second['median_ratio'], '.3f')} |")
         if s["targets"]:
             word = {True: "met", False: "**not met**", None: "n/a"}
             lines += ["", "| variant | target | met (pooled medians) | met (runs combined) | measured (pooled) |",
