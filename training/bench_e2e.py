@@ -100,9 +100,10 @@ def add_parser(bench_subparsers) -> None:
                    "then starts racing the compile, as in a script's first torch.compile; by default "
                    "every variant waits for it first and the wait is reported apart: `compile_pool_s` in results.json)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in interleaved rounds, every other one reversed; "
-                   "the report gives the median and range over them (between-process noise on the H200 "
-                   "reached 5-48 %% of a step, reports/e2e-h200/samples.md); exhaustive runs once")
+    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in "
+                   "interleaved rounds, every other one reversed; the report gives the median and range "
+                   "over them (between-process noise on the H200 reached 5-48 %% of a step, "
+                   "reports/e2e-h200/samples.md); exhaustive runs once")
     p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
                    "later are skipped (and reported); a running one is stopped at the deadline")
     p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")

@@ -489,8 +489,9 @@ def add_parser(sub) -> None:
     p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
     p.add_argument("--repeats", type=int, default=1,
-                   help="processes per variant, in interleaved rounds (every other one reversed, EXHAUSTIVE last); a shape's numbers are their medians "
-                        "(stock DEFAULT's pick varies between processes)")
+                   help="processes per variant, in interleaved rounds (every other one reversed, "
+                        "EXHAUSTIVE last); a shape's numbers are their medians (stock DEFAULT's pick "
+                        "varies between processes)")
     p.add_argument("--out", help="report directory (default reports/bench-gemm-<device>)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=run)

@@ -213,8 +213,8 @@ def render(report: dict) -> str:
              f"a {s['seq']}-token static KV cache",
              f"- steady state: median of {s['steps']} synchronised steps after {s['warmup']} warm-up steps"
              + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)")
-             + (f"; each variant in {s['repeats']} processes (interleaved rounds, every other one in reverse order): step and compile are the "
-                f"medians over them, the step range in brackets is min-max of the per-process medians, "
+             + (f"; each variant in {s['repeats']} processes (interleaved rounds, every other one in "
+                f"reverse order): step and compile are the medians over them, the step range in brackets is min-max of the per-process medians, "
                 f"every sample in results.json (`combined[].step_ms_samples`)"
                 if s.get("repeats", 1) > 1 else ""),
              "- compile s: wall time of the first call (compile + one step), synchronised; the eager "
