@@ -13,7 +13,7 @@ processes of every run with the same setup gives:
   (3.0 s against 3.7 s for the same one-layer compile). Pooled medians mix hosts in whatever
   proportions each run gave each variant; the per-run estimate compares like with like.
 - the same comparison pair by pair: the variant's and its baseline's process of one round of
-  one run, ran one after the other. Per pair the ratio; over the pairs how often the variant
+  one run. Per pair the ratio; over the pairs how often the variant
   was slower, a two-sided sign test, and the pairs split by which of the two ran first. A gap
   that follows the position, not the variant, shows there: until the fifteenth session every
   round ran in one fixed order (training/run_order.py).
@@ -152,13 +152,18 @@ def pool(runs: list[dict]) -> list[dict]:
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
-def _samples(runs: list[dict], variant: str, what: str) -> list[float]:
-    rs = [r for r in runs if r["variant"] == variant]
+def _value(run: dict, what: str) -> float | None:
+    """One process's number for a comparison (kselect's compile with its model load), or None."""
     if what == "step":
-        return [r["step_ms"] for r in rs if r.get("step_ms") is not None]
+        return run.get("step_ms")
     if what == "gpu":
-        return [r["graph_step_ms"] for r in rs if r.get("graph_step_ms") is not None]
-    return [r["compile_s"] + (r.get("kselect_load_s") or 0.0) for r in rs if r.get("compile_s") is not None]
+        return run.get("graph_step_ms")
+    return None if run.get("compile_s") is None else run["compile_s"] + (run.get("kselect_load_s") or 0.0)
+
+
+def _samples(runs: list[dict], variant: str, what: str) -> list[float]:
+    values = (_value(r, what) for r in runs if r["variant"] == variant)
+    return [v for v in values if v is not None]
 
 
 def compare(ok: list[dict]) -> list[dict]:
@@ -209,11 +214,6 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
     return rows
 
 
-def _sample(run: dict, what: str) -> float | None:
-    got = _samples([run], run["variant"], what)
-    return got[0] if got else None
-
-
 def compare_pairs(ok: list[dict]) -> list[dict]:
     """Each comparison pair by pair: the variant's and the baseline's process of the same round
     (`repeat`) of the same run. Per comparison: the pairs' ratios, how many read the variant
@@ -232,7 +232,7 @@ def compare_pairs(ok: list[dict]) -> list[dict]:
                     and b.get("repeat", 0) == r.get("repeat", 0)]
             if len(base) != 1:
                 continue
-            mine, theirs = _sample(r, what), _sample(base[0], what)
+            mine, theirs = _value(r, what), _value(base[0], what)
             if mine is None or theirs is None:
                 continue
             pairs.append({"source": r["source"], "repeat": r.get("repeat", 0), "ratio": mine / theirs,
