@@ -140,6 +140,34 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     assert "(kernel profile failed -- plain: RuntimeError: CUPTI busy)" in text and "| default | 40.100 |" in text
 
 
+def test_graph_replay_profile_gets_its_own_table_with_the_time_between_kernels():
+    """Same kernels, slower replay: the excess shows in the replay-minus-kernels column, per
+    process and as the median of the processes' own differences when repeats combine."""
+    def run(variant, graph_ms, kernels_ms):
+        profile = {"source": "GPU kernels", "steps": 5, "ms_per_step": {"gemm": kernels_ms - 5.0,
+                                                                         "inductor": 5.0, "total": kernels_ms},
+                   "kernels": {"gemm": [["nvjet_a", kernels_ms - 5.0, 33]]}}
+        return {"workload": "prefill", "variant": variant, "status": "ok", "model": "m", "compile_s": 10.0,
+                "step_ms": graph_ms + 0.1, "tokens_per_s": 1.0, "correctness": {"ok": True, "rel_err": 0.01},
+                "graph_step_ms": graph_ms,
+                "graph_kernel_time": profile}
+
+    runs = [run("default", 47.3, 45.5), run("kselect-verify", 47.8, 45.4)]
+    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill", key="graph_kernel_time"))
+    assert "5 CUDA-graph replays after the GPU-only timing" in text
+    assert "| kselect-verify | 40.400 | - | 5.000 | - | - | 45.400 | 2.400 |" in text
+    assert "| default | 40.500 | - | 5.000 | - | - | 45.500 | 1.800 |" in text
+    assert e2e_report.kernel_time_table(runs, "prefill") == []   # no step profile: no step table
+    # two processes of one variant: the gap is the median of each one's own gap, not a
+    # difference of medians taken from different processes
+    combined = e2e_report.combine_repeats([run("kselect-verify", 47.8, 45.4), run("kselect-verify", 47.2, 45.0),
+                                           run("kselect-verify", 48.0, 44.8)])
+    (row,) = combined
+    assert row["graph_gap_ms_samples"] == pytest.approx([2.4, 2.2, 3.2])
+    assert e2e_report.graph_gap_ms(row) == pytest.approx(2.4)
+    assert row["graph_kernel_time"]["ms_per_step"]["total"] == pytest.approx(45.0)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")
 def test_a_real_cuda_profile_puts_cublas_in_gemm_and_sdpa_in_attention():
@@ -161,3 +189,20 @@ def test_a_real_cuda_profile_puts_cublas_in_gemm_and_sdpa_in_attention():
     assert ms["gemm"] > 0.05 and ms["attention"] > 0.05 and ms["inductor"] > 0, got
     assert ms["other"] == 0, got["kernels"].get("other")
     assert got["kernels"]["gemm"][0][2] == 1.0 and got["kernels"]["inductor"][0][0].startswith("triton_")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")
+def test_graph_replays_profile_the_kernels_the_graph_runs():
+    """bench e2e's GPU-only step: with profile_steps the replays' own kernels come back,
+    cuBLAS's GEMM among them, and they fit inside the replay time."""
+    from kselect.training import e2e_worker
+
+    dev = torch.device("cuda")
+    a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    got = e2e_worker.graph_replay_ms(lambda: torch.relu(a @ a), dev, profile_steps=3)
+    assert "graph_error" not in got, got
+    profile = got["graph_kernel_time"]
+    assert profile["steps"] == 3 and profile["ms_per_step"]["gemm"] > 0.05, profile
+    assert profile["kernels"]["gemm"][0][2] == 1.0
+    assert profile["ms_per_step"]["total"] <= got["graph_step_ms"] * 1.05

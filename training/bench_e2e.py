@@ -75,7 +75,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
     p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
                    "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
-                   "other); 0 = none (default 5)")
+                   "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
     add_policy_args(p)
     p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
                    help="search space kselect ranks (default exhaustive: it prunes before code "

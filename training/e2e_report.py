@@ -78,29 +78,41 @@ def gemm_kernel_ms(r: dict) -> float | None:
     return ((r.get("kernel_time") or {}).get("ms_per_step") or {}).get("gemm")
 
 
-def kernel_time_table(runs: list[dict], workload: str) -> list[str]:
+PROFILES = {   # run key -> what its profile ran, for the table's title
+    "kernel_time": "steps after the timing",
+    "graph_kernel_time": "CUDA-graph replays after the GPU-only timing",
+}
+
+
+def kernel_time_table(runs: list[dict], workload: str, key: str = "kernel_time") -> list[str]:
     """Per variant, the step's kernel time by kind (medians over repeats): the GEMM column is
-    what GEMM selection controls; whole-step gaps between same-kernel runs are noise."""
-    failed = [f"{r['variant']}: {r['kernel_time']['error']}" for r in runs
-              if r["workload"] == workload and (r.get("kernel_time") or {}).get("error")]
+    what GEMM selection controls; whole-step gaps between same-kernel runs are noise. For the
+    graph replays' profile (`key="graph_kernel_time"`) a last column gives the replay time
+    not spent in kernels: with the same kernels, a slower replay puts its excess there."""
+    failed = [f"{r['variant']}: {r[key]['error']}" for r in runs
+              if r["workload"] == workload and (r.get(key) or {}).get("error")]
     notes = [f"(kernel profile failed -- {'; '.join(failed)})", ""] if failed else []
-    rows = sorted((r for r in runs if r["workload"] == workload and (r.get("kernel_time") or {}).get("ms_per_step")),
+    rows = sorted((r for r in runs if r["workload"] == workload and (r.get(key) or {}).get("ms_per_step")),
                   key=lambda r: ORDER.index(r["variant"]))
     if not rows:
         return notes
-    k = rows[0]["kernel_time"]
-    lines = [f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} steps after the timing; "
-             "medians over repeats):", "", "| variant | " + " | ".join(KINDS) + " | total |",
-             "| --- |" + " --- |" * (len(KINDS) + 1)]
+    graph = key == "graph_kernel_time"
+    k = rows[0][key]
+    lines = [f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} {PROFILES[key]}; "
+             "medians over repeats):", "", "| variant | " + " | ".join(KINDS) + " | total |"
+             + (" replay minus kernels |" if graph else ""),
+             "| --- |" + " --- |" * (len(KINDS) + 1 + graph)]
     for r in rows:
-        ms = r["kernel_time"]["ms_per_step"]
-        lines.append(f"| {r['variant']} | " + " | ".join(_fmt(ms.get(c), ".3f") for c in (*KINDS, "total")) + " |")
+        ms = r[key]["ms_per_step"]
+        idle = [_fmt(graph_gap_ms(r), ".3f")] if graph else []
+        lines.append(f"| {r['variant']} | " + " | ".join([_fmt(ms.get(c), ".3f") for c in (*KINDS, "total")] + idle)
+                     + " |")
     lines.append("")
     default = next((r for r in rows if r["variant"] == "default"), None)
     for r in rows:
         if default is None or not r["variant"].startswith("kselect-verify"):
             continue
-        diff = kernel_differences(r["kernel_time"], default["kernel_time"])
+        diff = kernel_differences(r[key], default[key])
         if diff:
             lines += [f"Kernels whose time differs most, {r['variant']} vs default (ms per step; the first "
                       "process of each):", "", f"| kind | kernel | {r['variant']} | default |",
@@ -108,6 +120,15 @@ def kernel_time_table(runs: list[dict], workload: str) -> list[str]:
             lines += [f"| {kind} | `{name[:90]}` | {mine:.4f} | {theirs:.4f} |" for kind, name, mine, theirs in diff]
             lines.append("")
     return lines + notes
+
+
+def graph_gap_ms(r: dict) -> float | None:
+    """GPU-only step minus the kernel time of the profiled replays: the replay's time between
+    (not in) kernels; the median over processes of each one's difference when combined."""
+    if r.get("graph_gap_ms") is not None:
+        return r["graph_gap_ms"]
+    total = ((r.get("graph_kernel_time") or {}).get("ms_per_step") or {}).get("total")
+    return None if total is None or r.get("graph_step_ms") is None else r["graph_step_ms"] - total
 
 
 def kernel_picks(r: dict) -> dict:
@@ -242,7 +263,9 @@ def render(report: dict) -> str:
              *([f"- kernel time by kind: {s['profile_steps']} more steps under torch.profiler after the "
                 "timing, each kernel's GPU time summed by kind (GEMM, attention, Inductor's generated "
                 "kernels, memory, other); the GEMM column is the part GEMM selection controls, and "
-                "identical kernels differ by ~1-2 % between processes (training/kernel_time.py)"]
+                "identical kernels differ by ~1-2 % between processes (training/kernel_time.py); "
+                "prefill/decode profile as many CUDA-graph replays too (the kernels as the graph runs "
+                "them, and the replay time outside them)"]
                if s.get("profile_steps") else []),
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
@@ -269,7 +292,7 @@ def render(report: dict) -> str:
                   "their ratios to plain/default are left out.", ""]
     for w in dict.fromkeys(r["workload"] for r in runs):
         lines += ([f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w) + kernels_table(runs, w)
-                  + kernel_time_table(runs, w))
+                  + kernel_time_table(runs, w) + kernel_time_table(runs, w, key="graph_kernel_time"))
     tg = targets(runs)
     if tg:
         lines += ["## Targets", "", "| workload | variant | target | met | measured |",
@@ -392,9 +415,13 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
         graphs = [r["graph_step_ms"] for r in ok if r.get("graph_step_ms") is not None]
         if graphs:
             row["graph_step_ms"], row["graph_step_ms_samples"] = statistics.median(graphs), graphs
-        kernels = combine_kernel_time([r.get("kernel_time") for r in ok])
-        if kernels:
-            row["kernel_time"] = kernels
+        for key in PROFILES:
+            kernels = combine_kernel_time([r.get(key) for r in ok])
+            if kernels:
+                row[key] = kernels
+        gaps = [g for g in map(graph_gap_ms, ok) if g is not None]
+        if gaps:
+            row["graph_gap_ms"], row["graph_gap_ms_samples"] = statistics.median(gaps), gaps
         if len(ok) < len(rs):
             row["error"] = f"{len(rs) - len(ok)} of {len(rs)} processes not ok"
         out.append(row)

@@ -312,13 +312,16 @@ def steady_state(fn, device, steps: int, warmup: int) -> dict:
             "step_ms_p90": q[-1], "steps": steps, "warmup": warmup}
 
 
-def graph_replay_ms(fn, device, replays: int = 20) -> dict | None:
+def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> dict | None:
     """The step's GPU time alone: `fn` captured once in a CUDA graph, replayed `replays` times.
 
     Why: decode steps are launch-bound (no CUDA graphs in any variant), so a step time mixes
     kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
     on the host side only. Measured after the step timing, on CUDA; a step that cannot be
-    captured records why instead (None on the CPU)."""
+    captured records why instead (None on the CPU). With `profile_steps`, that many more
+    replays run under torch.profiler (`graph_kernel_time`): the kernels as the graph runs
+    them, so a replay slower on the same kernel list shows whether its kernels or the gaps
+    between them took the time."""
     import torch
 
     if device.type != "cuda":
@@ -343,9 +346,17 @@ def graph_replay_ms(fn, device, replays: int = 20) -> dict | None:
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
-        return {"graph_step_ms": statistics.median(times), "graph_replays": replays}
+        out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
     except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if profile_steps > 0:
+        from .kernel_time import profile_kernels
+
+        try:
+            out["graph_kernel_time"] = profile_kernels(graph.replay, device, steps=profile_steps)
+        except Exception as exc:  # noqa: BLE001 -- as above: the replay time stands without it
+            out["graph_kernel_time"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return out
 
 
 def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
@@ -548,7 +559,8 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         save()
         timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
         _record(res, save, timing, tokens_per_step)
-        graph = graph_replay_ms(lambda: compiled(tokens, caches), device)
+        graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
+                                profile_steps=spec.get("profile_steps", 0))
         if graph:
             res.update(graph)
             save()
