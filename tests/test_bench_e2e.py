@@ -344,6 +344,7 @@ def test_graph_replay_is_cuda_only_and_rendered():
     import torch
 
     assert e2e_worker.graph_replay_ms(lambda: None, torch.device("cpu")) is None
+    assert e2e_worker.device_state(torch.device("cpu")) is None
     row = {"workload": "decode", "variant": "plain", "model": "m", "status": "ok", "compile_s": 5.0,
            "step_ms": 0.56, "step_ms_p10": 0.55, "step_ms_p90": 0.6, "tokens_per_s": 14e3,
            "graph_step_ms": 0.211, "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2}}
@@ -392,3 +393,20 @@ def test_half_precision_results_are_judged_against_an_fp32_run_too():
     e2e_worker.run_decode(build("tiny", dtype=torch.float32), {**spec, "rtol": 1e-4}, res, lambda: None, lambda fn: fn)
     assert res["correctness"] == {"what": "last-position logits vs eager (relative norm)",
                                   "rel_err": 0.0, "tol": 1e-4, "ok": True}
+
+
+@pytest.mark.gpu
+def test_device_state_reads_the_allocator_on_the_gpu():
+    """The GPU state recorded around a run's timing: the allocator's GiB (a 1 GiB tensor shows),
+    and only readings NVML gave, each a plausible number."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (the H200)")
+    dev = torch.device("cuda")
+    x = torch.empty(2**29, dtype=torch.bfloat16, device=dev)
+    state = e2e_worker.device_state(dev)
+    assert state["allocated_gb"] >= 1.0 and state["reserved_gb"] >= state["allocated_gb"], state
+    assert set(state) <= {"reserved_gb", "allocated_gb", "sm_clock_mhz", "temperature_c", "power_mw"}
+    assert all(v > 0 for k, v in state.items() if k != "allocated_gb"), state
+    del x

@@ -91,6 +91,17 @@ def test_settings_that_change_a_variant_split_setups_and_variants_can_be_chosen(
     assert "unknown variant(s) ['verify']" in capsys.readouterr().err
 
 
+def test_headings_of_setups_alike_name_the_setting_that_tells_them_apart(tmp_path):
+    """verify at k 1 and k 4 on one model and workload: two setups, and each heading says its k;
+    a setup alone of its kind (another batch) gets no such suffix."""
+    a = _write(tmp_path / "a", [_run("plain", 3.0, 1.0), _run("kselect-verify", 4.0, 0.9, load=0.1)])
+    b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0), _run("kselect-verify", 3.5, 0.9, load=0.1)], k=1)
+    c = _write(tmp_path / "c", [_run("plain", 3.0, 1.0, batch=2)])
+    assert main(["bench", "e2e-pool", str(a), str(b), str(c), "--out", str(tmp_path / "out")]) == 0
+    headings = [line for line in (tmp_path / "out" / "README.md").read_text().splitlines() if line.startswith("## ")]
+    assert sorted(h.split("processes")[1] for h in headings) == ["", " -- k 1", " -- k 4"]
+
+
 def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
     """A fast host ran plain 4 times and predict twice, a host twice as slow the reverse: the
     pooled medians then compare mostly-fast plain with mostly-slow predict (about 2x), while
@@ -203,3 +214,18 @@ def test_the_h200_prefill_pairs_all_ran_verify_second():
     assert gpu["p_sign"] == pytest.approx(22 / 1024)   # 9 or more of 10, either way
     step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
     assert step["n"] == 10 and step["slower"] == 7
+
+
+def test_in_counterbalanced_rounds_the_h200_prefill_replay_gap_follows_verify():
+    """The sixteenth session's two prefill runs alternate who runs first. With the four earlier
+    runs: verify's graph replay slower in 14 of 16 pairs, including all 3 where verify ran
+    first -- the gap is the variant's, not the position's (reports/h200-session16 s2)."""
+    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
+                                "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8",
+                                "reports/h200-session16/call2/b/prefill8", "reports/h200-session16/call4/d/prefill8")]
+    runs, _ = e2e_pool.load_runs(files)
+    (s,) = e2e_pool.pool(runs)
+    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
+    assert gpu["n"] == 16 and gpu["slower"] == 14 and gpu["ran_first"]["n"] == 3
+    assert all(p["ratio"] > 1 for p in gpu["pairs"] if p["first"])
+    assert gpu["p_sign"] == pytest.approx(2 * (1 + 16 + 120) / 2 ** 16)   # 14 or more of 16, either way

@@ -24,6 +24,7 @@ from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import inductor as ksi  # noqa: E402
 from kselect.selector import inductor_compat as compat  # noqa: E402
 from kselect.selector import options  # noqa: E402
+from kselect.selector import policy  # noqa: E402
 from kselect.selector.cache import DecisionCache  # noqa: E402
 from kselect.selector.policy import (MeasuredRanker, RankerUnavailable, adaptive_k,  # noqa: E402
                                      choose_kept, verified_keep)
@@ -410,6 +411,28 @@ def test_fixed_k_keeps_the_cap_whatever_the_gaps():
     assert kept == [0, 1, 2, 5] and "fixed k=3" in why          # the cap, then the ATen safety net
     assert choose_kept(cands[:2], scores[:2], "verify", 3, False, False, adaptive=False)[0] == [0, 1]
     assert choose_kept(cands, scores, "predict", 3, True, False, adaptive=False)[0] == [0]
+
+
+def test_verify_keeps_one_tile_per_family_where_warps_or_stages_are_all_that_differ():
+    """lm_head's case (reports/h200-session16 s3): the model's top two were one BN256 tile with
+    8 and 4 warps. The second slot goes to the next tile shape instead, at the same count; a
+    decompose-k split is a shape of its own; fewer families than slots keep fewer."""
+    def tile(bn, stages, warps, group=8):
+        return Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=bn, BLOCK_K=128, GROUP_M=group,
+                              num_stages=stages, num_warps=warps)
+
+    cands = [tile(256, 3, 8), tile(256, 3, 4), tile(256, 4, 8, group=4), tile(128, 4, 2), tile(128, 5, 2),
+             Candidate.make("triton", "decompose_k", BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, k_split=4),
+             Candidate.make("aten", "mm")]
+    scores = np.array([0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 9.0])
+    kept, why = choose_kept(cands, scores, "verify", 2, True, False, adaptive=False)
+    assert kept == [0, 3, 6] and "one per tile family" in why       # BN256 W8, BN128 S4, ATen
+    assert choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)[0] == [0, 3, 5, 6]
+    kept, _ = choose_kept(cands, scores, "verify", 4, True, False)  # adaptive: all six are close
+    assert kept == [0, 3, 5, 6]                                     # three tile families and ATen
+    assert policy.tile_family(cands[0]) == policy.tile_family(cands[2]) != policy.tile_family(cands[3])
+    # only the knobs that do not change the tile's shape are ignored
+    assert policy.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
 
 
 def test_known_broken_choices_are_never_kept(monkeypatch):

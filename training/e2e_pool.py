@@ -298,6 +298,22 @@ def ratio_interval(mine: list[float], theirs: list[float], seed: int = 0) -> lis
     return combined_interval([mine, theirs], [1.0], seed)
 
 
+def distinguishing_settings(setups: list[dict]) -> list[dict]:
+    """Per setup, the bench settings in which it differs from another setup of the same GPU,
+    model and workload (e.g. verify's k), so that two headings alike tell which is which;
+    {} for a setup alone of its kind."""
+    def kind(st):
+        return tuple(st.get(k) for k in ("gpu", "model", "workload", "dtype", "batch", "seq"))
+
+    out = []
+    for st in setups:
+        others = [o for o in setups if o is not st and kind(o) == kind(st)]
+        keys = [k for k in SETTINGS_THAT_MATTER
+                if any(o["settings"].get(k) != st["settings"].get(k) for o in others)]
+        out.append({k: st["settings"].get(k) for k in keys})
+    return out
+
+
 def _fmt(x, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
@@ -312,10 +328,12 @@ def render(report: dict) -> str:
              f"percentile-bootstrap {CONFIDENCE:.0%} interval, and the one-sided Mann-Whitney U p-value for "
              "\"slower than its baseline\" (small: a real slow-down; large: none shown).", ""]
     lines += [f"- left out: {s}" for s in report["skipped"]]
-    for s in report["setups"]:
+    apart = distinguishing_settings([s["setup"] for s in report["setups"]])
+    for s, tell in zip(report["setups"], apart):
         st = s["setup"]
         lines += ["", f"## {st['model']}, {st['workload']} ({st['gpu']}, {st['dtype']}, batch {st['batch']}, "
-                      f"seq {st['seq']}): {s['processes']} processes", ""]
+                      f"seq {st['seq']}): {s['processes']} processes"
+                      + (f" -- {', '.join(f'{k} {v}' for k, v in tell.items())}" if tell else ""), ""]
         code = ", ".join(f"`{c}` ({n} file{'s' if n > 1 else ''})" for c, n in s["code"].items())
         lines += [f"kselect code: {code}" + (" -- **mixed**: the processes ran different kselect code; "
                                             "pool like with like where it matters" if len(s["code"]) > 1 else ""), ""]

@@ -272,6 +272,27 @@ def environment(device: str) -> dict:
     return env
 
 
+def device_state(device) -> dict | None:
+    """What the GPU is like right now, for a step time that differs on the same kernels
+    (verify's 8-layer prefill replay read 0.4 % slower than DEFAULT's in 14 of 16 pairs,
+    with an identical kernel list; reports/h200-session16): the caching allocator's reserved
+    and allocated GiB, and, where NVML answers, SM clock MHz, temperature and power. None on
+    the CPU; a reading NVML cannot give is left out."""
+    import torch
+
+    if device.type != "cuda":
+        return None
+    state = {"reserved_gb": round(torch.cuda.memory_reserved(device) / 2**30, 3),
+             "allocated_gb": round(torch.cuda.memory_allocated(device) / 2**30, 3)}
+    for name, fn in (("sm_clock_mhz", "clock_rate"), ("temperature_c", "temperature"),
+                     ("power_mw", "power_draw")):
+        try:
+            state[name] = getattr(torch.cuda, fn)(device)
+        except Exception:  # noqa: BLE001 -- no NVML binding here: the memory figures stand alone
+            pass
+    return state
+
+
 def _sync(device) -> None:
     import torch
 
@@ -557,13 +578,16 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
                               **judge(relative_error(got, want), spec["rtol"], *anchored)}
         del ref
         save()
+        before = device_state(device)
         timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
         _record(res, save, timing, tokens_per_step)
         graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
                                 profile_steps=spec.get("profile_steps", 0))
+        if before is not None:
+            res["device_state"] = {"before_steps": before, "after_replays": device_state(device)}
         if graph:
             res.update(graph)
-            save()
+        save()
         _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
 
 
