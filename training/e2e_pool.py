@@ -32,7 +32,7 @@ import json
 import statistics
 from pathlib import Path
 
-from .e2e_report import combine_repeats, targets
+from .e2e_report import combine_repeats, graph_gap_ms, targets
 from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
@@ -140,6 +140,9 @@ def pool(runs: list[dict]) -> list[dict]:
             row["processes"] = len(mine)
             row["results_ok"] = sum(1 for r in mine if (r.get("correctness") or {}).get("ok"))
             row["sources"] = sorted({r["source"] for r in mine})
+            state = device_state_medians(mine)
+            if state:
+                row["device_state"] = state
         per_run = compare_per_run(ok)
         codes: dict = {}
         for r in rs:
@@ -150,6 +153,22 @@ def pool(runs: list[dict]) -> list[dict]:
                     "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
                     "pairs": compare_pairs(ok)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
+
+
+STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw")
+
+
+def device_state_medians(runs: list[dict]) -> dict:
+    """{moment: {field: median over the processes that recorded it}} of the GPU state `bench
+    e2e` records before the timed steps and after the graph replays (e2e_worker.device_state):
+    whether a same-kernel step gap goes with memory held, clocks or temperature."""
+    out: dict = {}
+    for r in runs:
+        for moment, state in (r.get("device_state") or {}).items():
+            for field in STATE_FIELDS:
+                if (state or {}).get(field) is not None:
+                    out.setdefault(moment, {}).setdefault(field, []).append(state[field])
+    return {m: {f: statistics.median(v) for f, v in fields.items()} for m, fields in out.items()}
 
 
 def _value(run: dict, what: str) -> float | None:
@@ -318,6 +337,30 @@ def _fmt(x, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _state_lines(variants: list[dict]) -> list[str]:
+    """The GPU-only step beside what may move it on the same kernels: the replay time outside
+    the profiled kernels and the recorded GPU state (medians over processes); [] without them."""
+    rows = [v for v in variants if v.get("device_state") or graph_gap_ms(v) is not None]
+    if not rows:
+        return []
+
+    def at(v, moment, field, spec):
+        return _fmt(((v.get("device_state") or {}).get(moment) or {}).get(field), spec)
+
+    lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
+             "variant's processes, each other column over those that recorded it -- runs before the "
+             "sixteenth session did not; before = before the timed steps, after = after the graph replays):", "",
+             "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / after "
+             "| temperature C, before / after | power W, after |", "| --- |" + " --- |" * 6]
+    for v in rows:
+        power = ((v.get("device_state") or {}).get("after_replays") or {}).get("power_mw")
+        lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
+                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {at(v, 'before_steps', 'sm_clock_mhz', '.0f')} / "
+                     f"{at(v, 'after_replays', 'sm_clock_mhz', '.0f')} | {at(v, 'before_steps', 'temperature_c', '.0f')} / "
+                     f"{at(v, 'after_replays', 'temperature_c', '.0f')} | {_fmt(None if power is None else power / 1e3, '.0f')} |")
+    return lines
+
+
 def render(report: dict) -> str:
     lines = ["# `bench e2e` runs, pooled", "", f"Command: `{report['command']}`", "",
              f"{len(report['sources'])} results.json files pooled; processes pool only with others of the "
@@ -351,6 +394,7 @@ def render(report: dict) -> str:
             lines.append(f"| {v['variant']} | {v['processes']} | {v['compile_s'] + load:.2f} | "
                          f"{_fmt(cpu, '.2f')} | {step} | {_fmt(v.get('graph_step_ms'), '.3f')} | "
                          f"{_fmt(gemm, '.3f')} | {v['results_ok']} of {v['processes']} | {len(v['sources'])} |")
+        lines += _state_lines(s["variants"])
         if s["comparisons"]:
             lines += ["", f"| comparison | processes | ratio of medians | {CONFIDENCE:.0%} interval | p (slower) |",
                       "| --- | --- | --- | --- | --- |"]
