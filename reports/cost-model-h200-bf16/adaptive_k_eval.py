@@ -89,8 +89,10 @@ RULES += [(f"cap 4, score gap <= {g:g}", absolute_gap(g)) for g in (0.2, 0.8)]
 RULES += [(f"floor 2, cap {cap}, spread {sp:g}", lambda s, cap=cap, sp=sp: adaptive_k(s, cap, False, spread=sp, floor=2))
           for cap in (3, 4) for sp in (0.25, 0.5, 1.0)]
 
-sweep(held_out("rank:ndcg"), RULES, sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json")
 REGLOG_RULES = [(f"reg:log fixed k={k}", lambda s, k=k: k) for k in (1, 2, 4)]
 REGLOG_RULES += [(f"reg:log margin {m:g} cap {cap}", lambda s, m=m, cap=cap: adaptive_k(s, cap, True, margin=m))
                  for m in (0.01, 0.02, 0.05, 0.1, 0.2) for cap in (2, 4)]
-sweep(held_out("reg:log"), REGLOG_RULES, sys.argv[2] if len(sys.argv) > 2 else "/tmp/adaptive_k_reglog.json")
+
+if __name__ == "__main__":   # importable: reports/h200-session16/dev-cpu/kept_families_eval.py reuses it
+    sweep(held_out("rank:ndcg"), RULES, sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json")
+    sweep(held_out("reg:log"), REGLOG_RULES, sys.argv[2] if len(sys.argv) > 2 else "/tmp/adaptive_k_reglog.json")

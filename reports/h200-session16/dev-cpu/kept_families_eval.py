@@ -1,8 +1,8 @@
 """Dedupe-by-family variants of verify's adaptive k, next to the rows of
 reports/cost-model-h200-bf16/adaptive_k_eval.py (rank:ndcg part only).
 
-The original script runs at import, so its source is executed here up to (not including)
-its two `sweep(...)` calls: shapes, X, held_out, kept_quality, sweep, RULES are its own.
+It imports that script (its data, held-out costs and metrics: shapes, held_out, RULES), so
+the rows of today's rule here are computed exactly as there.
 
 Family key: backend:template + every params field except GROUP_M, num_stages, num_warps
 (mm / persistent_tma -> BLOCK_M, BLOCK_N, BLOCK_K; decompose_k -> k_split; aten:mm alone).
@@ -15,19 +15,17 @@ Run from the repository root (~2 min on 2 cores):
     .venv/bin/python reports/h200-session16/dev-cpu/kept_families_eval.py \
         reports/h200-session16/dev-cpu/kept_families.json
 """
+import importlib.util
 import json
 import math
 import sys
-import types
 
 import numpy as np
 
 SRC = "reports/cost-model-h200-bf16/adaptive_k_eval.py"
-src = open(SRC).read()
-cut = src.index('sweep(held_out("rank:ndcg")')
-orig = types.ModuleType("adaptive_k_eval")
-orig.__file__ = SRC
-exec(compile(src[:cut], SRC, "exec"), orig.__dict__)
+_spec = importlib.util.spec_from_file_location("adaptive_k_eval", SRC)
+orig = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(orig)   # loads the data; its sweeps run only as a script
 
 from kselect.selector.policy import adaptive_k  # noqa: E402
 
