@@ -42,13 +42,22 @@ def held_out(objective):
 
 def kept_quality(cost, rule) -> dict:
     """What verify measures per GEMM under `rule` (+ the ATen safety net) and how good its best is."""
+    return kept_quality_of(cost, lambda scores, rows: slice(0, max(rule(scores), 1)))
+
+
+def kept_quality_of(cost, select, on_kept=None) -> dict:
+    """kept_quality for any selection: `select(sorted scores, their dataset rows)` gives the kept
+    positions in that order (a count's rule keeps a prefix); `on_kept(kept rows)` sees each
+    GEMM's ranked picks before the ATen safety net joins them."""
     pct, kept_n = [], []
     for s, (a, b) in enumerate(zip(shapes.starts, ends)):
         c = cost[a:b]
         fin = np.flatnonzero(np.isfinite(c))
         order = fin[np.argsort(c[fin], kind="stable")]
-        n = rule(c[order])
-        kept = set(order[:max(n, 1)].tolist()) | set(np.flatnonzero(aten[a:b]).tolist()[:1])
+        picked = order[select(c[order], order + a)]
+        if on_kept is not None:
+            on_kept(picked + a)
+        kept = set(picked.tolist()) | set(np.flatnonzero(aten[a:b]).tolist()[:1])
         t = shapes.time[a:b][sorted(kept)]
         pct.append(shapes.best[s] / t.min() if np.isfinite(t.min()) else 0.0)
         kept_n.append(len(kept))

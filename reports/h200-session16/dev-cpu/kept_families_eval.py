@@ -29,7 +29,7 @@ _spec.loader.exec_module(orig)   # loads the data; its sweeps run only as a scri
 
 from kselect.selector.policy import adaptive_k  # noqa: E402
 
-shapes, aten, ends = orig.shapes, orig.aten, orig.ends
+shapes, ends = orig.shapes, orig.ends
 DROP = {"GROUP_M", "num_stages", "num_warps"}
 
 
@@ -53,28 +53,13 @@ def first_of_family(f_sorted):
 
 def kept_quality_sel(cost, select, stats=None) -> dict:
     """orig.kept_quality, but `select(sorted scores, sorted family ids)` returns the kept
-    positions in the sorted order (not a count). Same ATen safety net, same metrics."""
-    pct, kept_n = [], []
-    for s, (a, b) in enumerate(zip(shapes.starts, ends)):
-        c = cost[a:b]
-        fin = np.flatnonzero(np.isfinite(c))
-        order = fin[np.argsort(c[fin], kind="stable")]
-        pos = select(c[order], fam[a:b][order])
-        kept = set(order[pos].tolist()) | set(np.flatnonzero(aten[a:b]).tolist()[:1])
-        if stats is not None:
-            fk = fam[a:b][order[pos]]
-            stats.append((len(fk), len(set(fk.tolist()))))
-        t = shapes.time[a:b][sorted(kept)]
-        pct.append(shapes.best[s] / t.min() if np.isfinite(t.min()) else 0.0)
-        kept_n.append(len(kept))
-    pct, kept_n = np.array(pct), np.array(kept_n)
-    row = {}
-    for scope, m in (("all", np.ones(len(pct), bool)), ("oracle", shapes.oracle)):
-        p = np.maximum(pct[m], 1e-9)
-        row[scope] = {"shapes": int(m.sum()), "pct_oracle_geomean": float(np.exp(np.log(p).mean())),
-                      "share_within_1pct": float((pct[m] >= 0.99).mean()),
-                      "benchmarked_mean": float(kept_n[m].mean()), "benchmarked_max": int(kept_n[m].max())}
-    return row
+    positions in the sorted order (not a count). Same ATen safety net, same metrics; `stats`
+    gets (ranked picks, distinct families among them) per GEMM."""
+    def count(rows):
+        stats.append((len(rows), len(set(fam[rows].tolist()))))
+
+    return orig.kept_quality_of(cost, lambda scores, rows: select(scores, fam[rows]),
+                                on_kept=None if stats is None else count)
 
 
 # --- selection rules (positions into the sorted order) --------------------------------------
