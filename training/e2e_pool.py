@@ -321,8 +321,8 @@ def distinguishing_settings(setups: list[dict]) -> list[dict]:
     """Per setup, the bench settings in which it differs from another setup of the same GPU,
     model and workload (e.g. verify's k), so that two headings alike tell which is which;
     {} for a setup alone of its kind."""
-    def kind(st):
-        return tuple(st.get(k) for k in ("gpu", "model", "workload", "dtype", "batch", "seq"))
+    def kind(st):   # the setup but its bench settings
+        return {k: v for k, v in st.items() if k != "settings"}
 
     out = []
     for st in setups:

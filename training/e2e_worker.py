@@ -371,27 +371,27 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
     except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     if profile_steps > 0:
-        from .kernel_time import profile_kernels
-
-        try:
-            out["graph_kernel_time"] = profile_kernels(graph.replay, device, steps=profile_steps)
-        except Exception as exc:  # noqa: BLE001 -- as above: the replay time stands without it
-            out["graph_kernel_time"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        out["graph_kernel_time"] = kernel_profile(graph.replay, device, profile_steps)
     return out
 
 
-def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
-    """The step's kernel time by kind (training/kernel_time.py), after the timing: an extra
-    measurement, so a failure is recorded in the row and the run stays ok."""
-    n = spec.get("profile_steps", 0)
-    if n < 1:
-        return
+def kernel_profile(fn, device, steps: int) -> dict:
+    """`steps` calls of `fn` profiled by kind (training/kernel_time.py); an extra measurement,
+    so a failure comes back as {"error": why} for the row, and the run stays ok."""
     from .kernel_time import profile_kernels
 
     try:
-        res["kernel_time"] = profile_kernels(fn, device, steps=n)
+        return profile_kernels(fn, device, steps=steps)
     except Exception as exc:  # noqa: BLE001
-        res["kernel_time"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
+    """The step's kernel time by kind, after the timing (kernel_profile)."""
+    n = spec.get("profile_steps", 0)
+    if n < 1:
+        return
+    res["kernel_time"] = kernel_profile(fn, device, n)
     save()
 
 
