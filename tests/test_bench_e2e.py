@@ -395,6 +395,48 @@ def test_half_precision_results_are_judged_against_an_fp32_run_too():
                                   "rel_err": 0.0, "tol": 1e-4, "ok": True}
 
 
+def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
+    """The sampler's thread reads while the `with` block runs and stops with it: medians of
+    each reading, the clock's range, a reading missing from some samples left out of its
+    median; a host with nothing to read (the CPU, no NVML) records no samples and None."""
+    import itertools
+    import threading
+    import time
+
+    import torch
+
+    from kselect.training.gpu_state import StateSampler
+
+    clocks = itertools.cycle([1500, 1980, 1755])
+    reads = []
+    enough = threading.Event()
+
+    def read():
+        reads.append(1)
+        if len(reads) > 7:
+            enough.set()
+        out = {"sm_clock_mhz": next(clocks), "temperature_c": 50}
+        if len(reads) % 2:
+            out["power_mw"] = 690_000
+        return out
+
+    with StateSampler(period_s=0.001, read=read) as sampler:
+        assert enough.wait(10), "the sampler's thread did not read"
+    n = len(reads)
+    got = sampler.summary()
+    assert got["samples"] == n - 1                 # every read but the availability probe
+    assert (got["sm_clock_mhz_min"], got["sm_clock_mhz_max"]) == (1500, 1980)
+    assert got["sm_clock_mhz"] in (1500, 1755, 1980) and got["temperature_c"] == 50
+    assert got["power_mw"] == 690_000
+    time.sleep(0.02)
+    assert len(reads) == n                         # stopped with the block
+    with StateSampler(torch.device("cpu")) as idle:
+        pass
+    assert idle.summary() is None and idle.samples == []
+    with pytest.raises(ValueError, match="period_s"):
+        StateSampler(period_s=0)
+
+
 @pytest.mark.gpu
 def test_device_state_reads_the_allocator_on_the_gpu():
     """The GPU state recorded around a run's timing: the allocator's GiB (a 1 GiB tensor shows),

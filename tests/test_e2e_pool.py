@@ -235,12 +235,13 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     """Processes that recorded the GPU's state: medians per variant and moment, rendered beside
     the GPU-only step and the replay time outside kernels; a reading NVML did not give stays
     out of its median, and a setup without any such record gets no table."""
-    def run(variant, graph_ms, kernels_ms, reserved, clock, temp, power=None):
+    def run(variant, graph_ms, kernels_ms, reserved, clock, temp, power=None, during=None):
         r = _run(variant, 3.0, 1.0)
         state = {"reserved_gb": reserved, "allocated_gb": 1.0, "sm_clock_mhz": clock, "temperature_c": temp}
         if power is not None:
             state["power_mw"] = power
-        r.update({"graph_step_ms": graph_ms, "device_state": {"before_steps": state, "after_replays": state},
+        sampled = {"during_replays": during} if during else {}
+        r.update({"graph_step_ms": graph_ms, "device_state": {"before_steps": state, **sampled, "after_replays": state},
                   "graph_kernel_time": {"source": "GPU kernels", "steps": 5, "kernels": {},
                                         "ms_per_step": {"gemm": kernels_ms, "total": kernels_ms}}})
         return r
@@ -248,7 +249,9 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     a = _write(tmp_path / "a", [run("default", 47.3, 45.5, 30.0, 1980, 40, 600e3),
                                 run("kselect-verify", 47.8, 45.4, 20.0, 1755, 35, 500e3),
                                 run("default", 47.5, 45.5, 34.0, 1980, 42),
-                                run("kselect-verify", 47.6, 45.6, 22.0, 1785, 37, 520e3)])
+                                run("kselect-verify", 47.6, 45.6, 22.0, 1785, 37, 520e3,
+                                    during={"samples": 90, "sm_clock_mhz": 1485, "sm_clock_mhz_min": 1410,
+                                            "sm_clock_mhz_max": 1980, "power_mw": 695e3, "temperature_c": 55})])
     runs, _ = e2e_pool.load_runs([a])
     (s,) = e2e_pool.pool(runs)
     verify = next(v for v in s["variants"] if v["variant"] == "kselect-verify")
@@ -258,8 +261,9 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     assert default["device_state"]["after_replays"]["power_mw"] == 600e3       # the one that had it
     assert default["graph_gap_ms"] == pytest.approx(1.9)                          # median of 1.8, 2.0
     text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
-    assert "| kselect-verify | 47.700 | 2.200 | 21.00 | 1770 / 1770 | 36 / 36 | 510 |" in text
-    assert "| default | 47.400 | 1.900 | 32.00 | 1980 / 1980 | 41 / 41 | 600 |" in text
+    assert verify["device_state"]["during_replays"] == {"sm_clock_mhz": 1485, "temperature_c": 55, "power_mw": 695e3}
+    assert "| kselect-verify | 47.700 | 2.200 | 21.00 | 1770 / 1485 / 1770 | 36 / 36 | 695 / 510 |" in text
+    assert "| default | 47.400 | 1.900 | 32.00 | 1980 / - / 1980 | 41 / 41 | - / 600 |" in text
     b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0)])
     runs, _ = e2e_pool.load_runs([b])
     (s,) = e2e_pool.pool(runs)

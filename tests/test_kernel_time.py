@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from kselect.training import e2e_report  # noqa: E402
 from kselect.training.kernel_time import (KINDS, combine, cpu_op_kind, differences, kernel_kind,  # noqa: E402
-                                          profile_kernels, summarize)
+                                          profile_kernels, sequence, sequence_differences, summarize)
 
 # GEMM kernel names the H200 ran (cuBLAS's Hopper nvjet kernels, cublasLt's split-K reduction,
 # Inductor's templates; reports/h200-session12/call3, CUDA 13, torch 2.11, Triton 3.6); the
@@ -97,6 +97,32 @@ def test_differences_name_the_kernels_that_moved_most_including_ones_only_one_ru
     assert {g[1] for g in got[1:]} == {"nvjet_b", "triton_tem_fused_mm_16"}   # 0.25 and 0.24 apart
     assert ("gemm", "nvjet_b", 0.0, 0.25) in got
     assert differences({}, {}) == []
+
+
+def test_a_step_sequence_is_the_median_per_position_when_every_step_ran_the_same_kernels():
+    """Three replays of a 3-kernel graph: one [name, median us] per position; steps that ran
+    other kernels, or a record count that is not a whole number of steps, give None."""
+    step = [("nvjet_a", "gemm", 10.0), ("triton_red_norm", "inductor", 2.0), ("triton_tem_head", "gemm", 5.0)]
+    timed = [(n, k, us + d) for d in (0.0, 1.0, 3.0) for n, k, us in step]
+    assert sequence(timed, 3) == [["nvjet_a", 11.0], ["triton_red_norm", 3.0], ["triton_tem_head", 6.0]]
+    assert sequence(timed[:-1], 3) is None
+    assert sequence(timed[:3] + timed[4:5] + timed[3:4] + timed[5:], 3) is None   # order differs in step 2
+    assert sequence(timed, 0) is None and sequence([], 1) is None
+
+
+def test_sequence_differences_split_the_gap_at_the_swapped_gemm():
+    """Two variants that differ in one GEMM's kernel: the total gap, its part before, at and
+    after the first position whose names differ, and the positions that moved most."""
+    verify = [["embed", 5.0], ["nvjet_qkv", 100.0], ["triton_tem_head", 24.0], ["triton_red_next", 10.0]]
+    predict = [["embed", 5.0], ["nvjet_qkv", 99.0], ["nvjet_head", 25.0], ["triton_red_next", 7.0]]
+    got = sequence_differences(verify, predict, top=2)
+    assert got["total_us"] == pytest.approx(3.0) and got["first_swap"] == 2 and got["positions"] == 4
+    assert (got["before_swap_us"], got["swap_us"], got["after_swap_us"]) == (1.0, -1.0, 3.0)
+    assert got["top"][0] == (3, "triton_red_next", "triton_red_next", 10.0, 7.0)
+    assert [t[0] for t in got["top"]] == [3, 1] or [t[0] for t in got["top"]] == [3, 2]
+    assert sequence_differences(verify, predict[:3]) is None
+    same = sequence_differences(predict, predict)
+    assert same["total_us"] == 0 and same["first_swap"] is None and "swap_us" not in same
 
 
 def test_a_real_cpu_profile_times_gemm_and_attention_ops():
@@ -206,3 +232,9 @@ def test_graph_replays_profile_the_kernels_the_graph_runs():
     assert profile["steps"] == 3 and profile["ms_per_step"]["gemm"] > 0.05, profile
     assert profile["kernels"]["gemm"][0][2] == 1.0
     assert profile["ms_per_step"]["total"] <= got["graph_step_ms"] * 1.05
+    seq = profile["sequence"]   # one step's kernels in order: the GEMM, then the relu
+    assert len(seq) >= 2 and kernel_kind(seq[0][0]) == "gemm", seq
+    assert sum(us for _, us in seq) / 1e3 == pytest.approx(profile["ms_per_step"]["total"], rel=0.2)
+    state = got["during_replays"]   # NVML sampled while the replays ran
+    assert state["samples"] >= 1 and state["sm_clock_mhz_min"] <= state["sm_clock_mhz"] <= state["sm_clock_mhz_max"]
+    assert 100 < state["sm_clock_mhz"] < 5000 and state["power_mw"] > 10_000, state

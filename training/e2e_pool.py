@@ -160,7 +160,7 @@ STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw")
 
 def device_state_medians(runs: list[dict]) -> dict:
     """{moment: {field: median over the processes that recorded it}} of the GPU state `bench
-    e2e` records before the timed steps and after the graph replays (e2e_worker.device_state):
+    e2e` records before the timed steps, while and after the graph replays (training/gpu_state.py):
     whether a same-kernel step gap goes with memory held, clocks or temperature."""
     out: dict = {}
     for r in runs:
@@ -349,15 +349,21 @@ def _state_lines(variants: list[dict]) -> list[str]:
 
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "
-             "sixteenth session did not; before = before the timed steps, after = after the graph replays):", "",
-             "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / after "
-             "| temperature C, before / after | power W, after |", "| --- |" + " --- |" * 6]
+             "sixteenth session did not; before = before the timed steps, during = sampled while the graph "
+             "replays were timed (since the seventeenth), after = after the replays):", "",
+             "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / during "
+             "/ after | temperature C, before / after | power W, during / after |", "| --- |" + " --- |" * 6]
+
+    def watts(v, moment):
+        mw = ((v.get("device_state") or {}).get(moment) or {}).get("power_mw")
+        return _fmt(None if mw is None else mw / 1e3, ".0f")
+
     for v in rows:
-        power = ((v.get("device_state") or {}).get("after_replays") or {}).get("power_mw")
+        clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in ("before_steps", "during_replays", "after_replays"))
         lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
-                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {at(v, 'before_steps', 'sm_clock_mhz', '.0f')} / "
-                     f"{at(v, 'after_replays', 'sm_clock_mhz', '.0f')} | {at(v, 'before_steps', 'temperature_c', '.0f')} / "
-                     f"{at(v, 'after_replays', 'temperature_c', '.0f')} | {_fmt(None if power is None else power / 1e3, '.0f')} |")
+                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | "
+                     f"{at(v, 'before_steps', 'temperature_c', '.0f')} / {at(v, 'after_replays', 'temperature_c', '.0f')} | "
+                     f"{watts(v, 'during_replays')} / {watts(v, 'after_replays')} |")
     return lines
 
 

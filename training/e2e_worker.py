@@ -22,6 +22,7 @@ from kselect.selector.policy import ATEN_MARGIN_SD
 
 from .bench_common import GemmCounter, ranker_ident
 from .e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
+from .gpu_state import StateSampler, device_state
 
 
 def worker_main(spec_path: str) -> None:
@@ -272,27 +273,6 @@ def environment(device: str) -> dict:
     return env
 
 
-def device_state(device) -> dict | None:
-    """What the GPU is like right now, for a step time that differs on the same kernels
-    (verify's 8-layer prefill replay read 0.4 % slower than DEFAULT's in 14 of 16 pairs,
-    with an identical kernel list; reports/h200-session16): the caching allocator's reserved
-    and allocated GiB, and, where NVML answers, SM clock MHz, temperature and power. None on
-    the CPU; a reading NVML cannot give is left out."""
-    import torch
-
-    if device.type != "cuda":
-        return None
-    state = {"reserved_gb": round(torch.cuda.memory_reserved(device) / 2**30, 3),
-             "allocated_gb": round(torch.cuda.memory_allocated(device) / 2**30, 3)}
-    for name, fn in (("sm_clock_mhz", "clock_rate"), ("temperature_c", "temperature"),
-                     ("power_mw", "power_draw")):
-        try:
-            state[name] = getattr(torch.cuda, fn)(device)
-        except Exception:  # noqa: BLE001 -- no NVML binding here: the memory figures stand alone
-            pass
-    return state
-
-
 def _sync(device) -> None:
     import torch
 
@@ -339,7 +319,8 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
     Why: decode steps are launch-bound (no CUDA graphs in any variant), so a step time mixes
     kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
     on the host side only. Measured after the step timing, on CUDA; a step that cannot be
-    captured records why instead (None on the CPU). With `profile_steps`, that many more
+    captured records why instead (None on the CPU). The GPU's clock, power and temperature are
+    sampled while the replays run (`during_replays`, gpu_state.StateSampler). With `profile_steps`, that many more
     replays run under torch.profiler (`graph_kernel_time`): the kernels as the graph runs
     them, so a replay slower on the same kernel list shows whether its kernels or the gaps
     between them took the time."""
@@ -360,14 +341,17 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
         graph.replay()
         torch.cuda.synchronize()
         times = []
-        for _ in range(replays):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+        with StateSampler(device) as state:
+            for _ in range(replays):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
         out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
+        if state.summary():
+            out["during_replays"] = state.summary()
     except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     if profile_steps > 0:
@@ -583,10 +567,11 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         _record(res, save, timing, tokens_per_step)
         graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
                                 profile_steps=spec.get("profile_steps", 0))
+        graph = graph or {}
         if before is not None:
-            res["device_state"] = {"before_steps": before, "after_replays": device_state(device)}
-        if graph:
-            res.update(graph)
+            during = {"during_replays": graph.pop("during_replays")} if "during_replays" in graph else {}
+            res["device_state"] = {"before_steps": before, **during, "after_replays": device_state(device)}
+        res.update(graph)
         save()
         _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
 

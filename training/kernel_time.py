@@ -77,11 +77,51 @@ def summarize(timed: list[tuple[str, str, float]], steps: int, source: str, top:
 
 
 def _device_records(events) -> list[tuple[str, str, float]]:
+    """(name, kind, microseconds) of every GPU activity, in the order the GPU started them."""
     from torch.autograd import DeviceType
 
     # a user annotation mirrored on the GPU timeline spans kernels already counted
-    return [(e.name, kernel_kind(e.name), float(e.time_range.elapsed_us()))
-            for e in events if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)]
+    gpu = [e for e in events if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)]
+    gpu.sort(key=lambda e: e.time_range.start)
+    return [(e.name, kernel_kind(e.name), float(e.time_range.elapsed_us())) for e in gpu]
+
+
+def sequence(timed: list[tuple[str, str, float]], steps: int, name_chars: int = 60) -> list | None:
+    """Each position of one step's kernel sequence as [name, median microseconds over the
+    steps], when the `steps` steps ran the same kernels in the same order (a CUDA graph's
+    replays do); None otherwise.
+
+    Why: two variants' steps whose kernel totals agree within the noise between processes
+    (+-0.5 ms of 46 on the 8-layer prefill) can still differ in where the time sits, e.g. the
+    kernels right after one GEMM; positions line up between variants that differ only in a
+    GEMM's kernel (`sequence_differences`)."""
+    if steps < 1 or not timed or len(timed) % steps:
+        return None
+    n = len(timed) // steps
+    names = [name for name, _, _ in timed[:n]]
+    if any(timed[i][0] != names[i % n] for i in range(len(timed))):
+        return None
+    return [[names[i][:name_chars], round(statistics.median(timed[i + k * n][2] for k in range(steps)), 2)]
+            for i in range(n)]
+
+
+def sequence_differences(mine: list, theirs: list, top: int = 8) -> dict | None:
+    """Where two kernel sequences of equal length differ: the total (mine - theirs, us), the
+    `top` positions by the size of their difference as (position, my name, their name, my us,
+    their us), and the share of the total before and after the first position whose kernel
+    names differ (the swapped GEMM); None when the lengths differ."""
+    if not mine or not theirs or len(mine) != len(theirs):
+        return None
+    diffs = [a[1] - b[1] for a, b in zip(mine, theirs)]
+    swapped = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a[0] != b[0]), None)
+    ranked = sorted(range(len(diffs)), key=lambda i: -abs(diffs[i]))[:top]
+    out = {"total_us": round(sum(diffs), 2), "positions": len(diffs), "first_swap": swapped,
+           "top": [(i, mine[i][0], theirs[i][0], mine[i][1], theirs[i][1]) for i in ranked]}
+    if swapped is not None:
+        out["before_swap_us"] = round(sum(diffs[:swapped]), 2)
+        out["swap_us"] = round(diffs[swapped], 2)
+        out["after_swap_us"] = round(sum(diffs[swapped + 1:]), 2)
+    return out
 
 
 def _cpu_records(events) -> list[tuple[str, str, float]]:
@@ -112,7 +152,12 @@ def profile_kernels(fn, device, steps: int = 5) -> dict:
             torch.cuda.synchronize(device)
     events = prof.events()
     if cuda:
-        return summarize(_device_records(events), steps, "GPU kernels (torch.profiler, CUDA activity)")
+        records = _device_records(events)
+        out = summarize(records, steps, "GPU kernels (torch.profiler, CUDA activity)")
+        seq = sequence(records, steps)
+        if seq is not None:
+            out["sequence"] = seq
+        return out
     return summarize(_cpu_records(events), steps, "CPU ops' self time (GEMM/attention ops only)")
 
 
