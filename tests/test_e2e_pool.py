@@ -231,6 +231,30 @@ def test_in_counterbalanced_rounds_the_h200_prefill_replay_gap_follows_verify():
     assert gpu["p_sign"] == pytest.approx(2 * (1 + 16 + 120) / 2 ** 16)   # 14 or more of 16, either way
 
 
+def test_on_the_h200_prefill_verify_replays_slower_than_predict_whose_lm_head_is_cublas():
+    """Predict and verify run the same kernels but lm_head's (cuBLAS against the Triton tile
+    verify measured ~4 % faster). Every H200 run with both: verify's graph replay slower in 10
+    of 11 rounds, by ~0.5 % (reports/h200-session17)."""
+    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
+                                "reports/h200-session17/call1/a/prefill8", "reports/h200-session17/call4/d/prefill8vp")]
+    runs, _ = e2e_pool.load_runs(files)
+    (s,) = e2e_pool.pool(runs)
+    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / predict's")
+    assert gpu["n"] == 11 and gpu["slower"] == 10
+    assert gpu["p_sign"] == pytest.approx(2 * (1 + 11) / 2 ** 11)           # 10 or more of 11, either way
+    pooled = next(c for c in s["comparisons"] if c["comparison"] == "verify GPU-only step / predict's")
+    assert 1.002 < pooled["ratio"] < 1.01 and pooled["p_slower"] < 0.05
+    checked = 0
+    for r in runs:   # every verify and predict process: the picks differ in lm_head alone
+        if r["variant"] in ("kselect-verify", "kselect-predict") and "picks" in (r.get("kselect") or {}):
+            checked += 1
+            picks = r["kselect"]["picks"]
+            head = picks.pop("mm:8x128256x4096:bf16:nt")[0]
+            assert set(map(tuple, picks.values())) == {("aten:mm",)}, picks
+            assert head.startswith("triton:mm:" if r["variant"] == "kselect-verify" else "aten:mm"), head
+    assert checked == 22
+
+
 def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     """Processes that recorded the GPU's state: medians per variant and moment, rendered beside
     the GPU-only step and the replay time outside kernels; a reading NVML did not give stays

@@ -42,6 +42,8 @@ SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k",
 # (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
 COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
+               # the two differ only where verify measured a Triton template faster than ATen
+               ("verify GPU-only step / predict's", "kselect-verify", "kselect-predict", "gpu"),
                ("verify compile / plain's", "kselect-verify", "plain", "compile"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))
