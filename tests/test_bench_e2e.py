@@ -420,11 +420,13 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
             out["power_mw"] = 690_000
         return out
 
-    with StateSampler(period_s=0.001, read=read) as sampler:
+    counter = iter([5_000, 5_750])                 # mJ at entry, at exit
+    with StateSampler(period_s=0.001, read=read, energy=lambda: next(counter)) as sampler:
         assert enough.wait(10), "the sampler's thread did not read"
     n = len(reads)
     got = sampler.summary()
     assert got["samples"] == n - 1                 # every read but the availability probe
+    assert got["energy_j"] == 0.75 and got["window_ms"] > 0
     assert (got["sm_clock_mhz_min"], got["sm_clock_mhz_max"]) == (1500, 1980)
     assert got["sm_clock_mhz"] in (1500, 1755, 1980) and got["temperature_c"] == 50
     assert got["power_mw"] == 690_000
@@ -433,6 +435,9 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
     with StateSampler(torch.device("cpu")) as idle:
         pass
     assert idle.summary() is None and idle.samples == []
+    with StateSampler(read=lambda: {}, energy=iter([1_000, None]).__next__) as half:   # counter lost at exit
+        pass
+    assert half.summary() is None
     with pytest.raises(ValueError, match="period_s"):
         StateSampler(period_s=0)
 

@@ -275,7 +275,8 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
                                 run("default", 47.5, 45.5, 34.0, 1980, 42),
                                 run("kselect-verify", 47.6, 45.6, 22.0, 1785, 37, 520e3,
                                     during={"samples": 90, "sm_clock_mhz": 1485, "sm_clock_mhz_min": 1410,
-                                            "sm_clock_mhz_max": 1980, "power_mw": 695e3, "temperature_c": 55})])
+                                            "sm_clock_mhz_max": 1980, "power_mw": 695e3, "temperature_c": 55,
+                                            "energy_j": 660.0, "window_ms": 956.0, "energy_mj_per_step": 33000.0})])
     runs, _ = e2e_pool.load_runs([a])
     (s,) = e2e_pool.pool(runs)
     verify = next(v for v in s["variants"] if v["variant"] == "kselect-verify")
@@ -285,9 +286,10 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     assert default["device_state"]["after_replays"]["power_mw"] == 600e3       # the one that had it
     assert default["graph_gap_ms"] == pytest.approx(1.9)                          # median of 1.8, 2.0
     text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
-    assert verify["device_state"]["during_replays"] == {"sm_clock_mhz": 1485, "temperature_c": 55, "power_mw": 695e3}
-    assert "| kselect-verify | 47.700 | 2.200 | 21.00 | 1770 / 1485 / 1770 | 36 / 36 | 695 / 510 |" in text
-    assert "| default | 47.400 | 1.900 | 32.00 | 1980 / - / 1980 | 41 / 41 | - / 600 |" in text
+    assert verify["device_state"]["during_replays"] == {"sm_clock_mhz": 1485, "temperature_c": 55, "power_mw": 695e3,
+                                                        "energy_mj_per_step": 33000.0}
+    assert "| kselect-verify | 47.700 | 2.200 | 21.00 | 1770 / 1485 / 1770 | 36 / 36 | 695 / 510 | 33.00 |" in text
+    assert "| default | 47.400 | 1.900 | 32.00 | 1980 / - / 1980 | 41 / 41 | - / 600 | - |" in text
     b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0)])
     runs, _ = e2e_pool.load_runs([b])
     (s,) = e2e_pool.pool(runs)

@@ -157,7 +157,7 @@ def pool(runs: list[dict]) -> list[dict]:
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
-STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw")
+STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw", "energy_mj_per_step")
 
 
 def device_state_medians(runs: list[dict]) -> dict:
@@ -354,18 +354,21 @@ def _state_lines(variants: list[dict]) -> list[str]:
              "sixteenth session did not; before = before the timed steps, during = sampled while the graph "
              "replays were timed (since the seventeenth), after = after the replays):", "",
              "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / during "
-             "/ after | temperature C, before / after | power W, during / after |", "| --- |" + " --- |" * 6]
+             "/ after | temperature C, before / after | power W, during / after | energy J per replayed step |",
+             "| --- |" + " --- |" * 7]
 
     def watts(v, moment):
         mw = ((v.get("device_state") or {}).get(moment) or {}).get("power_mw")
         return _fmt(None if mw is None else mw / 1e3, ".0f")
 
     for v in rows:
+        energy = ((v.get("device_state") or {}).get("during_replays") or {}).get("energy_mj_per_step")
         clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in ("before_steps", "during_replays", "after_replays"))
         lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
                      f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | "
                      f"{at(v, 'before_steps', 'temperature_c', '.0f')} / {at(v, 'after_replays', 'temperature_c', '.0f')} | "
-                     f"{watts(v, 'during_replays')} / {watts(v, 'after_replays')} |")
+                     f"{watts(v, 'during_replays')} / {watts(v, 'after_replays')} | "
+                     f"{_fmt(energy if energy is None else energy / 1e3, '.2f')} |")
     return lines
 
 

@@ -350,8 +350,11 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
                 end.synchronize()
                 times.append(start.elapsed_time(end))
         out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
-        if state.summary():
-            out["during_replays"] = state.summary()
+        during = state.summary()
+        if during:
+            if "energy_j" in during:   # the replays' energy per step, the time figure's twin
+                during["energy_mj_per_step"] = round(during["energy_j"] * 1e3 / replays, 2)
+            out["during_replays"] = during
     except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     if profile_steps > 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from typing import Callable
 
 # Reading name -> the torch.cuda function (NVML underneath) that gives it.
@@ -31,6 +32,22 @@ def nvml_readings(device, names=tuple(READINGS)) -> dict:
     return out
 
 
+def energy_mj(device) -> int | None:
+    """The GPU's energy counter (mJ since the driver loaded; NVML, Volta and later), or None.
+
+    Why: at the power limit the step's time follows its energy, not the sum of its kernels'
+    times at full clock; a kernel faster alone but hungrier can slow the kernels after it."""
+    try:
+        import pynvml
+        import torch
+
+        # torch.cuda's NVML handle maps CUDA_VISIBLE_DEVICES to NVML's index (private helper,
+        # the one torch.cuda.power_draw uses; 2.11 and 2.13)
+        return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(torch.cuda._get_pynvml_handler(device)))
+    except Exception:  # noqa: BLE001 -- no NVML, no counter on this GPU: the reading is left out
+        return None
+
+
 def device_state(device) -> dict | None:
     """A snapshot: the caching allocator's reserved and allocated GiB, and, where NVML answers,
     SM clock MHz, temperature and power. None on the CPU."""
@@ -48,19 +65,25 @@ class StateSampler:
     `with` block runs; `summary()` gives their medians and the clock's range.
 
     NVML averages a reading over its own period (1/6 to 1 s, per torch.cuda's docs), so a
-    sample is a moving average, and a block shorter than that period reads one value. `read`
-    replaces NVML (a callable returning a dict of SAMPLED readings), for hosts without it."""
+    sample is a moving average, and a block shorter than that period reads one value. The
+    energy counter, read at entry and exit, gives the block's joules (to the counter's own
+    update interval). `read` and
+    `energy` replace NVML (callables like nvml_readings and energy_mj), for hosts without it."""
 
-    def __init__(self, device=None, period_s: float = 0.01, read: Callable[[], dict] | None = None):
+    def __init__(self, device=None, period_s: float = 0.01, read: Callable[[], dict] | None = None,
+                 energy: Callable[[], int | None] | None = None):
         if period_s <= 0:
             raise ValueError(f"period_s must be > 0, got {period_s}")
         self.period_s = period_s
         self.samples: list[dict] = []
-        self._read = read
-        if read is None and device is not None and getattr(device, "type", None) == "cuda":
-            self._read = lambda: nvml_readings(device, SAMPLED)
+        self._read, self._energy = read, energy
+        if device is not None and getattr(device, "type", None) == "cuda":
+            self._read = read or (lambda: nvml_readings(device, SAMPLED))
+            self._energy = energy or (lambda: energy_mj(device))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._energy_mj: list[int | None] = []
+        self._window_s: list[float] = []
 
     def _loop(self) -> None:
         while True:
@@ -74,18 +97,27 @@ class StateSampler:
         if self._read is not None and self._read():   # nothing to sample: stay idle
             self._thread = threading.Thread(target=self._loop, name="kselect-gpu-state", daemon=True)
             self._thread.start()
+        self._energy_mj = [self._energy() if self._energy else None]
+        self._window_s = [time.perf_counter()]
         return self
 
     def __exit__(self, *exc) -> None:
+        self._energy_mj.append(self._energy() if self._energy else None)
+        self._window_s.append(time.perf_counter())
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
 
     def summary(self) -> dict | None:
-        """{reading: median, "sm_clock_mhz_min"/"_max", "samples"}; None without samples."""
+        """{reading: median, "sm_clock_mhz_min"/"_max", "samples", and where the counter
+        answered "energy_j" and "window_ms" of the block}; None with neither."""
+        out: dict = {}
+        if len(self._energy_mj) == 2 and None not in self._energy_mj:
+            out["energy_j"] = (self._energy_mj[1] - self._energy_mj[0]) / 1e3
+            out["window_ms"] = round((self._window_s[1] - self._window_s[0]) * 1e3, 3)
         if not self.samples:
-            return None
-        out: dict = {"samples": len(self.samples)}
+            return out or None
+        out["samples"] = len(self.samples)
         for name in SAMPLED:
             values = [s[name] for s in self.samples if s.get(name) is not None]
             if values:
