@@ -294,3 +294,39 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     runs, _ = e2e_pool.load_runs([b])
     (s,) = e2e_pool.pool(runs)
     assert "what may move it" not in e2e_pool.render({"command": "c", "sources": [str(b)], "skipped": [], "setups": [s]})
+
+
+def test_replay_kernel_sequences_show_where_a_gap_sits_around_the_swapped_gemm(tmp_path):
+    """Verify and predict processes whose replays ran one kernel sequence but lm_head's kernel:
+    the medians per position are compared -- the whole kernel gap, its part before, at and
+    after the swap, and the positions that moved most; a process whose sequence has other
+    kernels stays out of its variant's median, and runs without sequences get no table."""
+    def run(variant, step_ms, head, head_us, after_us):
+        r = _run(variant, 3.0, step_ms * 1.01)
+        r["graph_step_ms"] = step_ms
+        r["graph_kernel_time"] = {"source": "GPU kernels", "steps": 5, "kernels": {},
+                                  "ms_per_step": {"total": 1.0},
+                                  "sequence": [["embed", 5.0], ["nvjet_qkv", 100.0], [head, head_us],
+                                               ["triton_red_next", after_us]]}
+        return r
+
+    other = run("kselect-verify", 48.9, "triton_tem_head", 24.0, 99.0)
+    other["graph_kernel_time"]["sequence"].append(["extra", 1.0])
+    a = _write(tmp_path / "a", [run("kselect-verify", 48.3, "triton_tem_head", 24.0, 12.0),
+                                run("kselect-predict", 48.0, "nvjet_head", 25.0, 7.0),
+                                run("kselect-verify", 48.2, "triton_tem_head", 24.4, 10.0),
+                                run("kselect-predict", 47.9, "nvjet_head", 25.2, 8.0), other])
+    runs, _ = e2e_pool.load_runs([a])
+    (s,) = e2e_pool.pool(runs)
+    (gap,) = s["sequence_gaps"]                      # no DEFAULT in this run: one pair
+    assert (gap["variant"], gap["baseline"], gap["processes"]) == ("kselect-verify", "kselect-predict", [2, 2])
+    assert gap["first_swap"] == 2 and gap["swap_us"] == pytest.approx(24.2 - 25.1)
+    assert gap["after_swap_us"] == pytest.approx(11.0 - 7.5) and gap["before_swap_us"] == 0
+    assert gap["gpu_step_diff_us"] == pytest.approx(350.0)   # medians over all processes: 48.3 - 47.95 ms
+    text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
+    assert "| kselect-verify vs kselect-predict | 2 vs 2 | 4 | +350.0 | +2.6 | +0.0 | -0.9 | +3.5 | #3 triton_red_next +3.5" in text
+    b = _write(tmp_path / "b", [_run("kselect-verify", 3.0, 1.0), _run("kselect-predict", 3.0, 1.0)])
+    runs, _ = e2e_pool.load_runs([b])
+    (s,) = e2e_pool.pool(runs)
+    assert s["sequence_gaps"] == [] and "position by position" not in e2e_pool.render(
+        {"command": "c", "sources": [str(b)], "skipped": [], "setups": [s]})

@@ -33,6 +33,7 @@ import statistics
 from pathlib import Path
 
 from .e2e_report import combine_repeats, graph_gap_ms, targets
+from .kernel_time import sequence_differences
 from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
@@ -153,8 +154,46 @@ def pool(runs: list[dict]) -> list[dict]:
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
                     "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
-                    "pairs": compare_pairs(ok)})
+                    "pairs": compare_pairs(ok), "sequence_gaps": sequence_gaps(ok)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
+
+
+# (variant, baseline) whose replays' kernel sequences are compared position by position
+SEQUENCE_PAIRS = (("kselect-verify", "kselect-predict"), ("kselect-verify", "default"))
+
+
+def median_sequence(runs: list[dict]) -> tuple[list, int] | None:
+    """The replays' kernel sequence (graph_kernel_time.sequence) as the median per position over
+    the processes that ran the first one's kernels in its order, and how many did; None
+    without any. Why: one process's per-kernel times carry its clock; medians over processes
+    leave what the variant's graph does."""
+    seqs = [s for s in ((r.get("graph_kernel_time") or {}).get("sequence") for r in runs) if s]
+    if not seqs:
+        return None
+    names = [name for name, _ in seqs[0]]
+    seqs = [s for s in seqs if [name for name, _ in s] == names]
+    return [[n, statistics.median(s[i][1] for s in seqs)] for i, n in enumerate(names)], len(seqs)
+
+
+def sequence_gaps(ok: list[dict]) -> list[dict]:
+    """For each SEQUENCE_PAIRS pair that both have sequences: kernel_time.sequence_differences
+    of their median sequences, beside the difference of their GPU-only step medians -- how much
+    of a replay gap sits in kernels, and where (before, at or after the swapped GEMM)."""
+    out = []
+    for variant, baseline in SEQUENCE_PAIRS:
+        mine = [r for r in ok if r["variant"] == variant]
+        theirs = [r for r in ok if r["variant"] == baseline]
+        a, b = median_sequence(mine), median_sequence(theirs)
+        if a is None or b is None:
+            continue
+        diff = sequence_differences(a[0], b[0], top=3)
+        if diff is None:
+            continue
+        steps = [[r["graph_step_ms"] for r in rs if r.get("graph_step_ms") is not None] for rs in (mine, theirs)]
+        step_us = (statistics.median(steps[0]) - statistics.median(steps[1])) * 1e3 if all(steps) else None
+        out.append({"variant": variant, "baseline": baseline, "processes": [a[1], b[1]],
+                    "gpu_step_diff_us": step_us, **diff})
+    return out
 
 
 STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw", "energy_mj_per_step")
@@ -372,6 +411,23 @@ def _state_lines(variants: list[dict]) -> list[str]:
     return lines
 
 
+def _sequence_lines(gaps: list[dict]) -> list[str]:
+    """Where a replay gap sits in the step's kernel sequence; [] without sequences."""
+    if not gaps:
+        return []
+    lines = ["", "The replays' kernels position by position (median per position over processes; us per "
+             "step, variant minus baseline; the swap is the first position whose kernel differs):", "",
+             "| variant vs baseline | processes | kernels per step | GPU-only step diff | kernels diff | before "
+             "the swap | at the swap | after it | largest positions |", "| --- |" + " --- |" * 8]
+    for g in gaps:
+        top = "; ".join(f"#{i} {mine[:40]} {a - b:+.1f}" for i, mine, _, a, b in g["top"])
+        lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
+                     f"{g['positions']} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
+                     f"{_fmt(g.get('before_swap_us'), '+.1f')} | {_fmt(g.get('swap_us'), '+.1f')} | "
+                     f"{_fmt(g.get('after_swap_us'), '+.1f')} | {top} |")
+    return lines
+
+
 def render(report: dict) -> str:
     lines = ["# `bench e2e` runs, pooled", "", f"Command: `{report['command']}`", "",
              f"{len(report['sources'])} results.json files pooled; processes pool only with others of the "
@@ -406,6 +462,7 @@ def render(report: dict) -> str:
                          f"{_fmt(cpu, '.2f')} | {step} | {_fmt(v.get('graph_step_ms'), '.3f')} | "
                          f"{_fmt(gemm, '.3f')} | {v['results_ok']} of {v['processes']} | {len(v['sources'])} |")
         lines += _state_lines(s["variants"])
+        lines += _sequence_lines(s.get("sequence_gaps") or [])
         if s["comparisons"]:
             lines += ["", f"| comparison | processes | ratio of medians | {CONFIDENCE:.0%} interval | p (slower) |",
                       "| --- | --- | --- | --- | --- |"]
