@@ -832,3 +832,39 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
             got = compat.ktc_candidates([ktc])[0]
             assert got is c  # what Inductor's uid names, built independently of the memo:
             assert c == Candidate.make("triton", compat.template_of(template.uid)[1], **c.kwargs)
+
+
+def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again():
+    """The one-layer decode's lm_head with the shipped H200 model: the templates stage keeps
+    four tile families + ATen; the choices stage, given exactly those choices, keeps all five
+    (it used to rank them again, and the adaptive rule over five scores kept two families +
+    ATen -- what the H200 measured in the seventeenth session). Choices the templates stage
+    never saw (the CPU's C++ GEMMs come only there) are still decided."""
+    from kselect.kernels.triton_space import template_space
+    from kselect.selector.model import CostModel, shipped_models
+    from kselect.selector.policy import CostModelRanker
+
+    model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
+    ranker = CostModelRanker(model, model.fingerprint)
+    problem = Problem(8, 128256, 4096, "bf16")
+    space = [Candidate.make("aten", "mm")] + [c for t in ("mm", "persistent_tma", "decompose_k")
+                                              for c in template_space(problem, t, "exhaustive")]
+    cpu = torch.device("cpu")
+
+    def run(sel, stage, cands):
+        return sel._guarded(stage, list(cands), lambda: (problem, {"m": 8}, cpu), lambda items: list(items))
+
+    sel = ksi.Selector("verify", k=4, ranker=ranker)
+    planned = run(sel, "templates", space)
+    assert len(planned) == 5 and sum(c.backend == "triton" for c in planned) == 4
+    assert len({policy.tile_family(c) for c in planned}) == 5
+    assert run(sel, "choices", planned) == planned                  # measured as kept
+    assert sel.decisions[-1]["why"] == "verify: the templates stage's kept set, as is"
+    fresh = ksi.Selector("verify", k=4, ranker=ranker)                # no plan: decided over the five
+    again = run(fresh, "choices", planned)
+    assert len(again) == 3 and again[0] == planned[0] and again[-1].backend == "aten"
+    run(sel, "templates", space)
+    extra = planned + [Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=8,
+                                      num_stages=2, num_warps=2)]
+    assert len(run(sel, "choices", extra)) < len(extra)              # a choice it never kept: decided
+    assert sel.decisions[-1]["why"].startswith("verify: adaptive k=")
