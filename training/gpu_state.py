@@ -35,8 +35,8 @@ def nvml_readings(device, names=tuple(READINGS)) -> dict:
 def energy_mj(device) -> int | None:
     """The GPU's energy counter (mJ since the driver loaded; NVML, Volta and later), or None.
 
-    Why: at the power limit the step's time follows its energy, not the sum of its kernels'
-    times at full clock; a kernel faster alone but hungrier can slow the kernels after it."""
+    Why: at the power limit a step's time follows its energy, not the sum of its kernels'
+    times at full clock, so a kernel faster alone but hungrier may slow the step."""
     try:
         import pynvml
         import torch
@@ -67,8 +67,8 @@ class StateSampler:
     NVML averages a reading over its own period (1/6 to 1 s, per torch.cuda's docs), so a
     sample is a moving average, and a block shorter than that period reads one value. The
     energy counter, read at entry and exit, gives the block's joules (to the counter's own
-    update interval). `read` and
-    `energy` replace NVML (callables like nvml_readings and energy_mj), for hosts without it."""
+    update interval). `read` and `energy` replace NVML (callables like nvml_readings and
+    energy_mj), for hosts without it."""
 
     def __init__(self, device=None, period_s: float = 0.01, read: Callable[[], dict] | None = None,
                  energy: Callable[[], int | None] | None = None):

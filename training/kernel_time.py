@@ -86,7 +86,7 @@ def _device_records(events) -> list[tuple[str, str, float]]:
     return [(e.name, kernel_kind(e.name), float(e.time_range.elapsed_us())) for e in gpu]
 
 
-def sequence(timed: list[tuple[str, str, float]], steps: int, name_chars: int = 60) -> list | None:
+def sequence(timed: list[tuple[str, str, float]], steps: int, name_chars: int = 90) -> list | None:
     """Each position of one step's kernel sequence as [name, median microseconds over the
     steps], when the `steps` steps ran the same kernels in the same order (a CUDA graph's
     replays do); None otherwise.
