@@ -226,7 +226,7 @@ def test_graph_replays_profile_the_kernels_the_graph_runs():
 
     dev = torch.device("cuda")
     a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
-    got = e2e_worker.graph_replay_ms(lambda: torch.relu(a @ a), dev, replays=500, profile_steps=3)
+    got = e2e_worker.graph_replay_ms(lambda: torch.relu(a @ a), dev, replays=2000, profile_steps=3)
     assert "graph_error" not in got, got
     profile = got["graph_kernel_time"]
     assert profile["steps"] == 3 and profile["ms_per_step"]["gemm"] > 0.05, profile
@@ -238,6 +238,8 @@ def test_graph_replays_profile_the_kernels_the_graph_runs():
     state = got["during_replays"]   # NVML sampled while the replays ran
     assert state["samples"] >= 1 and state["sm_clock_mhz_min"] <= state["sm_clock_mhz"] <= state["sm_clock_mhz_max"]
     assert 100 < state["sm_clock_mhz"] < 5000 and state["power_mw"] > 10_000, state
-    # ~0.1 s of replays at 100-700 W: the energy counter moved by watts x seconds
+    # ~0.4 s of replays at 100-700 W: the energy counter moved by watts x seconds (it updates
+    # every few tens of ms, hence the wide bounds)
     watts = state["energy_j"] / (state["window_ms"] / 1e3)
-    assert 30 < watts < 1000 and state["energy_mj_per_step"] == pytest.approx(state["energy_j"] * 2, rel=1e-3), state
+    assert 30 < watts < 1500, state
+    assert state["energy_mj_per_step"] == pytest.approx(state["energy_j"] / 2, rel=1e-3), state
