@@ -325,6 +325,15 @@ def test_replay_kernel_sequences_show_where_a_gap_sits_around_the_swapped_gemm(t
     assert gap["gpu_step_diff_us"] == pytest.approx(350.0)   # medians over all processes: 48.3 - 47.95 ms
     text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
     assert "| kselect-verify vs kselect-predict | 2 vs 2 | 4 | +350.0 | +2.6 | +0.0 | -0.9 | +3.5 | #3 triton_red_next +3.5" in text
+    longer = run("default", 48.0, "triton_tem_head", 24.0, 7.0)
+    longer["graph_kernel_time"]["sequence"].insert(0, ["triton_poi_extra", 3.0])
+    c = _write(tmp_path / "c", [run("kselect-verify", 48.3, "triton_tem_head", 24.0, 12.0), longer])
+    runs, _ = e2e_pool.load_runs([c])
+    (s,) = e2e_pool.pool(runs)
+    (gap,) = s["sequence_gaps"]                      # another kernel count: said, not compared
+    assert gap["positions"] == [4, 5] and "total_us" not in gap
+    assert "| kselect-verify vs default | 1 vs 1 | 4 vs 5: not compared | +300.0 |" in e2e_pool.render(
+        {"command": "c", "sources": [str(c)], "skipped": [], "setups": [s]})
     b = _write(tmp_path / "b", [_run("kselect-verify", 3.0, 1.0), _run("kselect-predict", 3.0, 1.0)])
     runs, _ = e2e_pool.load_runs([b])
     (s,) = e2e_pool.pool(runs)

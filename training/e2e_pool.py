@@ -186,11 +186,9 @@ def sequence_gaps(ok: list[dict]) -> list[dict]:
         a, b = median_sequence(mine), median_sequence(theirs)
         if a is None or b is None:
             continue
-        diff = sequence_differences(a[0], b[0], top=3)
-        if diff is None:
-            continue
         steps = [[r["graph_step_ms"] for r in rs if r.get("graph_step_ms") is not None] for rs in (mine, theirs)]
         step_us = (statistics.median(steps[0]) - statistics.median(steps[1])) * 1e3 if all(steps) else None
+        diff = sequence_differences(a[0], b[0], top=3) or {"positions": [len(a[0]), len(b[0])]}
         out.append({"variant": variant, "baseline": baseline, "processes": [a[1], b[1]],
                     "gpu_step_diff_us": step_us, **diff})
     return out
@@ -420,6 +418,11 @@ def _sequence_lines(gaps: list[dict]) -> list[str]:
              "| variant vs baseline | processes | kernels per step | GPU-only step diff | kernels diff | before "
              "the swap | at the swap | after it | largest positions |", "| --- |" + " --- |" * 8]
     for g in gaps:
+        if isinstance(g["positions"], list):   # not one sequence: positions do not line up
+            lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
+                         f"{g['positions'][0]} vs {g['positions'][1]}: not compared | "
+                         f"{_fmt(g['gpu_step_diff_us'], '+.1f')} | - | - | - | - | - |")
+            continue
         top = "; ".join(f"#{i} {mine[:40]} {a - b:+.1f}" for i, mine, _, a, b in g["top"])
         lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
                      f"{g['positions']} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
