@@ -33,8 +33,8 @@ import statistics
 from pathlib import Path
 
 from .e2e_report import combine_repeats, graph_gap_ms, targets
-from .kernel_time import sequence_differences
 from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
+from .kernel_time import sequence_differences
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)

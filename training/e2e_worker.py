@@ -320,10 +320,11 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
     kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
     on the host side only. Measured after the step timing, on CUDA; a step that cannot be
     captured records why instead (None on the CPU). The GPU's clock, power and temperature are
-    sampled while the replays run (`during_replays`, gpu_state.StateSampler). With `profile_steps`, that many more
-    replays run under torch.profiler (`graph_kernel_time`): the kernels as the graph runs
-    them, so a replay slower on the same kernel list shows whether its kernels or the gaps
-    between them took the time."""
+    sampled while the replays run, and its energy counter read around them (`during_replays`,
+    gpu_state.StateSampler). With `profile_steps`, that many more replays run under
+    torch.profiler (`graph_kernel_time`): the kernels as the graph runs them, so a replay
+    slower on the same kernel list shows whether its kernels or the gaps between them took
+    the time."""
     import torch
 
     if device.type != "cuda":
