@@ -154,7 +154,7 @@ def pool(runs: list[dict]) -> list[dict]:
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
                     "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
-                    "pairs": compare_pairs(ok), "sequence_gaps": sequence_gaps(ok)})
+                    "pairs": compare_pairs(ok), "sequence_gaps": sequence_gaps(ok, combined)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -175,19 +175,20 @@ def median_sequence(runs: list[dict]) -> tuple[list, int] | None:
     return [[n, statistics.median(s[i][1] for s in seqs)] for i, n in enumerate(names)], len(seqs)
 
 
-def sequence_gaps(ok: list[dict]) -> list[dict]:
+def sequence_gaps(ok: list[dict], combined: list[dict]) -> list[dict]:
     """For each SEQUENCE_PAIRS pair that both have sequences: kernel_time.sequence_differences
-    of their median sequences, beside the difference of their GPU-only step medians -- how much
-    of a replay gap sits in kernels, and where (before, at or after the swapped GEMM)."""
+    of their median sequences, beside the difference of their GPU-only step medians (the
+    `combined` rows') -- how much of a replay gap sits in kernels, and where (before, at or
+    after the swapped GEMM)."""
+    gpu_ms = {row["variant"]: row.get("graph_step_ms") for row in combined}
     out = []
     for variant, baseline in SEQUENCE_PAIRS:
-        mine = [r for r in ok if r["variant"] == variant]
-        theirs = [r for r in ok if r["variant"] == baseline]
-        a, b = median_sequence(mine), median_sequence(theirs)
+        a = median_sequence([r for r in ok if r["variant"] == variant])
+        b = median_sequence([r for r in ok if r["variant"] == baseline])
         if a is None or b is None:
             continue
-        steps = [[r["graph_step_ms"] for r in rs if r.get("graph_step_ms") is not None] for rs in (mine, theirs)]
-        step_us = (statistics.median(steps[0]) - statistics.median(steps[1])) * 1e3 if all(steps) else None
+        mine, theirs = gpu_ms.get(variant), gpu_ms.get(baseline)
+        step_us = None if mine is None or theirs is None else (mine - theirs) * 1e3
         diff = sequence_differences(a[0], b[0], top=3) or {"positions": [len(a[0]), len(b[0])]}
         out.append({"variant": variant, "baseline": baseline, "processes": [a[1], b[1]],
                     "gpu_step_diff_us": step_us, **diff})
@@ -383,8 +384,9 @@ def _state_lines(variants: list[dict]) -> list[str]:
     if not rows:
         return []
 
-    def at(v, moment, field, spec):
-        return _fmt(((v.get("device_state") or {}).get(moment) or {}).get(field), spec)
+    def at(v, moment, field, spec, per=1.0):   # per: a unit's size (1e3: mW -> W, mJ -> J)
+        x = ((v.get("device_state") or {}).get(moment) or {}).get(field)
+        return _fmt(None if x is None else x / per, spec)
 
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "
@@ -394,18 +396,13 @@ def _state_lines(variants: list[dict]) -> list[str]:
              "/ after | temperature C, before / after | power W, during / after | energy J per replayed step |",
              "| --- |" + " --- |" * 7]
 
-    def watts(v, moment):
-        mw = ((v.get("device_state") or {}).get(moment) or {}).get("power_mw")
-        return _fmt(None if mw is None else mw / 1e3, ".0f")
-
     for v in rows:
-        energy = ((v.get("device_state") or {}).get("during_replays") or {}).get("energy_mj_per_step")
         clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in ("before_steps", "during_replays", "after_replays"))
         lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
                      f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | "
                      f"{at(v, 'before_steps', 'temperature_c', '.0f')} / {at(v, 'after_replays', 'temperature_c', '.0f')} | "
-                     f"{watts(v, 'during_replays')} / {watts(v, 'after_replays')} | "
-                     f"{_fmt(energy if energy is None else energy / 1e3, '.2f')} |")
+                     f"{at(v, 'during_replays', 'power_mw', '.0f', 1e3)} / {at(v, 'after_replays', 'power_mw', '.0f', 1e3)} | "
+                     f"{at(v, 'during_replays', 'energy_mj_per_step', '.2f', 1e3)} |")
     return lines
 
 
