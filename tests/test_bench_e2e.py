@@ -420,13 +420,15 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
             out["power_mw"] = 690_000
         return out
 
-    counter = iter([5_000, 5_750])                 # mJ at entry, at exit
+    counter = itertools.count(5_000, 250)           # mJ, moving at every reading
     with StateSampler(period_s=0.001, read=read, energy=lambda: next(counter)) as sampler:
         assert enough.wait(10), "the sampler's thread did not read"
     n = len(reads)
     got = sampler.summary()
     assert got["samples"] == n - 1                 # every read but the availability probe
-    assert got["energy_j"] == 0.75 and got["window_ms"] > 0
+    # the counter was read at entry, with each sample and at exit
+    assert got["energy_j"] == pytest.approx(0.25 * n) and got["window_ms"] > 0
+    assert got["counter_updates"] == n and got["counter_power_mw"] > 0
     assert (got["sm_clock_mhz_min"], got["sm_clock_mhz_max"]) == (1500, 1980)
     assert got["sm_clock_mhz"] in (1500, 1755, 1980) and got["temperature_c"] == 50
     assert got["power_mw"] == 690_000
@@ -438,8 +440,31 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
     with StateSampler(read=lambda: {}, energy=iter([1_000, None]).__next__) as half:   # counter lost at exit
         pass
     assert half.summary() is None
+    with StateSampler(read=lambda: {}, energy=iter([1_000, 1_690]).__next__) as short:   # one move
+        pass
+    assert short.summary()["energy_j"] == 0.69 and "counter_power_mw" not in short.summary()
     with pytest.raises(ValueError, match="period_s"):
         StateSampler(period_s=0)
+
+
+def test_counter_power_spans_whole_counter_steps_only():
+    """An energy counter that moves every ~100 ms: joules from entry to exit depend on where
+    the window falls (the H200 read 31.1 or 34.6 J a prefill step); the power between its
+    first and last move does not."""
+    from kselect.training.gpu_state import counter_power
+
+    def readings(offset_s):   # 690 W, the counter moving every 100 ms, read every 10 ms for 0.96 s
+        return [(offset_s + i * 0.01, 69_000 * int((offset_s + i * 0.01) / 0.1 + 1e-9)) for i in range(97)]
+
+    early, late = readings(0.0), readings(0.095)
+    assert early[-1][1] - early[0][1] != late[-1][1] - late[0][1]    # entry-to-exit joules differ
+    for r in (early, late):
+        got = counter_power(r)
+        assert got["counter_power_mw"] == pytest.approx(690_000, rel=1e-6), got
+        assert got["counter_period_ms"] == pytest.approx(100) and got["counter_updates"] >= 9
+    assert counter_power(readings(0.0)[:12]) == {}                    # one move: no span
+    assert counter_power([(0.0, 5), (0.01, None), (0.02, 9)]) == {}   # a lost reading is no move
+    assert counter_power([]) == {}
 
 
 @pytest.mark.gpu

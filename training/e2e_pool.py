@@ -189,13 +189,16 @@ def sequence_gaps(ok: list[dict], combined: list[dict]) -> list[dict]:
             continue
         mine, theirs = gpu_ms.get(variant), gpu_ms.get(baseline)
         step_us = None if mine is None or theirs is None else (mine - theirs) * 1e3
-        diff = sequence_differences(a[0], b[0], top=3) or {"positions": [len(a[0]), len(b[0])]}
+        diff = sequence_differences(a[0], b[0], top=3)
         out.append({"variant": variant, "baseline": baseline, "processes": [a[1], b[1]],
                     "gpu_step_diff_us": step_us, **diff})
     return out
 
 
 STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw", "energy_mj_per_step")
+# energy per step counts only where it came from the counter's moves (gpu_state.counter_power);
+# the seventeenth session's entry-to-exit joules are off by up to one counter step (~10 %)
+ENERGY_NEEDS = "counter_power_mw"
 
 
 def device_state_medians(runs: list[dict]) -> dict:
@@ -206,6 +209,8 @@ def device_state_medians(runs: list[dict]) -> dict:
     for r in runs:
         for moment, state in (r.get("device_state") or {}).items():
             for field in STATE_FIELDS:
+                if field == "energy_mj_per_step" and (state or {}).get(ENERGY_NEEDS) is None:
+                    continue
                 if (state or {}).get(field) is not None:
                     out.setdefault(moment, {}).setdefault(field, []).append(state[field])
     return {m: {f: statistics.median(v) for f, v in fields.items()} for m, fields in out.items()}
@@ -391,7 +396,8 @@ def _state_lines(variants: list[dict]) -> list[str]:
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "
              "sixteenth session did not; before = before the timed steps, during = sampled while the graph "
-             "replays were timed (since the seventeenth), after = after the replays):", "",
+             "replays were timed (since the seventeenth), after = after the replays; energy per step from the "
+             "energy counter's moves, since the eighteenth):", "",
              "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / during "
              "/ after | temperature C, before / after | power W, during / after | energy J per replayed step |",
              "| --- |" + " --- |" * 7]
@@ -411,19 +417,20 @@ def _sequence_lines(gaps: list[dict]) -> list[str]:
     if not gaps:
         return []
     lines = ["", "The replays' kernels position by position (median per position over processes; us per "
-             "step, variant minus baseline; the swap is the first position whose kernel differs):", "",
+             "step, variant minus baseline; the swap is the stretch whose kernel names differ, lined up from "
+             "both ends, with its kernel counts; a fused prologue shortens one side):", "",
              "| variant vs baseline | processes | kernels per step | GPU-only step diff | kernels diff | before "
              "the swap | at the swap | after it | largest positions |", "| --- |" + " --- |" * 8]
     for g in gaps:
-        if isinstance(g["positions"], list):   # not one sequence: positions do not line up
-            lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
-                         f"{g['positions'][0]} vs {g['positions'][1]}: not compared | "
-                         f"{_fmt(g['gpu_step_diff_us'], '+.1f')} | - | - | - | - | - |")
-            continue
+        n = g["positions"]
+        kernels = f"{n[0]} vs {n[1]}" if isinstance(n, list) else str(n)
+        swap = _fmt(g.get("swap_us"), "+.1f")
+        if g.get("swap_kernels"):
+            swap += f" ({g['swap_kernels'][0]} vs {g['swap_kernels'][1]} kernels)"
         top = "; ".join(f"#{i} {mine[:40]} {a - b:+.1f}" for i, mine, _, a, b in g["top"])
         lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
-                     f"{g['positions']} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
-                     f"{_fmt(g.get('before_swap_us'), '+.1f')} | {_fmt(g.get('swap_us'), '+.1f')} | "
+                     f"{kernels} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
+                     f"{_fmt(g.get('before_swap_us'), '+.1f')} | {swap} | "
                      f"{_fmt(g.get('after_swap_us'), '+.1f')} | {top} |")
     return lines
 

@@ -320,8 +320,8 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
     kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
     on the host side only. Measured after the step timing, on CUDA; a step that cannot be
     captured records why instead (None on the CPU). The GPU's clock, power and temperature are
-    sampled while the replays run, and its energy counter read around them (`during_replays`,
-    gpu_state.StateSampler). With `profile_steps`, that many more replays run under
+    sampled while the replays run, and its energy counter with them (`during_replays`,
+    gpu_state.StateSampler; energy per step only where the counter moved twice or more). With `profile_steps`, that many more replays run under
     torch.profiler (`graph_kernel_time`): the kernels as the graph runs them, so a replay
     slower on the same kernel list shows whether its kernels or the gaps between them took
     the time."""
@@ -353,8 +353,9 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
         out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
         during = state.summary()
         if during:
-            if "energy_j" in during:   # the replays' energy per step, the time figure's twin
-                during["energy_mj_per_step"] = round(during["energy_j"] * 1e3 / replays, 2)
+            if "counter_power_mw" in during:   # the replays' energy per step, the time figure's twin
+                wall_ms_per_replay = during["window_ms"] / replays
+                during["energy_mj_per_step"] = round(during["counter_power_mw"] * wall_ms_per_replay / 1e3, 2)
             out["during_replays"] = during
     except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
         return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}

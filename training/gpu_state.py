@@ -66,9 +66,12 @@ class StateSampler:
 
     NVML averages a reading over its own period (1/6 to 1 s, per torch.cuda's docs), so a
     sample is a moving average, and a block shorter than that period reads one value. The
-    energy counter, read at entry and exit, gives the block's joules (to the counter's own
-    update interval). `read` and `energy` replace NVML (callables like nvml_readings and
-    energy_mj), for hosts without it."""
+    energy counter is read at entry, exit and with every sample. It moves in steps (every
+    ~100 ms on the H200: a 1-s window of 20 prefill replays read 31.1 or 34.6 J per step,
+    nothing between; reports/h200-session18), so entry-to-exit joules are off by up to one
+    step. Between the first and the last sample that saw it move, it gives the mean power
+    exactly (`counter_power_mw`, to the sampling period). `read` and `energy` replace NVML
+    (callables like nvml_readings and energy_mj), for hosts without it."""
 
     def __init__(self, device=None, period_s: float = 0.01, read: Callable[[], dict] | None = None,
                  energy: Callable[[], int | None] | None = None):
@@ -82,39 +85,45 @@ class StateSampler:
             self._energy = energy or (lambda: energy_mj(device))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._energy_mj: list[int | None] = []
-        self._window_s: list[float] = []
+        self._counter: list[tuple[float, int | None]] = []   # (perf_counter s, mJ) per reading
 
     def _loop(self) -> None:
         while True:
             got = self._read()
             if got:
                 self.samples.append(got)
+            self._read_counter()
             if self._stop.wait(self.period_s):
                 return
 
+    def _read_counter(self) -> None:
+        if self._energy is not None:
+            self._counter.append((time.perf_counter(), self._energy()))
+
     def __enter__(self) -> "StateSampler":
+        self._counter = []
+        self._read_counter()
         if self._read is not None and self._read():   # nothing to sample: stay idle
             self._thread = threading.Thread(target=self._loop, name="kselect-gpu-state", daemon=True)
             self._thread.start()
-        self._energy_mj = [self._energy() if self._energy else None]
-        self._window_s = [time.perf_counter()]
         return self
 
     def __exit__(self, *exc) -> None:
-        self._energy_mj.append(self._energy() if self._energy else None)
-        self._window_s.append(time.perf_counter())
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._read_counter()
 
     def summary(self) -> dict | None:
         """{reading: median, "sm_clock_mhz_min"/"_max", "samples", and where the counter
-        answered "energy_j" and "window_ms" of the block}; None with neither."""
+        answered "energy_j" and "window_ms" of the block, plus `counter_power` where it moved
+        at least twice}; None with nothing read."""
         out: dict = {}
-        if len(self._energy_mj) == 2 and None not in self._energy_mj:
-            out["energy_j"] = (self._energy_mj[1] - self._energy_mj[0]) / 1e3
-            out["window_ms"] = round((self._window_s[1] - self._window_s[0]) * 1e3, 3)
+        counter = self._counter
+        if len(counter) >= 2 and counter[0][1] is not None and counter[-1][1] is not None:
+            out["energy_j"] = (counter[-1][1] - counter[0][1]) / 1e3
+            out["window_ms"] = round((counter[-1][0] - counter[0][0]) * 1e3, 3)
+            out.update(counter_power(counter))
         if not self.samples:
             return out or None
         out["samples"] = len(self.samples)
@@ -125,3 +134,22 @@ class StateSampler:
                 if name == "sm_clock_mhz":
                     out["sm_clock_mhz_min"], out["sm_clock_mhz_max"] = min(values), max(values)
         return out
+
+
+def counter_power(readings: list[tuple[float, int | None]]) -> dict:
+    """Mean power from an energy counter that moves in steps: {"counter_power_mw",
+    "counter_updates", "counter_period_ms"} between the first and the last reading at which it
+    moved, or {} where it moved fewer than twice (the window is shorter than two steps).
+
+    Why: joules from entry to exit miss up to one step (~10 % of a 1-s window on the H200);
+    taken between two moves, the span holds whole steps only."""
+    moves = [(t, mj) for (t, mj), (_, before) in zip(readings[1:], readings)
+             if mj is not None and before is not None and mj != before]
+    if len(moves) < 2:
+        return {}
+    (t0, e0), (t1, e1) = moves[0], moves[-1]
+    if t1 <= t0:
+        return {}
+    gaps = [b[0] - a[0] for a, b in zip(moves, moves[1:])]
+    return {"counter_power_mw": round((e1 - e0) / (t1 - t0), 1), "counter_updates": len(moves),
+            "counter_period_ms": round(statistics.median(gaps) * 1e3, 2)}

@@ -106,21 +106,36 @@ def sequence(timed: list[tuple[str, str, float]], steps: int, name_chars: int = 
 
 
 def sequence_differences(mine: list, theirs: list, top: int = 8) -> dict | None:
-    """Where two kernel sequences of equal length differ: the total (mine - theirs, us), the
-    `top` positions by the size of their difference as (position, my name, their name, my us,
-    their us), and the share of the total before and after the first position whose kernel
-    names differ (the swapped GEMM); None when the lengths differ."""
-    if not mine or not theirs or len(mine) != len(theirs):
+    """Where two kernel sequences differ: the total (mine - theirs, us); the stretch where their
+    names differ (the swap: from the first differing position to the last, counted from each
+    end, so a fused kernel that shortens one sequence still lines the rest up) and the share of
+    the total before it, in it and after it; the `top` lined-up positions by the size of their
+    difference as (my position, my name, their name, my us, their us). `positions` is the
+    length, or both lengths where they differ. None with an empty sequence."""
+    if not mine or not theirs:
         return None
-    diffs = [a[1] - b[1] for a, b in zip(mine, theirs)]
-    swapped = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a[0] != b[0]), None)
-    ranked = sorted(range(len(diffs)), key=lambda i: -abs(diffs[i]))[:top]
-    out = {"total_us": round(sum(diffs), 2), "positions": len(diffs), "first_swap": swapped,
-           "top": [(i, mine[i][0], theirs[i][0], mine[i][1], theirs[i][1]) for i in ranked]}
+    lead = 0
+    while lead < min(len(mine), len(theirs)) and mine[lead][0] == theirs[lead][0]:
+        lead += 1
+    tail = 0
+    while (tail < min(len(mine), len(theirs)) - lead
+           and mine[len(mine) - 1 - tail][0] == theirs[len(theirs) - 1 - tail][0]):
+        tail += 1
+    aligned = [(i, i) for i in range(lead)] + [(len(mine) - 1 - k, len(theirs) - 1 - k) for k in range(tail)]
+    diff = {i: mine[i][1] - theirs[j][1] for i, j in aligned}
+    ranked = sorted(aligned, key=lambda ij: -abs(diff[ij[0]]))[:top]
+    total = sum(us for _, us in mine) - sum(us for _, us in theirs)
+    same_length = len(mine) == len(theirs)
+    swapped = lead if lead < max(len(mine), len(theirs)) else None
+    out = {"total_us": round(total, 2), "positions": len(mine) if same_length else [len(mine), len(theirs)],
+           "first_swap": swapped,
+           "top": [(i, mine[i][0], theirs[j][0], mine[i][1], theirs[j][1]) for i, j in ranked]}
     if swapped is not None:
-        out["before_swap_us"] = round(sum(diffs[:swapped]), 2)
-        out["swap_us"] = round(diffs[swapped], 2)
-        out["after_swap_us"] = round(sum(diffs[swapped + 1:]), 2)
+        out["before_swap_us"] = round(sum(diff[i] for i in range(lead)), 2)
+        out["swap_us"] = round(sum(us for _, us in mine[lead:len(mine) - tail])
+                               - sum(us for _, us in theirs[lead:len(theirs) - tail]), 2)
+        out["after_swap_us"] = round(sum(diff[len(mine) - 1 - k] for k in range(tail)), 2)
+        out["swap_kernels"] = [len(mine) - tail - lead, len(theirs) - tail - lead]
     return out
 
 
