@@ -43,13 +43,15 @@ class Selector:
     def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
                  keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
                  epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
-                 aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True):
+                 aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
+                 release_memory: bool = True):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
             raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
         self.verify_timing = verify_timing
         self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
+        self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
         self.adaptive_k = bool(adaptive_k)             # verify: k from the scores' gaps, or the cap
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -354,7 +356,7 @@ class Selector:
         charged the separate epilogue kernel (selector/fusion.py) before the winner is taken."""
         t0 = time.perf_counter()
         try:
-            got = measure_kept(kept_items, problem.dtype, device_type)
+            got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory)
             _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
@@ -375,6 +377,7 @@ class Selector:
         record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
                   "wall_ms": wall_ms, "method": got.method, "compiled_in": got.compiled_in,
                   "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
+                  "memory_mb": dict(got.memory_mb),
                   "dropped": {keys[i]: why for i, why in got.dropped.items()},
                   "stats": {keys[i]: st for i, st in got.stats.items()}}
         if saving_ms:
@@ -546,7 +549,8 @@ def _ensure_preprocess() -> None:
 def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
            ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
            epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
-           aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True) -> Selector | None:
+           aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
+           release_memory: bool = True) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -569,6 +573,10 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     generates it, so Inductor converts only the kept configs (on the H200 ~0.02 s of lowering
     saved per EXHAUSTIVE GEMM: 0.59 vs 0.69 s for 5 decode GEMMs); False decides over Inductor's
     generated choices (the same set: tested on the H200). Either way the same decision.
+    release_memory: after verify measures a kept set on a GPU, free the cuBLAS workspace its
+    stream made and the caching allocator's unused blocks (verify_timing.release_gpu_memory),
+    so the program runs without the measurement's memory (31 MiB allocated, 0.25 GiB reserved
+    on the H200's 8-layer prefill, reports/h200-session18).
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -581,7 +589,8 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
         return None
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
-                   min_k=min_k, aten_margin=aten_margin, early_decision=early_decision)
+                   min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
+                   release_memory=release_memory)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
@@ -633,7 +642,8 @@ def selecting(mode: str = "verify", **kwargs):
                    cache_dir=prev.cache.root if prev.cache else None,
                    keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing,
                    epilogue_fusion=prev.epilogue_fusion, adaptive_k=prev.adaptive_k,
-                   min_k=prev.min_k, aten_margin=prev.aten_margin, early_decision=prev.early_decision)
+                   min_k=prev.min_k, aten_margin=prev.aten_margin, early_decision=prev.early_decision,
+                   release_memory=prev.release_memory)
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -644,4 +654,4 @@ def enable_from_env(environ=None) -> Selector | None:
     return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
                   verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"],
                   adaptive_k=o["adaptive_k"], min_k=o["min_k"], aten_margin=o["aten_margin"],
-                  early_decision=o["early_decision"])
+                  early_decision=o["early_decision"], release_memory=o["release_memory"])

@@ -93,6 +93,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_EARLY_DECISION", _on_off, True, "on CUDA: decide over kselect's own enumeration of "
            "the GEMM space before Inductor generates it, so only the kept configs are built (off: decide "
            "over Inductor's ~2,400 generated choices; same decision, more compile time)"),
+    Option("KSELECT_RELEASE_MEMORY", _on_off, True, "verify mode on GPUs: after measuring a kept set, free "
+           "the cuBLAS workspace its stream made and the caching allocator's unused blocks (off: keep them, "
+           "as before the eighteenth session)"),
 )
 
 

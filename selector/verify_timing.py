@@ -48,6 +48,7 @@ class Measured:
     stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
     compiled_in: str = ""     # where the templates compiled: threads (here), none
     phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
+    memory_mb: dict = field(default_factory=dict)  # CUDA: allocated before / after, reserved after
 
     @property
     def best(self) -> int:
@@ -194,14 +195,60 @@ class Compiles:
         return dict(self.failed)
 
 
-def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7) -> Measured:
+def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7,
+            release_memory: bool = True) -> Measured:
     """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
 
     The templates compile (Compiles) while the operands are made, the extern choices (ATen,
-    the reference) run and the GPU warms up; `phases_ms` records where the wall time went."""
+    the reference) run and the GPU warms up; `phases_ms` records where the wall time went.
+    On CUDA, release_memory gives back what the measurement left in the caching allocator
+    (release_gpu_memory); `memory_mb` records the allocator before and after."""
     import torch
 
     _check_runnable(choices)
+    cuda = device_type == "cuda"
+    allocated_before = torch.cuda.memory_allocated() if cuda else 0
+    released = False
+    try:
+        got = _measure(choices, dtype, device_type, target_ms, replays)
+    finally:
+        if cuda and release_memory:   # _measure's operands and graphs are gone with its frame
+            released = release_gpu_memory()
+    if cuda:
+        got.memory_mb = {"allocated_before": round(allocated_before / 2**20, 2),
+                         "allocated_after": round(torch.cuda.memory_allocated() / 2**20, 2),
+                         "reserved_after": round(torch.cuda.memory_reserved() / 2**20, 2),
+                         "released": released}
+    return got
+
+
+def release_gpu_memory() -> bool:
+    """Free the cuBLAS workspaces and the caching allocator's unused blocks; False (nothing
+    done) while a CUDA graph is being captured.
+
+    Why: the measurement runs ATen on its own stream, and torch keeps a cuBLAS workspace per
+    (handle, stream) for the process's life, from the caching allocator (32 MiB by default on
+    Hopper); the operand copies stay reserved. On the 8-layer prefill every verify process
+    started its steps with 31 MiB more allocated and 0.25 GiB more reserved than predict's, and
+    replayed identical kernels slower in 8 of 10 pairs (reports/h200-session18; whether this
+    memory is the cause is measured by bench e2e's kselect-verify-keep variant). Inductor clears the workspaces the same way around CUDA-graph
+    recording (torch._inductor.cudagraph_trees); a workspace still needed is made again at the
+    next cuBLAS call."""
+    import torch
+
+    if torch.cuda.is_current_stream_capturing():
+        return False
+    torch.cuda.synchronize()
+    clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear_workspaces is not None:
+        clear_workspaces()
+    torch.cuda.empty_cache()
+    return True
+
+
+def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: int) -> Measured:
+    import torch
+
     t = [time.perf_counter()]
     phases: dict[str, float] = {}
 

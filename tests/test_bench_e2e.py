@@ -360,6 +360,9 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     from torch._inductor import config
 
     assert "autotune-aten" in e2e_spec.ORDER and "autotune-aten" not in e2e_spec.DEFAULT_VARIANTS
+    keep = e2e_spec.VARIANTS["kselect-verify-keep"]   # the memory experiment: opt-in, verify otherwise
+    assert keep.kselect == "verify" and dict(keep.options) == {"release_memory": False}
+    assert "kselect-verify-keep" in e2e_spec.ORDER and "kselect-verify-keep" not in e2e_spec.DEFAULT_VARIANTS
     spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
         e2e_worker.configure(spec)

@@ -431,6 +431,15 @@ def test_verify_compiles_while_aten_runs_and_the_gpu_warms(verify_own):
         assert sum(ph.values()) <= m["wall_ms"] + 1.0, m
 
 
+def test_verify_measurement_leaves_no_memory_behind(verify_own):
+    """After each measurement the cuBLAS workspace of its stream and its operands' cached blocks
+    are given back: the program runs without them (release_memory, the default)."""
+    assert verify_own.selector.measurements, "kselect measured no kept set"
+    for m in verify_own.selector.measurements:
+        mem = m["memory_mb"]
+        assert mem["released"] and mem["allocated_after"] <= mem["allocated_before"] + 0.01, m
+
+
 def test_verify_own_timing_was_exercised(verify_own):
     if not verify_own.selector.measurements:
         pytest.skip("every kept set was one choice: kselect's own verify timing was not exercised")

@@ -224,6 +224,7 @@ def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tm
     assert m["compiled_in"] == "threads", m
     assert {"operands", "reference", "compile_wait", "first_runs", "timing"} <= set(m["phases_ms"]), m
     assert sum(m["phases_ms"].values()) <= m["wall_ms"] + 1.0, m
+    assert m["memory_mb"] == {}                          # no CUDA allocator to read or release
     assert sorted(counts) == [2, 2]                      # Inductor benchmarked only the other two
     assert sel.stats["measured"] == 2 and sel.stats["verified"] == N_GEMMS, sel.stats
     cached = [json.loads(f.read_text()) for f in (tmp_path / "d").rglob("*.json")]
@@ -543,9 +544,10 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
-                                "early_decision": True}
+                                "early_decision": True, "release_memory": True}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
+    assert options.read({"KSELECT_RELEASE_MEMORY": "off"})["release_memory"] is False
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
@@ -563,15 +565,16 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     try:
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
-                                   "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0"})
-        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision) == \
-            ("verify", 3, tmp_path, True, False, False)
+                                   "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
+                                   "KSELECT_RELEASE_MEMORY": "off"})
+        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
+                sel.release_memory) == ("verify", 3, tmp_path, True, False, False, False)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
         outer = compat.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
-        assert outer.early_decision is False
+        assert outer.early_decision is False and outer.release_memory is False
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -580,6 +583,8 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, epilogue_fusion=True).uuid()
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, adaptive_k=False).uuid()
+    # freeing the measurement's memory changes no decision: the same key
+    assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
     with pytest.raises(ValueError):
         ksi.enable("fast")
 

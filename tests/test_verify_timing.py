@@ -44,3 +44,30 @@ def test_templates_compile_in_the_background_and_failures_are_reported():
 def test_nothing_to_compile_starts_nothing():
     compiles = Compiles([object(), object()])   # no precompile: nothing to compile
     assert compiles.where == "none" and compiles.todo == [] and compiles.done() and compiles.wait() == {}
+
+
+@pytest.mark.gpu
+def test_release_gpu_memory_frees_the_workspace_a_new_stream_made():
+    """cuBLAS on a stream of its own makes a workspace that torch keeps for the process's life
+    (verify's measurement runs ATen on one): release_gpu_memory gives it back, with the
+    allocator's unused blocks."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (the H200)")
+    from kselect.selector.verify_timing import release_gpu_memory
+
+    a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    assert release_gpu_memory()
+    base = torch.cuda.memory_allocated()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        b = a @ a
+    torch.cuda.synchronize()
+    del b
+    held = torch.cuda.memory_allocated() - base
+    assert held >= 1 << 20, f"no workspace held after a GEMM on a new stream ({held} bytes)"
+    assert release_gpu_memory()
+    assert torch.cuda.memory_allocated() <= base
+    assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2 << 20   # nothing idle kept

@@ -45,6 +45,9 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
                # the two differ only where verify measured a Triton template faster than ATen
                ("verify GPU-only step / predict's", "kselect-verify", "kselect-predict", "gpu"),
+               # the same kernels; verify frees its measurement's memory, verify-keep does not
+               ("verify GPU-only step / verify-keep's", "kselect-verify", "kselect-verify-keep", "gpu"),
+               ("verify-keep GPU-only step / predict's", "kselect-verify-keep", "kselect-predict", "gpu"),
                ("verify compile / plain's", "kselect-verify", "plain", "compile"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))

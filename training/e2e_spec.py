@@ -45,6 +45,10 @@ VARIANTS = {v.name: v for v in (
             "kselect verify with epilogue_fusion=True: also keeps a template that can fuse the GEMM's "
             "pointwise epilogue and charges ATen the separate kernel (selector/fusion.py)",
             (("epilogue_fusion", True),)),
+    Variant("kselect-verify-keep", MAX_AUTOTUNE, "kselect", "verify",
+            "kselect verify with release_memory=False: keeps the measurement's cuBLAS workspace and "
+            "cached blocks, as before the eighteenth session (is that memory what slows verify's "
+            "prefill replay on identical kernels?)", (("release_memory", False),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
     Variant("autotune-aten", MAX_AUTOTUNE, None, None,
@@ -53,11 +57,12 @@ VARIANTS = {v.name: v for v in (
             "the floor under kselect's compile time", backends="ATEN"),
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
-ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-predict", "autotune-aten",
-         "exhaustive")
-# what runs unless --variants says otherwise (the epilogue and ATen-only variants are opt-in
-# experiments)
-DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in ("kselect-verify-epilogue", "autotune-aten"))
+ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-verify-keep", "kselect-predict",
+         "autotune-aten", "exhaustive")
+# what runs unless --variants says otherwise (the epilogue, keep and ATen-only variants are
+# opt-in experiments)
+DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in ("kselect-verify-epilogue", "kselect-verify-keep",
+                                                       "autotune-aten"))
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).
 DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024},

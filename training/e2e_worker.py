@@ -164,8 +164,10 @@ def selector_picks(selector) -> dict:
     return {"picks": final, "picks_by_template": by_template,
             "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
             "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
+            "release_memory": getattr(selector, "release_memory", None),
             "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
-                                                 "epilogue_saving_ms", "bare_winner") if k in m} for m in measured]}
+                                                 "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
+                             for m in measured]}
 
 
 def measure(spec: dict, res: dict, save) -> None:
