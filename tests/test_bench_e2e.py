@@ -147,7 +147,34 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "--aten-margin must be >= 0" in capsys.readouterr().err
     assert main(base + ["--profile-steps", "-1"]) == 2
     assert "--profile-steps and --max-minutes must be >= 0" in capsys.readouterr().err
+    assert main(base + ["--warmup-s", "nan"]) == 2
+    assert "--warmup-s, --profile-steps" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_steady_state_warms_up_for_steps_and_seconds_then_times():
+    """--warmup-s: untimed calls go on until that many seconds have passed (at least --warmup of
+    them), the snapshot is read once, warm, and only then are the timed steps run."""
+    import time
+
+    import torch
+
+    from kselect.training.e2e_worker import steady_state
+
+    calls, snaps = [], []
+
+    def step():
+        calls.append(time.perf_counter())
+        time.sleep(0.005)
+
+    got = steady_state(step, torch.device("cpu"), steps=4, warmup=2, warmup_s=0.1,
+                       snapshot=lambda: snaps.append(len(calls)) or {"sm_clock_mhz": 1500})
+    assert got["warmup_s"] >= 0.1 and got["warmup_calls"] >= 2 and got["warmup"] == 2
+    assert len(calls) == got["warmup_calls"] + 4 and snaps == [got["warmup_calls"]]
+    assert got["after_warmup"] == {"sm_clock_mhz": 1500} and got["step_ms"] >= 5.0
+    calls.clear()
+    plain = steady_state(step, torch.device("cpu"), steps=3, warmup=1)   # the default: steps only
+    assert plain["warmup_calls"] == 1 and len(calls) == 4 and "after_warmup" not in plain
 
 
 def test_zero_budget_reports_every_run_as_skipped(tmp_path, capsys):

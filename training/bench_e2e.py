@@ -73,6 +73,9 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
+    p.add_argument("--warmup-s", type=float, default=0.0, help="and untimed steps until this many seconds "
+                   "have passed (default 0): at a GPU's power limit the clock follows its temperature, "
+                   "which the compile left different per variant")
     p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
                    "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
                    "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
@@ -136,7 +139,8 @@ def settings_from_args(args) -> dict:
     pick = (lambda given, key: d[key] if given is None else given)
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
-         "warmup": args.warmup, "profile_steps": getattr(args, "profile_steps", 5), "k": args.k,
+         "warmup": args.warmup, "warmup_s": getattr(args, "warmup_s", 0.0),
+         "profile_steps": getattr(args, "profile_steps", 5), "k": args.k,
          "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),
          "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
@@ -160,8 +164,8 @@ def settings_from_args(args) -> dict:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")
     if s["repeats"] < 1:
         raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
-    if s["warmup"] < 0 or s["max_minutes"] < 0 or s["profile_steps"] < 0:
-        raise BenchError("--warmup, --profile-steps and --max-minutes must be >= 0")
+    if not (s["warmup"] >= 0 and s["warmup_s"] >= 0 and s["max_minutes"] >= 0 and s["profile_steps"] >= 0):
+        raise BenchError("--warmup, --warmup-s, --profile-steps and --max-minutes must be >= 0")
     for name in {s["model"], s["exhaustive_model"]}:
         cfg = preset(name)
         if s["seq"] + 1 > cfg.max_positions:

@@ -39,7 +39,9 @@ from .kernel_time import sequence_differences
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
 SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k", "min_k", "aten_margin",
-                        "early_decision", "warm_pool", "steps", "warmup")
+                        "early_decision", "warm_pool", "steps", "warmup", "warmup_s")
+# a setting added later, as the runs made before it existed had it (they pool with its default)
+SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0}
 # (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
 COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
@@ -113,7 +115,7 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
         env = report.get("env") or {}
         gpu = env.get("gpu_name") or settings.get("device")
         code = env.get("kselect_code") or "not recorded"   # training/provenance.py
-        fixed = tuple((k, settings.get(k)) for k in SETTINGS_THAT_MATTER)
+        fixed = tuple((k, settings.get(k, SETTINGS_BEFORE_THEY_EXISTED.get(k))) for k in SETTINGS_THAT_MATTER)
         for position, r in enumerate(report["runs"]):   # bench e2e lists runs in the order they ran
             if not isinstance(r, dict) or not {"workload", "variant", "model", "status"} <= set(r):
                 raise PoolError(f"{path}: a run without workload/variant/model/status")

@@ -234,6 +234,7 @@ def render(report: dict) -> str:
              f"(M = {s['batch'] * s['seq']}); decode: batch {s['batch']} (M = {s['batch']}), one token after "
              f"a {s['seq']}-token static KV cache",
              f"- steady state: median of {s['steps']} synchronised steps after {s['warmup']} warm-up steps"
+             + (f" and at least {s['warmup_s']:g} s of them" if s.get("warmup_s") else "")
              + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)")
              + (f"; each variant in {s['repeats']} processes (interleaved rounds, every other one in "
                 f"reverse order): step and compile are the medians over them, the step range in brackets is min-max of the per-process medians, "

@@ -304,15 +304,28 @@ def timed_compile(fn, device, spec: dict, res: dict):
     return out
 
 
-def steady_state(fn, device, steps: int, warmup: int) -> dict:
-    """Median (and spread) of `steps` synchronised calls after `warmup` untimed ones."""
-    for _ in range(warmup):
-        fn()
+def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, snapshot=None) -> dict:
+    """Median (and spread) of `steps` synchronised calls after `warmup` untimed ones, and more
+    untimed ones until `warmup_s` seconds have passed; `snapshot()` (e.g. the GPU's state) is
+    read once warm, into "after_warmup".
+
+    Why the seconds: at the H200's power limit the clock follows the chip's temperature, and a
+    process starts as warm as its compile left the GPU (verify's measurement: 50 against
+    predict's 47 C before the 8-layer prefill's steps, reports/h200-session18), so the first
+    second of steps times that history along with the kernels. A fixed time of work lets every
+    variant's GPU settle alike."""
+    t0, ran = time.perf_counter(), 0
+    while ran < warmup or time.perf_counter() - t0 < warmup_s:
+        timed_call(fn, device)
+        ran += 1
+    warmed = {"warmup": warmup, "warmup_calls": ran, "warmup_s": round(time.perf_counter() - t0, 3)}
+    if snapshot is not None:
+        warmed["after_warmup"] = snapshot()
     times = [timed_call(fn, device)[1] * 1e3 for _ in range(steps)]
     s = sorted(times)
     q = statistics.quantiles(s, n=10, method="inclusive") if len(s) >= 2 else [s[0]] * 9
     return {"step_ms": statistics.median(s), "step_ms_min": s[0], "step_ms_p10": q[0],
-            "step_ms_p90": q[-1], "steps": steps, "warmup": warmup}
+            "step_ms_p90": q[-1], "steps": steps, **warmed}
 
 
 def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> dict | None:
@@ -504,7 +517,8 @@ def run_train(model, spec, res, save, compile_fn) -> None:
                           "grad_rel_err_worst_tensor": worst, "loss_eager": float(loss_e),
                           "loss_compiled": float(loss_c)}
     save()
-    _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"]), spec["batch"] * spec["seq"])
+    _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"], spec.get("warmup_s", 0.0)),
+            spec["batch"] * spec["seq"])
     _profile_kernels(res, save, step, device, spec)
 
 
@@ -570,14 +584,17 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         del ref
         save()
         before = device_state(device)
-        timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"])
+        timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"],
+                              spec.get("warmup_s", 0.0), snapshot=lambda: device_state(device))
+        warmed = timing.pop("after_warmup", None)
         _record(res, save, timing, tokens_per_step)
         graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
                                 profile_steps=spec.get("profile_steps", 0))
         graph = graph or {}
         if before is not None:
             during = {"during_replays": graph.pop("during_replays")} if "during_replays" in graph else {}
-            res["device_state"] = {"before_steps": before, **during, "after_replays": device_state(device)}
+            res["device_state"] = {"before_steps": before, **({"after_warmup": warmed} if warmed else {}),
+                                   **during, "after_replays": device_state(device)}
         res.update(graph)
         save()
         _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
