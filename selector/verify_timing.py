@@ -212,7 +212,9 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
     try:
         got = _measure(choices, dtype, device_type, target_ms, replays)
     finally:
-        if cuda and release_memory:   # _measure's operands and graphs are gone with its frame
+        # _measure's operands and graphs went with its frame (after an error its traceback
+        # holds them until the caller handles it: that memory is only freed, not emptied)
+        if cuda and release_memory:
             released = release_gpu_memory()
     if cuda:
         got.memory_mb = {"allocated_before": round(allocated_before / 2**20, 2),
@@ -231,9 +233,10 @@ def release_gpu_memory() -> bool:
     Hopper); the operand copies stay reserved. On the 8-layer prefill every verify process
     started its steps with 31 MiB more allocated and 0.25 GiB more reserved than predict's, and
     replayed identical kernels slower in 8 of 10 pairs (reports/h200-session18; whether this
-    memory is the cause is measured by bench e2e's kselect-verify-keep variant). Inductor clears the workspaces the same way around CUDA-graph
-    recording (torch._inductor.cudagraph_trees); a workspace still needed is made again at the
-    next cuBLAS call."""
+    memory is the cause is what bench e2e's kselect-verify-keep variant measures). Inductor
+    clears the workspaces the same way around CUDA-graph recording
+    (torch._inductor.cudagraph_trees); a workspace still needed is made again at the next
+    cuBLAS call."""
     import torch
 
     if torch.cuda.is_current_stream_capturing():

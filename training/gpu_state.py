@@ -1,11 +1,11 @@
 """What the GPU is like while `bench e2e` times a step: memory held, SM clock, temperature, power.
 
-Why: verify's 8-layer prefill replays 0.4-0.9 % slower than DEFAULT's and predict's on the same
-kernel list but lm_head's (17 of 19 pairs against DEFAULT; reports/h200-session17), while that
-lm_head kernel profiles faster. The prefill holds the H200 at its power limit (~690 W, SM clock
-1500 MHz after the replays) and a decode step does not (~170 W, 1980 MHz). A snapshot before
-and after (`device_state`) cannot say whether the clock during the replays differed between
-variants; `StateSampler` reads it throughout.
+Why: verify's 8-layer prefill replays ~0.4 % slower than predict's even on identical kernels
+(8 of 10 pairs, reports/h200-session18), and the kernels are no slower in a profile a second
+later. The prefill holds the H200 at its power limit (~690 W, SM clock ~1500 MHz), where the
+clock may follow the chip's temperature; a decode step does not reach it (~170 W, 1980 MHz).
+Snapshots before and after (`device_state`) cannot say what the clock did in between;
+`StateSampler` reads it throughout.
 """
 from __future__ import annotations
 
@@ -116,8 +116,8 @@ class StateSampler:
 
     def summary(self) -> dict | None:
         """{reading: median, "sm_clock_mhz_min"/"_max", "samples", and where the counter
-        answered "energy_j" and "window_ms" of the block, plus `counter_power` where it moved
-        at least twice}; None with nothing read."""
+        answered "energy_j" and "window_ms" of the block, plus counter_power's figures where
+        it moved at least twice}; None with nothing read."""
         out: dict = {}
         counter = self._counter
         if len(counter) >= 2 and counter[0][1] is not None and counter[-1][1] is not None:
