@@ -325,6 +325,15 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
                                                         "energy_mj_per_step": 33000.0}
     assert "| kselect-verify | 47.700 | 2.200 | 21.00 | 1770 / 1485 / 1770 | 36 / 36 | 695 / 510 | 33.00 |" in text
     assert "| default | 47.400 | 1.900 | 32.00 | 1980 / - / 1980 | 41 / 41 | - / 600 | - |" in text
+    # a --warmup-s run also read the state once warm: the clock and temperature show it
+    warm = _write(tmp_path / "w", [run("kselect-verify", 47.6, 45.6, 22.0, 1785, 37, 520e3,
+                                       during={"sm_clock_mhz": 1485, "power_mw": 690e3})], warmup_s=10.0)
+    runs, _ = e2e_pool.load_runs([warm])
+    runs[0]["device_state"]["after_warmup"] = {"sm_clock_mhz": 1500, "temperature_c": 58}
+    (ws,) = e2e_pool.pool(runs)
+    wtext = e2e_pool.render({"command": "c", "sources": [str(warm)], "skipped": [], "setups": [ws]})
+    assert "SM MHz, before / warm / during / after" in wtext
+    assert "| kselect-verify | 47.600 | 2.000 | 22.00 | 1785 / 1500 / 1485 / 1785 | 37 / 58 / 37 |" in wtext
     # entry-to-exit joules only (the seventeenth session's runs) are off by up to a counter step:
     # no energy per step from them
     older = {"during_replays": {"sm_clock_mhz": 1500, "energy_j": 600.0, "energy_mj_per_step": 30000.0}}

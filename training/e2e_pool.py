@@ -398,20 +398,27 @@ def _state_lines(variants: list[dict]) -> list[str]:
         x = ((v.get("device_state") or {}).get(moment) or {}).get(field)
         return _fmt(None if x is None else x / per, spec)
 
+    # --warmup-s runs read the state once warm too: a column part of its own only where one did
+    warm = any("after_warmup" in (v.get("device_state") or {}) for v in rows)
+    clock_moments = ("before_steps", "after_warmup", "during_replays", "after_replays") if warm else \
+        ("before_steps", "during_replays", "after_replays")
+    temp_moments = ("before_steps", "after_warmup", "after_replays") if warm else ("before_steps", "after_replays")
+    w = " / warm" if warm else ""
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "
              "sixteenth session did not; before = before the timed steps, during = sampled while the graph "
              "replays were timed (since the seventeenth), after = after the replays; energy per step from the "
-             "energy counter's moves, since the eighteenth):", "",
-             "| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before / during "
-             "/ after | temperature C, before / after | power W, during / after | energy J per replayed step |",
+             "energy counter's moves, since the eighteenth"
+             + ("; warm = after --warmup-s" if warm else "") + "):", "",
+             f"| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before{w} / during "
+             f"/ after | temperature C, before{w} / after | power W, during / after | energy J per replayed step |",
              "| --- |" + " --- |" * 7]
 
     for v in rows:
-        clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in ("before_steps", "during_replays", "after_replays"))
+        clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in clock_moments)
+        temps = " / ".join(at(v, m, "temperature_c", ".0f") for m in temp_moments)
         lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
-                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | "
-                     f"{at(v, 'before_steps', 'temperature_c', '.0f')} / {at(v, 'after_replays', 'temperature_c', '.0f')} | "
+                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | {temps} | "
                      f"{at(v, 'during_replays', 'power_mw', '.0f', 1e3)} / {at(v, 'after_replays', 'power_mw', '.0f', 1e3)} | "
                      f"{at(v, 'during_replays', 'energy_mj_per_step', '.2f', 1e3)} |")
     return lines
