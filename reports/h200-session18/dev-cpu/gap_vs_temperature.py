@@ -1,10 +1,12 @@
-"""Does the GPU's temperature before the timed steps explain verify's 8-layer prefill gap?
+"""Does the GPU's state (temperature before the steps, clock during the replays) explain
+verify's 8-layer prefill gap?
 
 Least squares over every 8-layer prefill process that recorded `device_state` (sixteenth to
 eighteenth sessions): the GPU-only (and eager) step on one indicator per run (host, round
 structure), one per variant (predict is the baseline), with and without the temperature
 read before the steps. If a warmer start explains verify's gap, its coefficient shrinks
-once the temperature is in.
+once the temperature is in. The same for the SM clock sampled during the timed replays
+(recorded since the eighteenth session's runs only).
 
 Run from the repo root: .venv/bin/python reports/h200-session18/dev-cpu/gap_vs_temperature.py
 """
@@ -24,18 +26,20 @@ def processes():
     rows = []
     for i, f in enumerate(FILES):
         for r in json.loads((Path(f) / "results.json").read_text())["runs"]:
-            before = (r.get("device_state") or {}).get("before_steps") or {}
+            state = r.get("device_state") or {}
+            before = state.get("before_steps") or {}
             if r.get("status") == "ok" and "temperature_c" in before and r.get("graph_step_ms") is not None:
                 rows.append({"run": i, "variant": r["variant"], "temp": before["temperature_c"],
+                             "clock": (state.get("during_replays") or {}).get("sm_clock_mhz"),
                              "gpu": r["graph_step_ms"], "step": r["step_ms"]})
     return rows
 
 
-def fit(rows, outcome, with_temp):
+def fit(rows, outcome, covariate=None):
     variants = sorted({r["variant"] for r in rows} - {BASELINE})
-    names = [f"run{i}" for i in range(len(FILES))] + variants + (["temp_c"] if with_temp else [])
+    names = [f"run{i}" for i in range(len(FILES))] + variants + ([covariate] if covariate else [])
     X = np.array([[float(r["run"] == i) for i in range(len(FILES))] + [float(r["variant"] == v) for v in variants]
-                  + ([r["temp"]] if with_temp else []) for r in rows])
+                  + ([r[covariate]] if covariate else []) for r in rows])
     y = np.array([r[outcome] for r in rows])
     beta, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta
@@ -47,5 +51,10 @@ if __name__ == "__main__":
     rows = processes()
     print(f"{len(rows)} processes in {len(FILES)} runs; ms over {BASELINE} (coefficient, standard error)")
     for outcome in ("gpu", "step"):
-        print(f"{outcome:4s} without temperature: {fit(rows, outcome, False)}")
-        print(f"{outcome:4s} with temperature:    {fit(rows, outcome, True)}")
+        print(f"{outcome:4s} without temperature: {fit(rows, outcome)}")
+        print(f"{outcome:4s} with temperature:    {fit(rows, outcome, 'temp')}")
+    sampled = [r for r in rows if r["clock"] is not None]
+    runs = len({r["run"] for r in sampled})
+    print(f"{len(sampled)} processes in {runs} runs with the clock sampled during the replays (MHz):")
+    print(f"gpu  without the clock: {fit(sampled, 'gpu')}")
+    print(f"gpu  with the clock:    {fit(sampled, 'gpu', 'clock')}")
