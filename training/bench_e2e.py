@@ -68,14 +68,15 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of "
                    f"{','.join(WORKLOADS)}")
     p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                   help=f"comma-separated subset of {','.join(ORDER)} (default: all but the epilogue experiment)")
+                   help=f"comma-separated subset of {','.join(ORDER)} (default: all but the opt-in experiments "
+                   "kselect-verify-epilogue, kselect-verify-keep and autotune-aten)")
     p.add_argument("--batch", type=int, help="sequences per step (decode: M = batch); default 8 cuda, 2 cpu")
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
     p.add_argument("--warmup-s", type=float, default=0.0, help="and untimed steps until this many seconds "
-                   "have passed (default 0): at a GPU's power limit the clock follows its temperature, "
-                   "which the compile left different per variant")
+                   "have passed (default 0): the first seconds after a compile may still carry what the "
+                   "compile did to the GPU (verify's measurement ends it), at a power limit above all")
     p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
                    "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
                    "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")

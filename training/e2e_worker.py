@@ -309,10 +309,10 @@ def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, sna
     untimed ones until `warmup_s` seconds have passed; `snapshot()` (e.g. the GPU's state) is
     read once warm, into "after_warmup".
 
-    Why the seconds: at the H200's power limit the clock follows the chip's temperature, and a
-    process starts as warm as its compile left the GPU (verify's measurement: 50 against
-    predict's 47 C before the 8-layer prefill's steps, reports/h200-session18), so the first
-    second of steps times that history along with the kernels. A fixed time of work lets every
+    Why the seconds: a process's first steps run on a GPU in the state its compile left.
+    Verify's measurement ends its compile, and on the H200's power-limited 8-layer prefill
+    verify replayed identical kernels ~0.4 % slower than predict, though they were no slower in
+    a profile a second later (reports/h200-session18). A fixed time of work lets every
     variant's GPU settle alike."""
     t0, ran = time.perf_counter(), 0
     while ran < warmup or time.perf_counter() - t0 < warmup_s:
