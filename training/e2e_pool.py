@@ -400,9 +400,12 @@ def _state_lines(variants: list[dict]) -> list[str]:
 
     # --warmup-s runs read the state once warm too: a column part of its own only where one did
     warm = any("after_warmup" in (v.get("device_state") or {}) for v in rows)
-    clock_moments = ("before_steps", "after_warmup", "during_replays", "after_replays") if warm else \
-        ("before_steps", "during_replays", "after_replays")
-    temp_moments = ("before_steps", "after_warmup", "after_replays") if warm else ("before_steps", "after_replays")
+
+    def moments(*names):
+        return tuple(m for m in names if warm or m != "after_warmup")
+
+    clock_moments = moments("before_steps", "after_warmup", "during_replays", "after_replays")
+    temp_moments = moments("before_steps", "after_warmup", "after_replays")
     w = " / warm" if warm else ""
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "

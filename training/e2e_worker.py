@@ -338,9 +338,8 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
     sampled while the replays run, and its energy counter with them (`during_replays`,
     gpu_state.StateSampler; energy per step only where the counter moved twice or more). With
     `profile_steps`, that many more replays run under torch.profiler (`graph_kernel_time`):
-    the kernels as the graph runs them, so a replay
-    slower on the same kernel list shows whether its kernels or the gaps between them took
-    the time."""
+    the kernels as the graph runs them, so a replay slower on the same kernel list shows
+    whether its kernels or the gaps between them took the time."""
     import torch
 
     if device.type != "cuda":
