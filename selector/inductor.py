@@ -377,6 +377,7 @@ class Selector:
         record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
                   "wall_ms": wall_ms, "method": got.method, "compiled_in": got.compiled_in,
                   "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
+                  "compiles": _compiles_by_key(got.compiles, keys),
                   "memory_mb": dict(got.memory_mb),
                   "dropped": {keys[i]: why for i, why in got.dropped.items()},
                   "stats": {keys[i]: st for i, st in got.stats.items()}}
@@ -505,6 +506,13 @@ class Selector:
         return (f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}"
                 f"{':epilogue' if self.epilogue_fusion else ''}{f':min{self.min_k}' if self.adaptive_k else ':fixedk'}"
                 f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}:{source}")
+
+
+def _compiles_by_key(compiles: dict, keys: list[str]) -> dict:
+    """verify_timing's compile record with each kept template named by its candidate key."""
+    if not compiles:
+        return {}
+    return {**compiles, "per_choice": {keys[i]: t for i, t in compiles["per_choice"].items()}}
 
 
 # ---------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ class Measured:
     method: str = ""
     stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
     compiled_in: str = ""     # where the templates compiled: threads (here), none
+    compiles: dict = field(default_factory=dict)   # Compiles.summary(): per-template times
     phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
     memory_mb: dict = field(default_factory=dict)  # CUDA: allocated before / after, reserved after
 
@@ -171,14 +172,34 @@ class Compiles:
     Not in Inductor's compile-worker processes, as stock max-autotune does for its 20+
     templates: for verify's 1-4 the workers were slower on the H200 (reports/h200-session11:
     lm_head's 4 templates waited 1.26-1.32 s for the workers, where the whole measurement in
-    threads, timing included, had taken 0.86 and 1.13 s in the tenth session, 0.70-1.06 s now)."""
+    threads, timing included, had taken 0.86 and 1.13 s in the tenth session, 0.70-1.06 s then).
+    Four tile families now wait 1.2-1.4 s on the one-layer decode (reports/h200-session19), so
+    each compile records its wall and thread CPU time (`summary()`): whether the threads run
+    side by side or queue on the GIL decides whether processes would pay."""
 
     def __init__(self, choices):
         self.todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
         self.where = "threads" if self.todo else "none"
         self.failed: dict[int, str] = {}
+        self.timings: dict[int, dict] = {}
+        self._t0 = time.perf_counter()
+        self._children_cpu0 = _children_cpu_s()
+        self._children_cpu_ms: float | None = None
+        self._span_ms: float | None = None
         self._pool = ThreadPoolExecutor(max_workers=min(8, len(self.todo))) if self.todo else None
-        self._futures = {i: self._pool.submit(choices[i].precompile) for i in self.todo}
+        self._futures = {i: self._pool.submit(self._timed, i, choices[i].precompile) for i in self.todo}
+
+    def _timed(self, i: int, precompile) -> None:
+        """Run one compile, noting when it started, its wall time and its own thread's CPU time:
+        compiles that take far more wall than CPU time waited (on the GIL, or on a child)."""
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            precompile()
+        finally:
+            end = time.perf_counter()
+            self.timings[i] = {"start_ms": round((start - self._t0) * 1e3, 3),
+                               "wall_ms": round((end - start) * 1e3, 3),
+                               "cpu_ms": round((time.thread_time() - cpu) * 1e3, 3)}
 
     def done(self) -> bool:
         return all(f.done() for f in self._futures.values())
@@ -192,7 +213,30 @@ class Compiles:
                     self.failed[i] = f"compile failed: {type(exc).__name__}: {str(exc)[:200]}"
             self._pool.shutdown(wait=True)
             self._pool = None
+            self._span_ms = round((time.perf_counter() - self._t0) * 1e3, 3)
+            self._children_cpu_ms = round((_children_cpu_s() - self._children_cpu0) * 1e3, 3)
         return dict(self.failed)
+
+    def summary(self) -> dict:
+        """Where the compiles' time went, once waited for: per kept index its start, wall and
+        thread CPU ms; the span from the first start to the last end; and the CPU time of child
+        processes that ended meanwhile (the assembler, ptxas, runs as one). Empty when nothing
+        compiled."""
+        if not self.todo or self._span_ms is None:
+            return {}
+        return {"per_choice": {i: dict(self.timings[i]) for i in sorted(self.timings)},
+                "span_ms": self._span_ms, "children_cpu_ms": self._children_cpu_ms}
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's ended and waited-for children (0 where the OS has no
+    such count)."""
+    try:
+        import resource
+    except ImportError:  # not on every OS
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7,
@@ -300,6 +344,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                               target_ms, replays, warmed=waited and cuda)
         lap("timing")
         got.compiled_in = compiles.where
+        got.compiles = compiles.summary()
         got.phases_ms = phases
         return got
     finally:

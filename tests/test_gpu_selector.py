@@ -429,6 +429,10 @@ def test_verify_compiles_while_aten_runs_and_the_gpu_warms(verify_own):
         assert m["compiled_in"] == "threads", m
         assert ph["compile_wait"] >= WARM_MS and ph["timing"] > 0 and ph["reference"] > 0, m
         assert sum(ph.values()) <= m["wall_ms"] + 1.0, m
+        # each Triton template's compile is timed, inside the compiles' span
+        c = m["compiles"]
+        assert set(c["per_choice"]) == {k for k in m["ms"] if k.startswith("triton:")}, m
+        assert all(0 < t["wall_ms"] <= c["span_ms"] + 1e-3 for t in c["per_choice"].values()), m
 
 
 def test_verify_measurement_leaves_no_memory_behind(verify_own):

@@ -224,6 +224,11 @@ def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tm
     assert m["compiled_in"] == "threads", m
     assert {"operands", "reference", "compile_wait", "first_runs", "timing"} <= set(m["phases_ms"]), m
     assert sum(m["phases_ms"].values()) <= m["wall_ms"] + 1.0, m
+    # the CPP template's compile, named by its key, within the compile wait's span
+    cpp = [k for k in m["ms"] if k.startswith("cpp:")]
+    assert list(m["compiles"]["per_choice"]) == cpp, m["compiles"]
+    t = m["compiles"]["per_choice"][cpp[0]]
+    assert 0 < t["wall_ms"] <= m["compiles"]["span_ms"] + 1e-3 and t["cpu_ms"] >= 0, m["compiles"]
     assert m["memory_mb"] == {}                          # no CUDA allocator to read or release
     assert sorted(counts) == [2, 2]                      # Inductor benchmarked only the other two
     assert sel.stats["measured"] == 2 and sel.stats["verified"] == N_GEMMS, sel.stats

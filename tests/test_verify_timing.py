@@ -3,6 +3,7 @@ Compiles) while the caller makes operands and runs ATen; a failed compile is rep
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -34,16 +35,53 @@ def test_templates_compile_in_the_background_and_failures_are_reported():
     # both compiles are under way while the caller goes on
     assert ok.started.wait(10) and bad.started.wait(10)
     assert not ok.compiled and not compiles.done()
+    time.sleep(0.05)   # both wait, using no CPU
     release.set()
     failed = compiles.wait()
     assert ok.compiled and compiles.done()
     assert list(failed) == [1] and "RuntimeError: ptxas: out of registers" in failed[1]
     assert compiles.wait() == failed   # idempotent: measure() waits again on its way out
+    # a failed compile is timed too; both waited for the release, which was not CPU work
+    got = compiles.summary()
+    assert sorted(got["per_choice"]) == [0, 1]
+    for t in got["per_choice"].values():
+        assert t["start_ms"] >= 0 and t["start_ms"] + t["wall_ms"] <= got["span_ms"] + 1e-3
+        assert 0 <= t["cpu_ms"] < t["wall_ms"]
+    assert got["children_cpu_ms"] >= 0
+
+
+def test_compile_timings_tell_work_from_waiting():
+    """One compile burns CPU in its thread, the other waits on a child process: the record
+    shows the first's CPU time near its wall time, and the child's CPU time apart."""
+    import subprocess
+    import sys
+
+    class _Busy:
+        def precompile(self):
+            end = time.thread_time() + 0.2
+            while time.thread_time() < end:
+                pass
+
+    class _Child:
+        def precompile(self):   # a CPU-bound child, as the assembler is
+            subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                            "while time.process_time() < end: pass"], check=True)
+
+    compiles = Compiles([_Busy(), _Child()])
+    assert compiles.summary() == {}   # nothing to say before the wait
+    assert compiles.wait() == {}
+    got = compiles.summary()
+    busy, child = got["per_choice"][0], got["per_choice"][1]
+    assert busy["cpu_ms"] >= 190 and busy["wall_ms"] >= busy["cpu_ms"] - 1
+    assert child["wall_ms"] >= 290 and child["cpu_ms"] < 0.5 * child["wall_ms"]
+    assert got["children_cpu_ms"] >= 290
+    assert got["span_ms"] >= max(t["start_ms"] + t["wall_ms"] for t in got["per_choice"].values()) - 1e-3
 
 
 def test_nothing_to_compile_starts_nothing():
     compiles = Compiles([object(), object()])   # no precompile: nothing to compile
     assert compiles.where == "none" and compiles.todo == [] and compiles.done() and compiles.wait() == {}
+    assert compiles.summary() == {}
 
 
 @pytest.mark.gpu

@@ -166,7 +166,7 @@ def selector_picks(selector) -> dict:
             "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
             "release_memory": getattr(selector, "release_memory", None),
             "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
-                                                 "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
+                                                 "compiles", "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
                              for m in measured]}
 
 
