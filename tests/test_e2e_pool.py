@@ -277,6 +277,44 @@ def test_on_the_h200_prefill_verify_replays_slower_than_predict_on_identical_ker
     assert before["kselect-verify"]["reserved_gb"] - before["kselect-predict"]["reserved_gb"] == pytest.approx(0.25)
 
 
+def test_the_run_effects_fit_takes_hosts_out_and_shows_in_the_report(tmp_path):
+    """Two runs on hosts 1 ms apart: pooled medians mix them, the fit with one term per run
+    gives verify's +0.2 ms over DEFAULT back, from a run without predict too."""
+    a = _write(tmp_path / "a", [_run("default", 30.0, 47.0), _run("kselect-verify", 4.0, 47.2),
+                                _run("default", 30.0, 47.1), _run("kselect-verify", 4.0, 47.3)])
+    b = _write(tmp_path / "b", [_run("kselect-predict", 3.0, 48.0), _run("kselect-verify", 4.0, 48.2),
+                                _run("default", 30.0, 48.0), _run("kselect-predict", 3.0, 48.1)])
+    assert main(["bench", "e2e-pool", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    (s,) = json.loads((tmp_path / "out" / "results.json").read_text())["setups"]
+    step = s["effects"]["step"]
+    assert step["baseline"] == "default" and step["runs"] == 2 and step["baseline_processes"] == 3
+    terms = {e["variant"]: e for e in step["effects"]}
+    assert terms["kselect-verify"]["diff"] == pytest.approx(0.2, abs=0.02)
+    assert terms["kselect-predict"]["diff"] == pytest.approx(0.05, abs=0.02)
+    gpu = {e["variant"]: e["diff"] for e in s["effects"]["gpu"]["effects"]}   # _run's replay: half the step
+    assert gpu["kselect-verify"] == pytest.approx(0.1, abs=0.01)
+    text = (tmp_path / "out" / "README.md").read_text()
+    assert "Each variant's step against default's (3 processes), with one term per run" in text
+    assert "| kselect-verify | 3 | +0.200 +- " in text and "| residual | - | sd 0.0" in text
+
+
+def test_on_the_h200_prefill_the_run_effects_fit_puts_verify_over_default():
+    """Every H200 8-layer prefill run at the default aten margin, warm-up-free (twelfth to
+    nineteenth sessions): with one term per run, verify's graph replay is ~0.18 ms over
+    DEFAULT's, more than three standard errors, and predict's is not (reports/h200-session19 s2)."""
+    text = (REPO / "reports/e2e-h200-pooled/8-layers/README.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("Command: "))
+    files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/h200-")]
+    runs, _ = e2e_pool.load_runs(files)
+    (s,) = [x for x in e2e_pool.pool(runs) if x["setup"]["workload"] == "prefill"
+            and x["setup"]["settings"]["aten_margin"] == 2.0]
+    gpu = s["effects"]["gpu"]
+    assert gpu["baseline"] == "default" and gpu["runs"] == 10
+    terms = {e["variant"]: e for e in gpu["effects"]}
+    assert 0.1 < terms["kselect-verify"]["diff"] < 0.3 and terms["kselect-verify"]["t"] > 3
+    assert abs(terms["kselect-predict"]["t"]) < 2
+
+
 def test_verify_keep_pools_against_verify_and_predict(tmp_path):
     """The memory experiment's variant has its own comparisons: verify (memory freed) against
     verify-keep, and verify-keep against predict."""

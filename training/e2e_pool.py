@@ -17,6 +17,9 @@ processes of every run with the same setup gives:
   was slower, a two-sided sign test, and the pairs split by which of the two ran first. A gap
   that follows the position, not the variant, shows there: until the fifteenth session every
   round ran in one fixed order (training/run_order.py).
+- each variant's step with one term per run (training/run_effects.py): every process of the
+  setup in one least-squares fit, the gap in ms with its standard error, and the spread
+  between processes on one host.
 
     kselect bench e2e-pool reports/h200-session1*/call*/*/decode* --out reports/e2e-h200-pooled
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from .e2e_report import combine_repeats, graph_gap_ms, targets
 from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 from .kernel_time import sequence_differences
+from .run_effects import fit_effects
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
@@ -54,6 +58,8 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))
 CONFIDENCE = 0.90
+# the baseline of the run-effects fit: the first of these a setup ran (DEFAULT: the target's)
+EFFECT_BASELINES = ("default", "kselect-predict", "plain")
 
 
 class PoolError(ValueError):
@@ -159,7 +165,8 @@ def pool(runs: list[dict]) -> list[dict]:
                     "code": {c: len(files) for c, files in sorted(codes.items())},
                     "variants": combined, "targets": targets(combined) if combined else [],
                     "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
-                    "pairs": compare_pairs(ok), "sequence_gaps": sequence_gaps(ok, combined)})
+                    "pairs": compare_pairs(ok), "effects": effects(ok),
+                    "sequence_gaps": sequence_gaps(ok, combined)})
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -324,6 +331,19 @@ def compare_pairs(ok: list[dict]) -> list[dict]:
     return rows
 
 
+def effects(ok: list[dict]) -> dict:
+    """Per step measure (eager, GPU-only), every variant's term over the baseline's in a fit with
+    one term per run (run_effects.fit_effects); {} when no baseline ran."""
+    present = {r["variant"] for r in ok}
+    baseline = next((b for b in EFFECT_BASELINES if b in present), None)
+    out = {}
+    for what in ("step", "gpu"):
+        got = fit_effects([(r["source"], r["variant"], _value(r, what)) for r in ok], baseline) if baseline else None
+        if got is not None:
+            out[what] = got
+    return out
+
+
 def combined_interval(samples: list, weight, seed: int = 0) -> list[float]:
     """Percentile-bootstrap CONFIDENCE interval of exp(sum_i weight_i * log(median(a_i) /
     median(b_i))), samples = [a_1, b_1, a_2, b_2, ...]: each sample resampled apart, so each
@@ -427,6 +447,41 @@ def _state_lines(variants: list[dict]) -> list[str]:
     return lines
 
 
+def _effect_lines(effects: dict) -> list[str]:
+    """The run-effects table: each variant's eager and GPU-only step over the baseline's."""
+    if not effects:
+        return []
+    any_fit = next(iter(effects.values()))
+    base = any_fit["baseline"]
+    by_variant: dict = {}
+    for what, fit in effects.items():
+        for e in fit["effects"]:
+            by_variant.setdefault(e["variant"], {})[what] = e
+
+    def cell(e):
+        if e is None:
+            return "-"
+        se = "" if e["se"] is None else f" +- {e['se']:.3f}"
+        return f"{e['diff']:+.3f}{se}" + ("" if e["t"] is None else f" (t = {e['t']:+.1f})")
+
+    runs = any_fit["runs"]
+    n_base = any_fit["baseline_processes"]
+    lines = ["", f"Each variant's step against {base}'s ({n_base} process{'es' if n_base > 1 else ''}), with one term "
+             f"per run (least squares over every process of the setup, {runs} run{'s' if runs > 1 else ''}; ms over "
+             f"{base}'s, +- standard error; the residual is the spread between processes of one variant in one run):",
+             "", "| variant | processes | eager step | GPU-only step |", "| --- | --- | --- | --- |"]
+    for v in sorted(by_variant, key=ORDER.index):
+        got = by_variant[v]
+        n = next(iter(got.values()))["processes"]
+        lines.append(f"| {v} | {n} | {cell(got.get('step'))} | {cell(got.get('gpu'))} |")
+
+    def resid(what):
+        fit = effects.get(what)
+        return "-" if fit is None or fit["residual_sd"] is None else f"sd {fit['residual_sd']:.3f} ({fit['dof']} dof)"
+    lines.append(f"| residual | - | {resid('step')} | {resid('gpu')} |")
+    return lines
+
+
 def _sequence_lines(gaps: list[dict]) -> list[str]:
     """Where a replay gap sits in the step's kernel sequence; [] without sequences."""
     if not gaps:
@@ -501,6 +556,7 @@ def render(report: dict) -> str:
                 each = ", ".join(f"{r['ratio']:.3f} ({r['n'][0]} vs {r['n'][1]})" for r in c["runs"])
                 ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
                 lines.append(f"| {c['comparison']} | {len(c['runs'])} | {each} | {c['ratio']:.3f} | {ci} |")
+        lines += _effect_lines(s.get("effects") or {})
         if s.get("pairs"):
             lines += ["", "Pair by pair (the variant's and its baseline's process of one round of one run): "
                       "how often the variant read slower, a two-sided sign test, and the pairs split by which of "
