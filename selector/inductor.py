@@ -44,7 +44,7 @@ class Selector:
                  keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
                  epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
                  aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-                 release_memory: bool = True):
+                 release_memory: bool = True, warm_while_compiling: bool = True):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
@@ -52,6 +52,7 @@ class Selector:
         self.verify_timing = verify_timing
         self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
         self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
+        self.warm_while_compiling = bool(warm_while_compiling)   # verify_timing.measure's GPU warm-up
         self.adaptive_k = bool(adaptive_k)             # verify: k from the scores' gaps, or the cap
         if int(k) < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -356,7 +357,8 @@ class Selector:
         charged the separate epilogue kernel (selector/fusion.py) before the winner is taken."""
         t0 = time.perf_counter()
         try:
-            got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory)
+            got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory,
+                               warm_while_compiling=self.warm_while_compiling)
             _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
@@ -558,7 +560,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
            ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
            epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
            aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-           release_memory: bool = True) -> Selector | None:
+           release_memory: bool = True, warm_while_compiling: bool = True) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -585,6 +587,10 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     stream made and the caching allocator's unused blocks (verify_timing.release_gpu_memory),
     so the program runs without the measurement's memory (31 MiB allocated, 0.25 GiB reserved
     on the H200's 8-layer prefill, reports/h200-session18).
+    warm_while_compiling: while the kept templates compile, keep the GPU busy (its clocks are up
+    when the timing starts, and the warm-up costs no wall time); False lets it idle and warms it
+    for 100 ms before the timing: ~0.1 s more per measured set, a tenth of the heat just before
+    the compile ends (whether that heat slows the first steps is measured in docs/device-plan.md).
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -598,7 +604,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
-                   release_memory=release_memory)
+                   release_memory=release_memory, warm_while_compiling=warm_while_compiling)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
@@ -651,7 +657,7 @@ def selecting(mode: str = "verify", **kwargs):
                    keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing,
                    epilogue_fusion=prev.epilogue_fusion, adaptive_k=prev.adaptive_k,
                    min_k=prev.min_k, aten_margin=prev.aten_margin, early_decision=prev.early_decision,
-                   release_memory=prev.release_memory)
+                   release_memory=prev.release_memory, warm_while_compiling=prev.warm_while_compiling)
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -662,4 +668,5 @@ def enable_from_env(environ=None) -> Selector | None:
     return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
                   verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"],
                   adaptive_k=o["adaptive_k"], min_k=o["min_k"], aten_margin=o["aten_margin"],
-                  early_decision=o["early_decision"], release_memory=o["release_memory"])
+                  early_decision=o["early_decision"], release_memory=o["release_memory"],
+                  warm_while_compiling=o["warm_while_compiling"])

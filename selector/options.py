@@ -96,6 +96,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_RELEASE_MEMORY", _on_off, True, "verify mode on GPUs: after measuring a kept set, free "
            "the cuBLAS workspace its stream made and the caching allocator's unused blocks (off: keep them, "
            "as before the eighteenth session)"),
+    Option("KSELECT_WARM_WHILE_COMPILING", _on_off, True, "verify mode on GPUs: keep the GPU busy while "
+           "the kept templates compile, so its clocks are up when the timing starts (off: it idles through "
+           "the compile and warms for 100 ms before the timing: ~0.1 s more per measured set, a tenth of "
+           "the heat at the compile's end)"),
 )
 
 

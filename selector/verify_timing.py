@@ -240,11 +240,12 @@ def _children_cpu_s() -> float:
 
 
 def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7,
-            release_memory: bool = True) -> Measured:
+            release_memory: bool = True, warm_while_compiling: bool = True) -> Measured:
     """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
 
     The templates compile (Compiles) while the operands are made, the extern choices (ATen,
-    the reference) run and the GPU warms up; `phases_ms` records where the wall time went.
+    the reference) run and (warm_while_compiling) the GPU is kept busy; otherwise it warms for
+    WARM_MS just before the timing. `phases_ms` records where the wall time went.
     On CUDA, release_memory gives back what the measurement left in the caching allocator
     (release_gpu_memory); `memory_mb` records the allocator before and after."""
     import torch
@@ -254,7 +255,7 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
     allocated_before = torch.cuda.memory_allocated() if cuda else 0
     released = False
     try:
-        got = _measure(choices, dtype, device_type, target_ms, replays)
+        got = _measure(choices, dtype, device_type, target_ms, replays, warm_while_compiling)
     finally:
         # _measure's operands and graphs went with its frame (after an error its traceback
         # holds them until the caller handles it: that memory is only freed, not emptied)
@@ -293,7 +294,8 @@ def release_gpu_memory() -> bool:
     return True
 
 
-def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: int) -> Measured:
+def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: int,
+             warm_while_compiling: bool = True) -> Measured:
     import torch
 
     t = [time.perf_counter()]
@@ -322,7 +324,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                 c = choices[i]
                 if not waited and not _is_extern(c):
                     lap("reference")
-                    if cuda:  # the GPU idles meanwhile and its clocks drop: keep it busy
+                    if cuda and warm_while_compiling:  # else the GPU idles and its clocks drop
                         warm_gpu(WARM_MS, until=compiles.done)
                     dropped.update(compiles.wait())
                     waited = True
@@ -341,7 +343,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                     runners.pop(i, None)
         lap("first_runs")
         got = _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                              target_ms, replays, warmed=waited and cuda)
+                              target_ms, replays, warmed=waited and cuda and warm_while_compiling)
         lap("timing")
         got.compiled_in = compiles.where
         got.compiles = compiles.summary()

@@ -390,6 +390,10 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     keep = e2e_spec.VARIANTS["kselect-verify-keep"]   # the memory experiment: opt-in, verify otherwise
     assert keep.kselect == "verify" and dict(keep.options) == {"release_memory": False}
     assert "kselect-verify-keep" in e2e_spec.ORDER and "kselect-verify-keep" not in e2e_spec.DEFAULT_VARIANTS
+    cool = e2e_spec.VARIANTS["kselect-verify-cool"]   # the wake experiment: opt-in, verify otherwise
+    assert cool.kselect == "verify" and dict(cool.options) == {"warm_while_compiling": False}
+    assert "kselect-verify-cool" in e2e_spec.ORDER and "kselect-verify-cool" not in e2e_spec.DEFAULT_VARIANTS
+    assert set(e2e_spec.OPT_IN) <= set(e2e_spec.ORDER)
     spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
         e2e_worker.configure(spec)

@@ -327,6 +327,20 @@ def test_verify_keep_pools_against_verify_and_predict(tmp_path):
     assert got["verify-keep GPU-only step / predict's"] == pytest.approx(3.06 / 3.00)
 
 
+def test_verify_cool_pools_against_verify_and_predict(tmp_path):
+    """The wake experiment's variant (the GPU idle while verify's templates compile) has its own
+    comparisons, and its target is judged as verify's."""
+    a = _write(tmp_path / "a", [_run("default", 30.0, 6.04), _run("kselect-verify", 10.0, 6.04),
+                                _run("kselect-verify-cool", 10.1, 6.00), _run("kselect-predict", 9.0, 6.00)])
+    runs, _ = e2e_pool.load_runs([a])
+    (s,) = e2e_pool.pool(runs)
+    got = {c["comparison"]: c["ratio"] for c in s["comparisons"]}
+    assert got["verify-cool GPU-only step / predict's"] == pytest.approx(1.0)
+    assert got["verify GPU-only step / verify-cool's"] == pytest.approx(6.04 / 6.00)
+    cool = next(t for t in s["targets"] if t["variant"] == "kselect-verify-cool")
+    assert cool["target"].startswith("step <= default's") and "step 0.993x default" in cool["detail"]
+
+
 def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     """Processes that recorded the GPU's state: medians per variant and moment, rendered beside
     the GPU-only step and the replay time outside kernels; a reading NVML did not give stays

@@ -262,6 +262,13 @@ def verify_own(harness, operands, own_dir):
 
 
 @pytest.fixture(scope="module")
+def verify_cool(harness, operands, tmp_path_factory):
+    """verify with warm_while_compiling=False, deciding afresh (its own decision cache)."""
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path_factory.mktemp("decisions-cool"),
+                           warm_while_compiling=False)
+
+
+@pytest.fixture(scope="module")
 def verify_own_again(harness, operands, own_dir, verify_own):
     return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
 
@@ -433,6 +440,20 @@ def test_verify_compiles_while_aten_runs_and_the_gpu_warms(verify_own):
         c = m["compiles"]
         assert set(c["per_choice"]) == {k for k in m["ms"] if k.startswith("triton:")}, m
         assert all(0 < t["wall_ms"] <= c["span_ms"] + 1e-3 for t in c["per_choice"].values()), m
+
+
+def test_verify_cool_lets_the_gpu_idle_while_compiling_and_warms_it_before_timing(verify_cool, operands):
+    """warm_while_compiling=False: the compile wait no longer holds the GPU warm-up; the timing
+    phase does (WARM_MS before the first choice is timed), and the picks still compute right."""
+    from kselect.selector.verify_timing import WARM_MS
+
+    assert verify_cool.warnings == [] and verify_cool.selector.warm_while_compiling is False
+    with_templates = [m for m in verify_cool.selector.measurements if any(k.startswith("triton:") for k in m["ms"])]
+    assert with_templates, "no measured set held a Triton template"
+    for m in with_templates:
+        assert m["compiled_in"] == "threads" and m["phases_ms"]["timing"] >= WARM_MS, m
+    for name in GEMMS:
+        _check_outputs(verify_cool, operands, name)
 
 
 def test_verify_measurement_leaves_no_memory_behind(verify_own):

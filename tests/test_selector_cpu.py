@@ -549,16 +549,18 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
-                                "early_decision": True, "release_memory": True}
+                                "early_decision": True, "release_memory": True, "warm_while_compiling": True}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
     assert options.read({"KSELECT_RELEASE_MEMORY": "off"})["release_memory"] is False
+    assert options.read({"KSELECT_WARM_WHILE_COMPILING": "off"})["warm_while_compiling"] is False
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
                 {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
-                {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"}):
+                {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"},
+                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -571,15 +573,17 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
                                    "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
-                                   "KSELECT_RELEASE_MEMORY": "off"})
+                                   "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off"})
         assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
-                sel.release_memory) == ("verify", 3, tmp_path, True, False, False, False)
+                sel.release_memory, sel.warm_while_compiling) == ("verify", 3, tmp_path, True, False, False, False,
+                                                                  False)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
         outer = compat.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
         assert outer.early_decision is False and outer.release_memory is False
+        assert outer.warm_while_compiling is False
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -590,6 +594,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, adaptive_k=False).uuid()
     # freeing the measurement's memory changes no decision: the same key
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
+    assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_while_compiling=False).uuid()
     with pytest.raises(ValueError):
         ksi.enable("fast")
 

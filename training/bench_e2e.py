@@ -45,7 +45,7 @@ from kselect.selector.policy import ATEN_MARGIN_SD
 
 from .bench_common import add_policy_args, cold_cache_env
 from .e2e_report import anchor_note, safely, write_report
-from .e2e_spec import (DEFAULT_VARIANTS, DEVICE_DEFAULTS, FAULT_ENV, ORDER, TOLERANCE, WATCHDOG_GRACE_S,
+from .e2e_spec import (DEFAULT_VARIANTS, DEVICE_DEFAULTS, FAULT_ENV, OPT_IN, ORDER, TOLERANCE, WATCHDOG_GRACE_S,
                        WORKLOADS)
 from .run_order import alternating_rounds
 
@@ -69,7 +69,7 @@ def add_parser(bench_subparsers) -> None:
                    f"{','.join(WORKLOADS)}")
     p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                    help=f"comma-separated subset of {','.join(ORDER)} (default: all but the opt-in experiments "
-                   "kselect-verify-epilogue, kselect-verify-keep and autotune-aten)")
+                   f"{', '.join(OPT_IN[:-1])} and {OPT_IN[-1]})")
     p.add_argument("--batch", type=int, help="sequences per step (decode: M = batch); default 8 cuda, 2 cpu")
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")

@@ -54,6 +54,9 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                # the same kernels; verify frees its measurement's memory, verify-keep does not
                ("verify GPU-only step / verify-keep's", "kselect-verify", "kselect-verify-keep", "gpu"),
                ("verify-keep GPU-only step / predict's", "kselect-verify-keep", "kselect-predict", "gpu"),
+               # the same kernels; verify-cool idles the GPU while its templates compile
+               ("verify-cool GPU-only step / predict's", "kselect-verify-cool", "kselect-predict", "gpu"),
+               ("verify GPU-only step / verify-cool's", "kselect-verify", "kselect-verify-cool", "gpu"),
                ("verify compile / plain's", "kselect-verify", "plain", "compile"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))

@@ -26,7 +26,7 @@ def targets(runs: list[dict]) -> list[dict]:
         plain, default = ok.get((w, "plain")), ok.get((w, "default"))
         verify_text = f"step <= default's and compile <= {VERIFY_COMPILE_VS_PLAIN}x plain's"
         for variant, text in (("kselect-verify", verify_text), ("kselect-verify-epilogue", verify_text),
-                              ("kselect-verify-keep", verify_text),
+                              ("kselect-verify-keep", verify_text), ("kselect-verify-cool", verify_text),
                               ("kselect-predict", f"compile <= {PREDICT_COMPILE_VS_PLAIN}x plain's")):
             if not any(r["workload"] == w and r["variant"] == variant for r in runs):
                 continue

@@ -49,6 +49,10 @@ VARIANTS = {v.name: v for v in (
             "kselect verify with release_memory=False: keeps the measurement's cuBLAS workspace and "
             "cached blocks, as before the eighteenth session (is that memory what slows verify's "
             "prefill replay on identical kernels?)", (("release_memory", False),)),
+    Variant("kselect-verify-cool", MAX_AUTOTUNE, "kselect", "verify",
+            "kselect verify with warm_while_compiling=False: the GPU idles while the kept templates "
+            "compile and warms 100 ms before the timing, a tenth of the heat at the compile's end (is "
+            "that heat what slows verify's first steps?)", (("warm_while_compiling", False),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
     Variant("autotune-aten", MAX_AUTOTUNE, None, None,
@@ -57,12 +61,11 @@ VARIANTS = {v.name: v for v in (
             "the floor under kselect's compile time", backends="ATEN"),
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
-ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-verify-keep", "kselect-predict",
-         "autotune-aten", "exhaustive")
-# what runs unless --variants says otherwise (the epilogue, keep and ATen-only variants are
-# opt-in experiments)
-DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in ("kselect-verify-epilogue", "kselect-verify-keep",
-                                                       "autotune-aten"))
+ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-verify-keep",
+         "kselect-verify-cool", "kselect-predict", "autotune-aten", "exhaustive")
+# experiments that run only when --variants names them
+OPT_IN = ("kselect-verify-epilogue", "kselect-verify-keep", "kselect-verify-cool", "autotune-aten")
+DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in OPT_IN)
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).
 DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024},

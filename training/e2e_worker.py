@@ -165,6 +165,7 @@ def selector_picks(selector) -> dict:
             "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
             "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
             "release_memory": getattr(selector, "release_memory", None),
+            "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
             "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
                                                  "compiles", "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
                              for m in measured]}
