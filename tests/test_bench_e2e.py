@@ -516,3 +516,25 @@ def test_device_state_reads_the_allocator_on_the_gpu():
     assert set(state) <= {"reserved_gb", "allocated_gb", "sm_clock_mhz", "temperature_c", "power_mw"}
     assert all(v > 0 for k, v in state.items() if k != "allocated_gb"), state
     del x
+
+
+def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait():
+    """One row per measured GEMM of a process: wall, compile wait, timing, and the compile
+    record summed (threads' CPU), its longest compile and the children's CPU; a record from
+    before the compiles were timed shows dashes, and no measurement means no table."""
+    per_choice = {"triton:mm:a": {"start_ms": 0.5, "wall_ms": 1190.0, "cpu_ms": 410.0},
+                  "triton:mm:b": {"start_ms": 0.7, "wall_ms": 1201.0, "cpu_ms": 395.0}}
+    new = {"problem": "mm:8x128256x4096:bf16:nt", "ms": {"aten:mm": 0.25, "triton:mm:a": 0.24, "triton:mm:b": 0.245},
+           "winner": "triton:mm:a", "wall_ms": 1412.4,
+           "phases_ms": {"operands": 28.0, "compile_wait": 1205.6, "timing": 131.0},
+           "compiles": {"per_choice": per_choice, "span_ms": 1202.0, "children_cpu_ms": 300.0}}
+    old = {**new, "compiles": {}}
+    runs = [{"workload": "decode", "variant": "kselect-verify", "repeat": 1, "kselect": {"measurements": [new]}},
+            {"workload": "decode", "variant": "kselect-verify", "repeat": 0, "kselect": {"measurements": [old]}},
+            {"workload": "decode", "variant": "kselect-predict", "repeat": 0, "kselect": {"measurements": []}}]
+    lines = e2e_report.measurement_table(runs)
+    assert ("| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | 1202 | 805 | "
+            "1201 | 300 | `triton:mm:a` |") in lines
+    assert "| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - |" \
+        in "\n".join(lines)
+    assert e2e_report.measurement_table(runs[2:]) == []

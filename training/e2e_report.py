@@ -321,12 +321,39 @@ def render(report: dict) -> str:
                          f" | {st.get('fallbacks', '-')} | "
                          f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |")
         lines.append("")
+        lines += measurement_table(ks)
     lines += ["![compile time vs step time](compile_vs_step.png)", ""]
     if report.get("plot_error"):
         lines += [f"(plot failed: {report['plot_error']})", ""]
     lines += ["Per-run logs: `logs/<workload>-<variant>.log` next to this file; every number above is in "
               "results.json.", ""]
     return "\n".join(lines)
+
+
+def measurement_table(runs: list[dict]) -> list[str]:
+    """Verify's own measurements, one row per measured GEMM of each process: where its wall time
+    went, and how its templates' compiles shared the wait (threads side by side: their CPU adds
+    up to more than the span; queued on the GIL: each one's wall near the span, its CPU well
+    under it). [] where nothing was measured."""
+    rows = [(r, m) for r in runs for m in (r.get("kselect") or {}).get("measurements") or []]
+    if not rows:
+        return []
+    lines = ["Verify's measurements (ms; compiles: the templates' span from the first start to the last "
+             "end, their threads' CPU summed, the longest one's wall, and the CPU of child processes such "
+             "as ptxas that ended meanwhile):", "",
+             "| workload | variant | round | GEMM | candidates | wall | compile wait | timing | compiles: span "
+             "| threads' CPU | longest | children's CPU | winner |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r, m in rows:
+        ph, c = m.get("phases_ms") or {}, m.get("compiles") or {}
+        each = list((c.get("per_choice") or {}).values())
+        cpu = sum(t["cpu_ms"] for t in each) if each else None
+        longest = max((t["wall_ms"] for t in each), default=None)
+        lines.append(f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {m['problem']} | {len(m['ms'])} | "
+                     f"{_fmt(m.get('wall_ms'), '.0f')} | {_fmt(ph.get('compile_wait'), '.0f')} | "
+                     f"{_fmt(ph.get('timing'), '.0f')} | {_fmt(c.get('span_ms'), '.0f')} | {_fmt(cpu, '.0f')} | "
+                     f"{_fmt(longest, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |")
+    return lines + [""]
 
 
 def _model_note(name: str) -> str:
