@@ -80,6 +80,15 @@ class Selector:
         self._local = threading.local()
         self.flydsl = FlyDSLJoin()
 
+    def settings(self) -> dict:
+        """The keywords that make this configuration again (enable(**settings()))."""
+        return {"mode": self.mode, "k": self.k, "model": self.model,
+                "cache_dir": self.cache.root if self.cache else None, "keep_aten": self.keep_aten,
+                "ranker": self.ranker, "verify_timing": self.verify_timing, "epilogue_fusion": self.epilogue_fusion,
+                "adaptive_k": self.adaptive_k, "min_k": self.min_k, "aten_margin": self.aten_margin,
+                "early_decision": self.early_decision, "release_memory": self.release_memory,
+                "warm_while_compiling": self.warm_while_compiling}
+
     # -- ranker per device ------------------------------------------------------------
     def ranker_for(self, fingerprint: dict):
         """The ranker for this device; raises RankerUnavailable (remembered) if there is none."""
@@ -652,12 +661,7 @@ def selecting(mode: str = "verify", **kwargs):
     finally:
         disable()
         if prev is not None:  # re-install the outer configuration
-            enable(prev.mode, k=prev.k, model=prev.model,
-                   cache_dir=prev.cache.root if prev.cache else None,
-                   keep_aten=prev.keep_aten, ranker=prev.ranker, verify_timing=prev.verify_timing,
-                   epilogue_fusion=prev.epilogue_fusion, adaptive_k=prev.adaptive_k,
-                   min_k=prev.min_k, aten_margin=prev.aten_margin, early_decision=prev.early_decision,
-                   release_memory=prev.release_memory, warm_while_compiling=prev.warm_while_compiling)
+            enable(**prev.settings())
 
 
 def enable_from_env(environ=None) -> Selector | None:
@@ -665,8 +669,5 @@ def enable_from_env(environ=None) -> Selector | None:
     o = read_options(environ)
     if o["mode"] == "off":
         return None
-    return enable(o["mode"], k=o["k"], model=o["model"] or None, cache_dir=o["cache_dir"] or None,
-                  verify_timing=o["verify_timing"], epilogue_fusion=o["epilogue_fusion"],
-                  adaptive_k=o["adaptive_k"], min_k=o["min_k"], aten_margin=o["aten_margin"],
-                  early_decision=o["early_decision"], release_memory=o["release_memory"],
-                  warm_while_compiling=o["warm_while_compiling"])
+    # every option is an enable() keyword; an empty path means none
+    return enable(**{**o, "model": o["model"] or None, "cache_dir": o["cache_dir"] or None})

@@ -595,6 +595,11 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     # freeing the measurement's memory changes no decision: the same key
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_while_compiling=False).uuid()
+    # a configuration makes itself again; every environment option is one of its keywords
+    odd = ksi.Selector("predict", k=2, cache_dir=tmp_path, min_k=2, aten_margin=0.5, release_memory=False,
+                       warm_while_compiling=False, early_decision=False)
+    assert ksi.Selector(**odd.settings()).settings() == odd.settings()
+    assert set(options.read({})) <= set(odd.settings())
     with pytest.raises(ValueError):
         ksi.enable("fast")
 
