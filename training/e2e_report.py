@@ -25,9 +25,9 @@ def targets(runs: list[dict]) -> list[dict]:
     for w in dict.fromkeys(r["workload"] for r in runs):
         plain, default = ok.get((w, "plain")), ok.get((w, "default"))
         verify_text = f"step <= default's and compile <= {VERIFY_COMPILE_VS_PLAIN}x plain's"
-        for variant, text in (("kselect-verify", verify_text), ("kselect-verify-epilogue", verify_text),
-                              ("kselect-verify-keep", verify_text), ("kselect-verify-cool", verify_text),
-                              ("kselect-predict", f"compile <= {PREDICT_COMPILE_VS_PLAIN}x plain's")):
+        # every verify variant (the experiments too) is judged by verify's target
+        judged = [(v, verify_text) for v in ORDER if VARIANTS[v].kselect == "verify"]
+        for variant, text in judged + [("kselect-predict", f"compile <= {PREDICT_COMPILE_VS_PLAIN}x plain's")]:
             if not any(r["workload"] == w and r["variant"] == variant for r in runs):
                 continue
             r = ok.get((w, variant))
