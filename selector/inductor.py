@@ -28,11 +28,12 @@ from .cache import DecisionCache, candidate_set_digest, decision_key
 from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
-from .options import MODES, VERIFY_TIMINGS, read as read_options
+from .options import COMPILE_IN, MODES, VERIFY_TIMINGS, read as read_options
 from .policy import (ATEN_MARGIN_SD, CostModelRanker, RankerUnavailable, candidate_keys, choose_kept,
                      unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
+from .worker_warmup import WorkerWarmup
 
 log = logging.getLogger("kselect.selector")
 
@@ -44,12 +45,18 @@ class Selector:
                  keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
                  epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
                  aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-                 release_memory: bool = True, warm_while_compiling: bool = True):
+                 release_memory: bool = True, warm_while_compiling: bool = True,
+                 compile_in: str = "threads"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
             raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
         self.verify_timing = verify_timing
+        if compile_in not in COMPILE_IN:
+            raise ValueError(f"compile_in must be one of {COMPILE_IN}, got {compile_in!r}")
+        self.compile_in = compile_in                   # where verify's kept templates compile
+        # workers: warm them as each compile starts (selector/worker_warmup.py)
+        self.worker_warmup = WorkerWarmup() if compile_in == "workers" and mode == "verify" else None
         self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
         self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
         self.warm_while_compiling = bool(warm_while_compiling)   # verify_timing.measure's GPU warm-up
@@ -87,7 +94,7 @@ class Selector:
                 "ranker": self.ranker, "verify_timing": self.verify_timing, "epilogue_fusion": self.epilogue_fusion,
                 "adaptive_k": self.adaptive_k, "min_k": self.min_k, "aten_margin": self.aten_margin,
                 "early_decision": self.early_decision, "release_memory": self.release_memory,
-                "warm_while_compiling": self.warm_while_compiling}
+                "warm_while_compiling": self.warm_while_compiling, "compile_in": self.compile_in}
 
     # -- ranker per device ------------------------------------------------------------
     def ranker_for(self, fingerprint: dict):
@@ -365,9 +372,11 @@ class Selector:
         saving_ms > 0 (the GEMM feeds a pointwise epilogue): choices that cannot fuse it are
         charged the separate epilogue kernel (selector/fusion.py) before the winner is taken."""
         t0 = time.perf_counter()
+        if self.worker_warmup is not None:
+            self.worker_warmup.start()   # the last chance, when the pool came up after the compile began
         try:
             got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory,
-                               warm_while_compiling=self.warm_while_compiling)
+                               warm_while_compiling=self.warm_while_compiling, compile_in=self.compile_in)
             _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
@@ -569,7 +578,8 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
            ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
            epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
            aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-           release_memory: bool = True, warm_while_compiling: bool = True) -> Selector | None:
+           release_memory: bool = True, warm_while_compiling: bool = True,
+           compile_in: str = "threads") -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -600,6 +610,10 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     when the timing starts, and the warm-up costs no wall time); False lets it idle and warms it
     for 100 ms before the timing: ~0.1 s more per measured set, a tenth of the heat just before
     the compile ends (whether that heat slows the first steps is measured in docs/device-plan.md).
+    compile_in: where verify compiles its kept Triton templates -- "threads" of this process
+    (default) or "workers": Inductor's compile-worker processes, each warmed once as a compile
+    starts (selector/template_compiles.py, worker_warmup.py; an experiment until the H200
+    shows it shortens the measurement, docs/selector.md).
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -613,19 +627,22 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
-                   release_memory=release_memory, warm_while_compiling=warm_while_compiling)
+                   release_memory=release_memory, warm_while_compiling=warm_while_compiling,
+                   compile_in=compile_in)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
     _ensure_preprocess()
     restore_handler = compat.install_choices(handler)
     restore_space = lambda: None  # noqa: E731
+    restore_warmup = _warm_workers_as_compiles_start(sel)
     if search_space:
         previous, restore_space = compat.set_gemm_search_space(search_space)
         if previous.upper() != search_space.upper():
             sel.stock_space = previous
 
     def restore():
+        restore_warmup()
         restore_space()
         restore_handler()
 
@@ -633,6 +650,25 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     _state.selector = sel
     log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", mode, sel.k, keep_aten, cache_dir)
     return sel
+
+
+def _warm_workers_as_compiles_start(sel: Selector):
+    """compile_in="workers": warm the compile workers now if their pool is up, else as each
+    Dynamo compile starts (Inductor starts the pool then); returns the undo."""
+    warmup = sel.worker_warmup
+    if warmup is None:
+        return lambda: None
+    warmup.start()
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:  # a torch without compile callbacks: the measurement's own start() remains
+        return lambda: None
+    callback_handler.register_start_callback(warmup.start)
+
+    def undo():
+        if warmup.start in callback_handler.start_callbacks:
+            callback_handler.remove_start_callback(warmup.start)
+    return undo
 
 
 def disable() -> None:

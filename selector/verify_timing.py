@@ -18,10 +18,11 @@ import contextlib
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kselect.kernels.timing import warm_gpu
+
+from .template_compiles import Compiles, is_extern
 
 log = logging.getLogger("kselect.selector")
 
@@ -46,8 +47,8 @@ class Measured:
     dropped: dict[int, str] = field(default_factory=dict)
     method: str = ""
     stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
-    compiled_in: str = ""     # where the templates compiled: threads (here), none
-    compiles: dict = field(default_factory=dict)   # Compiles.summary(): per-template times
+    compiled_in: str = ""     # where the templates compiled: threads, workers, mixed, none
+    compiles: dict = field(default_factory=dict)   # template_compiles.Compiles.summary(): per-template times
     phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
     memory_mb: dict = field(default_factory=dict)  # CUDA: allocated before / after, reserved after
 
@@ -59,19 +60,13 @@ class Measured:
         return min(finite, key=lambda i: self.ms[i])
 
 
-def _is_extern(choice) -> bool:
-    from torch._inductor.select_algorithm import ExternKernelCaller
-
-    return isinstance(choice, ExternKernelCaller)
-
-
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
     from .inductor_compat import caller_candidate
     from .policy import is_aten
 
     cand = caller_candidate(choice)
-    return _is_extern(choice) and cand is not None and is_aten(cand)
+    return is_extern(choice) and cand is not None and is_aten(cand)
 
 
 def _check_runnable(choices) -> None:
@@ -79,7 +74,7 @@ def _check_runnable(choices) -> None:
     if len(set(nodes)) != 1:
         raise VerifyTimingUnavailable(f"kept choices take different inputs {sorted(set(nodes))}")
     for c in choices:
-        if not _is_extern(c) and not hasattr(getattr(c, "bmreq", None), "make_run_fn"):
+        if not is_extern(c) and not hasattr(getattr(c, "bmreq", None), "make_run_fn"):
             raise VerifyTimingUnavailable(f"{type(c).__name__} has no run function")
 
 
@@ -156,7 +151,7 @@ def _operand_sets(choices, device_type: str) -> list[Operands]:
 def _runner(choice, ops: Operands):
     """A zero-argument launch of `choice` on these operands (its result lands in `ops.out`)."""
     out = ops.out
-    if _is_extern(choice):
+    if is_extern(choice):
         fn, inputs = choice.to_callable(), ops.views
         if getattr(choice, "has_out_variant", True):
             return lambda: fn(*inputs, out=out)
@@ -164,86 +159,13 @@ def _runner(choice, ops: Operands):
     return choice.bmreq.make_run_fn(*ops.bases, out=out)
 
 
-class Compiles:
-    """The kept templates compiling in threads of this process (start at once, `wait()` before
-    running one), as Inductor's own precompile does, while the caller makes the operands, runs
-    ATen and warms the GPU.
-
-    Not in Inductor's compile-worker processes, as stock max-autotune does for its 20+
-    templates: for verify's 1-4 the workers were slower on the H200 (reports/h200-session11:
-    lm_head's 4 templates waited 1.26-1.32 s for the workers, where the whole measurement in
-    threads, timing included, had taken 0.86 and 1.13 s in the tenth session, 0.70-1.06 s then).
-    Four tile families now wait 1.2-1.4 s on the one-layer decode (reports/h200-session19), so
-    each compile records its wall and thread CPU time (`summary()`): whether the threads run
-    side by side or queue on the GIL decides whether processes would pay."""
-
-    def __init__(self, choices):
-        self.todo = [i for i, c in enumerate(choices) if not _is_extern(c) and hasattr(c, "precompile")]
-        self.where = "threads" if self.todo else "none"
-        self.failed: dict[int, str] = {}
-        self.timings: dict[int, dict] = {}
-        self._t0 = time.perf_counter()
-        self._children_cpu0 = _children_cpu_s()
-        self._children_cpu_ms: float | None = None
-        self._span_ms: float | None = None
-        self._pool = ThreadPoolExecutor(max_workers=min(8, len(self.todo))) if self.todo else None
-        self._futures = {i: self._pool.submit(self._timed, i, choices[i].precompile) for i in self.todo}
-
-    def _timed(self, i: int, precompile) -> None:
-        """Run one compile, noting when it started, its wall time and its own thread's CPU time:
-        compiles that take far more wall than CPU time waited (on the GIL, or on a child)."""
-        start, cpu = time.perf_counter(), time.thread_time()
-        try:
-            precompile()
-        finally:
-            end = time.perf_counter()
-            self.timings[i] = {"start_ms": round((start - self._t0) * 1e3, 3),
-                               "wall_ms": round((end - start) * 1e3, 3),
-                               "cpu_ms": round((time.thread_time() - cpu) * 1e3, 3)}
-
-    def done(self) -> bool:
-        return all(f.done() for f in self._futures.values())
-
-    def wait(self) -> dict[int, str]:
-        """Block until every compile ended; {index: why it failed}. Idempotent."""
-        if self._pool is not None:
-            for i, fut in self._futures.items():
-                exc = fut.exception()
-                if exc is not None:
-                    self.failed[i] = f"compile failed: {type(exc).__name__}: {str(exc)[:200]}"
-            self._pool.shutdown(wait=True)
-            self._pool = None
-            self._span_ms = round((time.perf_counter() - self._t0) * 1e3, 3)
-            self._children_cpu_ms = round((_children_cpu_s() - self._children_cpu0) * 1e3, 3)
-        return dict(self.failed)
-
-    def summary(self) -> dict:
-        """Where the compiles' time went, once waited for: per kept index its start, wall and
-        thread CPU ms; the span from the first start to the last end; and the CPU time of child
-        processes that ended meanwhile (the assembler, ptxas, runs as one). Empty when nothing
-        compiled."""
-        if not self.todo or self._span_ms is None:
-            return {}
-        return {"per_choice": {i: dict(self.timings[i]) for i in sorted(self.timings)},
-                "span_ms": self._span_ms, "children_cpu_ms": self._children_cpu_ms}
-
-
-def _children_cpu_s() -> float:
-    """CPU seconds of this process's ended and waited-for children (0 where the OS has no
-    such count)."""
-    try:
-        import resource
-    except ImportError:  # not on every OS
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7,
-            release_memory: bool = True, warm_while_compiling: bool = True) -> Measured:
+            release_memory: bool = True, warm_while_compiling: bool = True,
+            compile_in: str = "threads") -> Measured:
     """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
 
-    The templates compile (Compiles) while the operands are made, the extern choices (ATen,
+    The templates compile (template_compiles.Compiles: in threads, or with compile_in="workers"
+    in Inductor's compile workers) while the operands are made, the extern choices (ATen,
     the reference) run and (warm_while_compiling) the GPU is kept busy; otherwise it warms for
     WARM_MS just before the timing. `phases_ms` records where the wall time went.
     On CUDA, release_memory gives back what the measurement left in the caching allocator
@@ -255,7 +177,7 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
     allocated_before = torch.cuda.memory_allocated() if cuda else 0
     released = False
     try:
-        got = _measure(choices, dtype, device_type, target_ms, replays, warm_while_compiling)
+        got = _measure(choices, dtype, device_type, target_ms, replays, warm_while_compiling, compile_in)
     finally:
         # _measure's operands and graphs went with its frame (after an error its traceback
         # holds them until the caller handles it: that memory is only freed, not emptied)
@@ -295,7 +217,7 @@ def release_gpu_memory() -> bool:
 
 
 def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: int,
-             warm_while_compiling: bool = True) -> Measured:
+             warm_while_compiling: bool = True, compile_in: str = "threads") -> Measured:
     import torch
 
     t = [time.perf_counter()]
@@ -305,11 +227,11 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
         t.append(time.perf_counter())
         phases[name] = phases.get(name, 0.0) + (t[-1] - t[-2]) * 1e3
 
-    compiles = Compiles(choices)
+    compiles = Compiles(choices, compile_in)
     dropped: dict[int, str] = {}
     cuda = device_type == "cuda"
     # externs (ATen: the reference) first: they need no compile and run while templates compile
-    order = sorted(range(len(choices)), key=lambda i: not _is_extern(choices[i]))
+    order = sorted(range(len(choices)), key=lambda i: not is_extern(choices[i]))
     results, runners = {}, {}
     try:
         sets = _operand_sets(choices, device_type)
@@ -322,7 +244,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
         with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
             for i in order:
                 c = choices[i]
-                if not waited and not _is_extern(c):
+                if not waited and not is_extern(c):
                     lap("reference")
                     if cuda and warm_while_compiling:  # else the GPU idles and its clocks drop
                         warm_gpu(WARM_MS, until=compiles.done)
@@ -353,7 +275,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
         compiles.wait()  # never leave a compile running behind (an early error)
         for c in choices:
             cleanup = getattr(getattr(c, "bmreq", None), "cleanup_run_fn", None)
-            if cleanup is not None and not _is_extern(c):
+            if cleanup is not None and not is_extern(c):
                 try:
                     cleanup()
                 except Exception:  # noqa: BLE001 -- a leak at worst

@@ -152,6 +152,26 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+def test_warmup_seconds_default_to_the_devices_steady_state():
+    """--warmup-s defaults per device: 10 s on CUDA (a process starts its steps in the state its
+    compile left the GPU), none on a CPU; a given value wins on either."""
+    import argparse
+
+    from kselect.training.bench_e2e import add_parser, settings_from_args
+
+    root = argparse.ArgumentParser()
+    add_parser(root.add_subparsers())
+
+    def settings(*argv):
+        return settings_from_args(root.parse_args(["e2e", *argv]))
+
+    # the settings only validate what they are given: no GPU is needed to read CUDA's defaults
+    assert settings("--device", "cuda")["warmup_s"] == 10.0
+    assert settings("--device", "cpu")["warmup_s"] == 0.0
+    assert settings("--device", "cuda", "--warmup-s", "0")["warmup_s"] == 0.0
+    assert settings("--device", "cpu", "--warmup-s", "2.5")["warmup_s"] == 2.5
+
+
 def test_steady_state_warms_up_for_steps_and_seconds_then_times():
     """--warmup-s: untimed calls go on until that many seconds have passed (at least --warmup of
     them), the snapshot is read once, warm, and only then are the timed steps run."""
@@ -393,6 +413,9 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     cool = e2e_spec.VARIANTS["kselect-verify-cool"]   # the wake experiment: opt-in, verify otherwise
     assert cool.kselect == "verify" and dict(cool.options) == {"warm_while_compiling": False}
     assert "kselect-verify-cool" in e2e_spec.ORDER and "kselect-verify-cool" not in e2e_spec.DEFAULT_VARIANTS
+    workers = e2e_spec.VARIANTS["kselect-verify-workers"]   # the GIL experiment: opt-in, verify otherwise
+    assert workers.kselect == "verify" and dict(workers.options) == {"compile_in": "workers"}
+    assert "kselect-verify-workers" not in e2e_spec.DEFAULT_VARIANTS
     assert set(e2e_spec.OPT_IN) <= set(e2e_spec.ORDER)
     spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):
@@ -520,21 +543,31 @@ def test_device_state_reads_the_allocator_on_the_gpu():
 
 def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait():
     """One row per measured GEMM of a process: wall, compile wait, timing, and the compile
-    record summed (threads' CPU), its longest compile and the children's CPU; a record from
-    before the compiles were timed shows dashes, and no measurement means no table."""
+    record summed (threads' CPU), its longest compile, its longest wait for a compile worker
+    and the children's CPU; a record from before the compiles were timed shows dashes, and no
+    measurement means no table."""
     per_choice = {"triton:mm:a": {"start_ms": 0.5, "wall_ms": 1190.0, "cpu_ms": 410.0},
                   "triton:mm:b": {"start_ms": 0.7, "wall_ms": 1201.0, "cpu_ms": 395.0}}
     new = {"problem": "mm:8x128256x4096:bf16:nt", "ms": {"aten:mm": 0.25, "triton:mm:a": 0.24, "triton:mm:b": 0.245},
            "winner": "triton:mm:a", "wall_ms": 1412.4,
            "phases_ms": {"operands": 28.0, "compile_wait": 1205.6, "timing": 131.0},
+           "compiled_in": "threads",
            "compiles": {"per_choice": per_choice, "span_ms": 1202.0, "children_cpu_ms": 300.0}}
-    old = {**new, "compiles": {}}
+    old = {**new, "compiles": {}, "compiled_in": ""}
+    in_workers = {**new, "compiled_in": "workers", "compiles": {
+        "per_choice": {k: {**t, "worker_ms": t["wall_ms"] - 40.0 - i}
+                       for i, (k, t) in enumerate(per_choice.items())},
+        "span_ms": 1202.0, "children_cpu_ms": 0.0, "where": "workers"}}
     runs = [{"workload": "decode", "variant": "kselect-verify", "repeat": 1, "kselect": {"measurements": [new]}},
+            {"workload": "decode", "variant": "kselect-verify-workers", "repeat": 1,
+             "kselect": {"measurements": [in_workers]}},
             {"workload": "decode", "variant": "kselect-verify", "repeat": 0, "kselect": {"measurements": [old]}},
             {"workload": "decode", "variant": "kselect-predict", "repeat": 0, "kselect": {"measurements": []}}]
     lines = e2e_report.measurement_table(runs)
-    assert ("| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | 1202 | 805 | "
-            "1201 | 300 | `triton:mm:a` |") in lines
-    assert "| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - |" \
+    assert ("| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | threads | 1202 | "
+            "805 | 1201 | - | 300 | `triton:mm:a` |") in lines
+    assert ("| decode | kselect-verify-workers | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | workers | "
+            "1202 | 805 | 1201 | 1160 | 0 | `triton:mm:a` |") in lines
+    assert "| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - | - | - |" \
         in "\n".join(lines)
-    assert e2e_report.measurement_table(runs[2:]) == []
+    assert e2e_report.measurement_table(runs[3:]) == []

@@ -269,6 +269,15 @@ def verify_cool(harness, operands, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def verify_workers(harness, operands, tmp_path_factory):
+    """verify with compile_in="workers", deciding afresh, once Inductor's worker pool is up."""
+    if compat.warm_compile_pool() is None:
+        pytest.skip("this torch compiles in one process: no compile-worker pool to use")
+    return harness.compile("verify", four_gemms, operands[0], k=K,
+                           cache_dir=tmp_path_factory.mktemp("decisions-workers"), compile_in="workers")
+
+
+@pytest.fixture(scope="module")
 def verify_own_again(harness, operands, own_dir, verify_own):
     return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
 
@@ -454,6 +463,23 @@ def test_verify_cool_lets_the_gpu_idle_while_compiling_and_warms_it_before_timin
         assert m["compiled_in"] == "threads" and m["phases_ms"]["timing"] >= WARM_MS, m
     for name in GEMMS:
         _check_outputs(verify_cool, operands, name)
+
+
+def test_verify_workers_compiles_the_kept_templates_in_inductors_workers(verify_workers, operands):
+    """compile_in="workers": the workers were warmed (one small Triton compile each, none
+    failed), every kept Triton template went to a compile worker and was then loaded here; the
+    record has each one's worker time, and the picks still compute right."""
+    assert verify_workers.warnings == [] and verify_workers.selector.compile_in == "workers"
+    warm = verify_workers.selector.worker_warmup.summary()   # submitted at enable(): the pool was up
+    assert warm["jobs"] >= 1 and warm["done"] >= 1 and warm["failed"] == 0 and "error" not in warm, warm
+    with_templates = [m for m in verify_workers.selector.measurements if any(k.startswith("triton:") for k in m["ms"])]
+    assert with_templates, "no measured set held a Triton template"
+    for m in with_templates:
+        assert m["compiled_in"] == "workers" and m["compiles"]["where"] == "workers", m
+        for key, t in m["compiles"]["per_choice"].items():
+            assert 0 < t["worker_ms"] <= t["wall_ms"], (key, t)
+    for name in GEMMS:
+        _check_outputs(verify_workers, operands, name)
 
 
 def test_verify_measurement_leaves_no_memory_behind(verify_own):

@@ -549,18 +549,20 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
-                                "early_decision": True, "release_memory": True, "warm_while_compiling": True}
+                                "early_decision": True, "release_memory": True, "warm_while_compiling": True,
+                                "compile_in": "threads"}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
     assert options.read({"KSELECT_RELEASE_MEMORY": "off"})["release_memory"] is False
     assert options.read({"KSELECT_WARM_WHILE_COMPILING": "off"})["warm_while_compiling"] is False
+    assert options.read({"KSELECT_COMPILE_IN": "Workers"})["compile_in"] == "workers"
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
                 {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
                 {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"},
-                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}):
+                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}, {"KSELECT_COMPILE_IN": "gpu"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -573,7 +575,8 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
                                    "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
-                                   "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off"})
+                                   "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off",
+                                   "KSELECT_COMPILE_IN": "workers"})
         assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
                 sel.release_memory, sel.warm_while_compiling) == ("verify", 3, tmp_path, True, False, False, False,
                                                                   False)
@@ -583,7 +586,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         outer = compat.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
         assert outer.early_decision is False and outer.release_memory is False
-        assert outer.warm_while_compiling is False
+        assert outer.warm_while_compiling is False and outer.compile_in == "workers"
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -595,13 +598,16 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     # freeing the measurement's memory changes no decision: the same key
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_while_compiling=False).uuid()
+    assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, compile_in="workers").uuid()
     # a configuration makes itself again; every environment option is one of its keywords
     odd = ksi.Selector("predict", k=2, cache_dir=tmp_path, min_k=2, aten_margin=0.5, release_memory=False,
-                       warm_while_compiling=False, early_decision=False)
+                       warm_while_compiling=False, early_decision=False, compile_in="workers")
     assert ksi.Selector(**odd.settings()).settings() == odd.settings()
     assert set(options.read({})) <= set(odd.settings())
     with pytest.raises(ValueError):
         ksi.enable("fast")
+    with pytest.raises(ValueError, match="compile_in must be one of"):
+        ksi.Selector("verify", compile_in="gpu")
 
 
 def test_warn_once_per_cause():

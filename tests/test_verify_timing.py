@@ -1,5 +1,6 @@
-"""verify's own measurement: the kept templates compile in the background (selector/verify_timing.py
-Compiles) while the caller makes operands and runs ATen; a failed compile is reported, not raised."""
+"""verify's own measurement: the kept templates compile in the background (selector/template_compiles.py
+Compiles, in threads or in worker processes) while the caller makes operands and runs ATen; a failed
+compile is reported, not raised."""
 from __future__ import annotations
 
 import threading
@@ -9,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from kselect.selector.verify_timing import Compiles  # noqa: E402
+from kselect.selector.template_compiles import Compiles  # noqa: E402
 
 
 class _Template:
@@ -76,6 +77,68 @@ def test_compile_timings_tell_work_from_waiting():
     assert child["wall_ms"] >= 290 and child["cpu_ms"] < 0.5 * child["wall_ms"]
     assert got["children_cpu_ms"] >= 290
     assert got["span_ms"] >= max(t["start_ms"] + t["wall_ms"] for t in got["per_choice"].values()) - 1e-3
+
+
+def _burn(seconds: float) -> float:
+    """A worker's compile: CPU work in a process of its own."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
+def _fail() -> None:
+    raise RuntimeError("worker lost")
+
+
+class _Loaded:
+    """A kept template whose compile here is the load after its worker (quick), counted."""
+
+    def __init__(self):
+        self.loads = 0
+
+    def precompile(self):
+        self.loads += 1
+
+
+def test_templates_compile_in_worker_processes_then_load_here():
+    """compile_in="workers": each template goes to a worker process and is loaded here once the
+    worker is done (a Triton cache hit on the GPU); the record says how long the worker took and
+    that this thread did little. A template the workers refuse compiles in a thread; a worker
+    that fails is retried here, so the error that counts is this process's own."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    a, b, refused, lost = _Loaded(), _Loaded(), _Loaded(), _Loaded()
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(_burn, 0.0).result()   # the workers are up, as bench e2e waits for Inductor's
+
+        def submit(choice):
+            if choice is refused:
+                return None
+            return pool.submit(_fail) if choice is lost else pool.submit(_burn, 0.3)
+
+        compiles = Compiles([a, b, refused, lost], "workers", submit=submit)
+        assert compiles.where == "mixed" and compiles.todo == [0, 1, 2, 3]
+        assert compiles.wait() == {}
+    assert (a.loads, b.loads, refused.loads, lost.loads) == (1, 1, 1, 1)
+    got = compiles.summary()
+    assert got["where"] == "mixed"
+    timed = got["per_choice"]
+    for i in (0, 1):   # a worker burnt 0.3 s of CPU for each; this thread only waited
+        assert timed[i]["worker_ms"] >= 290 and timed[i]["wall_ms"] >= timed[i]["worker_ms"]
+        assert timed[i]["cpu_ms"] < 0.5 * timed[i]["wall_ms"]
+    assert "worker_ms" not in timed[2] and "worker_ms" in timed[3]
+
+
+def test_compile_in_workers_without_a_pool_compiles_in_threads():
+    """No compile-worker pool here (this CPU run has no Triton GPU templates for one): workers
+    were asked for, threads did it, and the record says so; a bad place is refused."""
+    compiles = Compiles([_Loaded(), _Loaded()], "workers", submit=lambda choice: None)
+    assert compiles.where == "threads" and compiles.wait() == {}
+    assert compiles.summary()["where"] == "threads"
+    with pytest.raises(ValueError, match="compile_in must be one of"):
+        Compiles([_Loaded()], "gpu")
 
 
 def test_nothing_to_compile_starts_nothing():

@@ -74,9 +74,10 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
     p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
-    p.add_argument("--warmup-s", type=float, default=0.0, help="and untimed steps until this many seconds "
-                   "have passed (default 0): the first seconds after a compile may still carry what the "
-                   "compile did to the GPU (verify's measurement ends it), at a power limit above all")
+    p.add_argument("--warmup-s", type=float, help="and untimed steps until this many seconds have passed "
+                   "(default 10 on cuda, 0 on cpu): the first seconds after a compile still carry what the "
+                   "compile did to the GPU (its temperature and clocks; verify's measurement ends it), at a "
+                   "power limit above all; 0 = none, as every run before the twentieth session")
     p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
                    "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
                    "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
@@ -140,7 +141,7 @@ def settings_from_args(args) -> dict:
     pick = (lambda given, key: d[key] if given is None else given)
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
-         "warmup": args.warmup, "warmup_s": getattr(args, "warmup_s", 0.0),
+         "warmup": args.warmup, "warmup_s": pick(getattr(args, "warmup_s", None), "warmup_s"),
          "profile_steps": getattr(args, "profile_steps", 5), "k": args.k,
          "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),

@@ -58,6 +58,9 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify-cool GPU-only step / predict's", "kselect-verify-cool", "kselect-predict", "gpu"),
                ("verify GPU-only step / verify-cool's", "kselect-verify", "kselect-verify-cool", "gpu"),
                ("verify compile / plain's", "kselect-verify", "plain", "compile"),
+               # the same decisions; verify-workers compiles its kept templates in Inductor's workers
+               ("verify-workers compile / plain's", "kselect-verify-workers", "plain", "compile"),
+               ("verify-workers compile / verify's", "kselect-verify-workers", "kselect-verify", "compile"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))
 CONFIDENCE = 0.90

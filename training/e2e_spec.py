@@ -53,6 +53,10 @@ VARIANTS = {v.name: v for v in (
             "kselect verify with warm_while_compiling=False: the GPU idles while the kept templates "
             "compile and warms 100 ms before the timing, a tenth of the heat at the compile's end (is "
             "that heat what slows verify's first steps?)", (("warm_while_compiling", False),)),
+    Variant("kselect-verify-workers", MAX_AUTOTUNE, "kselect", "verify",
+            "kselect verify with compile_in='workers': the kept Triton templates compile in Inductor's "
+            "compile-worker processes instead of threads that share the compiling process's GIL (does "
+            "that shorten the measurement's compile wait?)", (("compile_in", "workers"),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
     Variant("autotune-aten", MAX_AUTOTUNE, None, None,
@@ -62,14 +66,20 @@ VARIANTS = {v.name: v for v in (
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
 ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-verify-keep",
-         "kselect-verify-cool", "kselect-predict", "autotune-aten", "exhaustive")
+         "kselect-verify-cool", "kselect-verify-workers", "kselect-predict", "autotune-aten", "exhaustive")
 # experiments that run only when --variants names them
-OPT_IN = ("kselect-verify-epilogue", "kselect-verify-keep", "kselect-verify-cool", "autotune-aten")
+OPT_IN = ("kselect-verify-epilogue", "kselect-verify-keep", "kselect-verify-cool", "kselect-verify-workers",
+          "autotune-aten")
 DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in OPT_IN)
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).
-DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024},
-                   "cpu": {"model": "tiny", "dtype": "fp32", "batch": 2, "seq": 32}}
+# warmup_s: on the H200 a process starts its steps in the state its compile left the GPU (40-50 C
+# after the compile, 55-56 C after 10 s of steps at the 8-layer prefill's power limit); 10 s of
+# untimed steps put every variant at the same temperature and halved the spread between
+# processes (reports/h200-session19 s3, h200-session20 s2): the steady state the step is
+# meant to be. A CPU has no such transient worth 10 s of the CI's tiny model.
+DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024, "warmup_s": 10.0},
+                   "cpu": {"model": "tiny", "dtype": "fp32", "batch": 2, "seq": 32, "warmup_s": 0.0}}
 
 
 def write_json(path: Path, obj) -> None:

@@ -166,6 +166,9 @@ def selector_picks(selector) -> dict:
             "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
             "release_memory": getattr(selector, "release_memory", None),
             "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
+            "compile_in": getattr(selector, "compile_in", None),
+            "worker_warmup": (selector.worker_warmup.summary()
+                              if getattr(selector, "worker_warmup", None) is not None else None),
             "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
                                                  "compiles", "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
                              for m in measured]}

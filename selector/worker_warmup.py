@@ -1,0 +1,140 @@
+"""Warm Inductor's compile workers for verify's templates: one small Triton GEMM compile in each,
+submitted as a compile starts, so that the kept templates later find workers that have
+imported Triton and Inductor's runtime and initialised Triton's backend.
+
+Why: a worker's first Triton compile pays that setup. On this project's 2-core dev machine
+(Triton 3.6, an sm_90 target, reports/h200-session20/dev-cpu) importing Triton took 0.12 s and
+the first compile 0.64 s against 0.51 s for the next; four cold processes compiled lm_head's four
+tiles in 2.47 s, four warm ones in 1.28 s. In a one-layer compile nothing reaches
+the workers before lowering ends, so verify's 1-4 templates met cold workers: the eleventh
+session read them slower than threads (1.26-1.32 s for four). Only with compile_in="workers";
+the warm-up runs in the workers, not in the compiling process, and costs it no wall time.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+log = logging.getLogger("kselect.selector")
+
+
+def _warm_worker(target) -> dict:
+    """In a compile worker: what its first template compile would otherwise pay. Returns the
+    worker's pid and the milliseconds it took (a pid seen twice: a worker warmed twice)."""
+    import importlib
+
+    t0 = time.perf_counter()
+    for module in ("torch._inductor.runtime.compile_tasks", "torch._inductor.runtime.triton_heuristics"):
+        importlib.import_module(module)   # what Inductor's worker-side template compile imports
+    import triton
+    import triton.language as tl
+
+    from kselect.kernels.triton_kernels import mm_kernel
+
+    names = ("M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
+             "stride_cb", "stride_cm", "stride_cn")
+    constexprs = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "EVEN_K": True, "HINT_M": 16,
+                  "HINT_N": 16, "ALLOW_TF32": False, "ACC_TYPE": tl.float32}
+    signature = {"A": "*bf16", "B": "*bf16", "C": "*bf16", **{n: "i32" for n in names},
+                 **{n: "constexpr" for n in constexprs}}
+    source = triton.compiler.ASTSource(fn=mm_kernel, signature=signature, constexprs=constexprs)
+    triton.compile(source, target=target, options={"num_warps": 1, "num_stages": 1})
+    return {"pid": os.getpid(), "ms": round((time.perf_counter() - t0) * 1e3, 3)}
+
+
+def _gpu_triton() -> bool:
+    """Triton is installed and a GPU is there: only then does Inductor compile Triton in workers
+    (asking whether the pool is up would otherwise start one for nothing)."""
+    import importlib.util
+
+    import torch
+
+    return importlib.util.find_spec("triton") is not None and torch.cuda.is_available()
+
+
+def _pool_size() -> int:
+    from torch._inductor import async_compile, config
+
+    size = getattr(async_compile, "get_compile_threads", None)
+    return int(size()) if size is not None else int(config.compile_threads or 1)
+
+
+def inductor_pool():
+    """(Inductor's compile-worker pool, its size, the warm-up's arguments) once the pool is up on
+    a GPU with Triton; else None."""
+    if not _gpu_triton():
+        return None
+    from torch._inductor.async_compile import AsyncCompile
+
+    if not AsyncCompile.use_process_pool():
+        return None
+    from triton.runtime import driver
+
+    return AsyncCompile.process_pool(), _pool_size(), (driver.active.get_current_target(),)
+
+
+class WorkerWarmup:
+    """Once per selector: submit one warm-up per compile worker as soon as the pool is up
+    (`start()` is called as each compile starts and before each measurement; it does nothing
+    after the first submission or while no pool is up). Failures only cost the warm-up.
+
+    `ready()` gives (pool, jobs, the job's arguments) or None (default: Inductor's pool, the
+    `_warm_worker` job); tests pass a process pool of their own."""
+
+    def __init__(self, ready=None, job=None):
+        self._ready = ready or inductor_pool
+        self._job = job or _warm_worker
+        self._lock = threading.Lock()
+        self._futures: list = []
+        self._t0: float | None = None
+        self._done_at: dict[int, float] = {}
+        self.error: str | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._t0 is not None
+
+    def start(self, *_callback_args) -> bool:
+        """Submit the warm-ups if the pool is up and they are not yet submitted; True if this
+        call submitted them. Takes (and ignores) a Dynamo start callback's argument."""
+        with self._lock:
+            if self._t0 is not None or self.error is not None:
+                return False
+            try:   # it runs inside the user's compile: nothing may escape
+                got = self._ready()
+                if got is None:
+                    return False
+                pool, jobs, args = got
+                self._t0 = time.perf_counter()
+                for i in range(jobs):
+                    fut = pool.submit(self._job, *args)
+                    fut.add_done_callback(lambda _f, i=i: self._done_at.setdefault(i, time.perf_counter()))
+                    self._futures.append(fut)
+            except Exception as exc:  # noqa: BLE001 -- no warm-up: the templates pay the cold start
+                self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.debug("kselect: compile-worker warm-up not submitted: %s", self.error)
+                return False
+            return True
+
+    def summary(self) -> dict:
+        """Jobs submitted, done, failed; the distinct workers they reached; the median worker
+        time and when the last one ended (ms after submission). Empty before any submission."""
+        if self._t0 is None:
+            return {"error": self.error} if self.error else {}
+        results, failed = [], 0
+        for fut in self._futures:
+            if not fut.done():
+                continue
+            try:
+                results.append(fut.result())
+            except Exception:  # noqa: BLE001 -- counted, not raised
+                failed += 1
+        ms = sorted(r["ms"] for r in results)
+        ended = list(self._done_at.values())   # one copy: the pool's thread may still add to it
+        return {**({"error": self.error} if self.error else {}),
+                "jobs": len(self._futures), "done": len(results), "failed": failed,
+                "workers": len({r["pid"] for r in results}),
+                "median_ms": ms[len(ms) // 2] if ms else None,
+                "last_done_ms": round((max(ended) - self._t0) * 1e3, 3) if ended else None}
