@@ -298,16 +298,23 @@ def test_the_run_effects_fit_takes_hosts_out_and_shows_in_the_report(tmp_path):
     assert "| kselect-verify | 3 | +0.200 +- " in text and "| residual | - | sd 0.0" in text
 
 
-def test_on_the_h200_prefill_the_run_effects_fit_puts_verify_over_default():
-    """Every H200 8-layer prefill run at the default aten margin, warm-up-free (twelfth to
-    nineteenth sessions): with one term per run, verify's graph replay is ~0.18 ms over
-    DEFAULT's, more than three standard errors, and predict's is not (reports/h200-session19 s2)."""
+def _h200_prefill_pool(warmup_s: float) -> dict:
+    """The committed 8-layer H200 prefill runs at the default aten margin with this warm-up,
+    pooled again from the files the pooled README's command names."""
     text = (REPO / "reports/e2e-h200-pooled/8-layers/README.md").read_text()
     command = next(line for line in text.splitlines() if line.startswith("Command: "))
     files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/h200-")]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = [x for x in e2e_pool.pool(runs) if x["setup"]["workload"] == "prefill"
-            and x["setup"]["settings"]["aten_margin"] == 2.0 and x["setup"]["settings"]["warmup_s"] == 0.0]
+            and x["setup"]["settings"]["aten_margin"] == 2.0 and x["setup"]["settings"]["warmup_s"] == warmup_s]
+    return s
+
+
+def test_on_the_h200_prefill_the_run_effects_fit_puts_verify_over_default():
+    """Every H200 8-layer prefill run at the default aten margin, warm-up-free (twelfth to
+    nineteenth sessions): with one term per run, verify's graph replay is ~0.18 ms over
+    DEFAULT's, more than three standard errors, and predict's is not (reports/h200-session19 s2)."""
+    s = _h200_prefill_pool(warmup_s=0.0)
     gpu = s["effects"]["gpu"]
     assert gpu["baseline"] == "default" and gpu["runs"] == 10
     terms = {e["variant"]: e for e in gpu["effects"]}
@@ -319,12 +326,7 @@ def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target():
     """The rule fixed before the twentieth session's run: after 10 s of warm-up verify's eager
     step is <= DEFAULT's by pooled medians and runs combined, and its GPU-only step is not
     slower in a significant share of pairs (reports/h200-session20 s2)."""
-    text = (REPO / "reports/e2e-h200-pooled/8-layers/README.md").read_text()
-    command = next(line for line in text.splitlines() if line.startswith("Command: "))
-    files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/h200-")]
-    runs, _ = e2e_pool.load_runs(files)
-    (s,) = [x for x in e2e_pool.pool(runs) if x["setup"]["workload"] == "prefill"
-            and x["setup"]["settings"]["aten_margin"] == 2.0 and x["setup"]["settings"]["warmup_s"] == 10.0]
+    s = _h200_prefill_pool(warmup_s=10.0)
     pooled = {c["comparison"]: c for c in s["comparisons"]}
     assert pooled["verify step / DEFAULT's"]["ratio"] <= 1.0
     per_run = {c["comparison"]: c for c in s["per_run"]}   # one run: the pooled comparison is its own
