@@ -102,8 +102,9 @@ OPTIONS: tuple[Option, ...] = (
            "the compile and warms for 100 ms before the timing: ~0.1 s more per measured set, a tenth of "
            "the heat at the compile's end)"),
     Option("KSELECT_COMPILE_IN", str.lower, "threads", "verify mode on GPUs: where the kept Triton "
-           "templates compile -- threads of the compiling process, or workers, Inductor's compile-worker "
-           "processes (no shared GIL; on the H200 four tiles in threads ran 1.5-1.7 at a time)", COMPILE_IN),
+           "templates compile -- threads of the compiling process, or workers: Inductor's compile-worker "
+           "processes, each warmed once as a compile starts (an experiment, not yet measured on a GPU)",
+           COMPILE_IN),
 )
 
 

@@ -55,8 +55,8 @@ VARIANTS = {v.name: v for v in (
             "that heat what slows verify's first steps?)", (("warm_while_compiling", False),)),
     Variant("kselect-verify-workers", MAX_AUTOTUNE, "kselect", "verify",
             "kselect verify with compile_in='workers': the kept Triton templates compile in Inductor's "
-            "compile-worker processes instead of threads that share the compiling process's GIL (does "
-            "that shorten the measurement's compile wait?)", (("compile_in", "workers"),)),
+            "compile-worker processes, warmed as the compile starts, instead of threads of the compiling "
+            "process (does that shorten the measurement's compile wait?)", (("compile_in", "workers"),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
     Variant("autotune-aten", MAX_AUTOTUNE, None, None,
