@@ -335,44 +335,40 @@ def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target():
     assert pairs["n"] >= 4 and pairs["p_sign"] > 0.05
 
 
-def test_verify_keep_pools_against_verify_and_predict(tmp_path):
-    """The memory experiment's variant has its own comparisons: verify (memory freed) against
-    verify-keep, and verify-keep against predict."""
-    a = _write(tmp_path / "a", [_run("kselect-verify", 10.0, 3.00), _run("kselect-verify-keep", 10.0, 3.06),
-                                _run("kselect-predict", 9.0, 3.00)])
+# Each experiment's variant (bench e2e's opt-in verify variants): the processes of one run, the
+# comparisons it adds with their ratios, and a phrase of its target's detail (judged as verify's).
+EXPERIMENTS = {
+    # the memory experiment: verify (memory freed) against verify-keep, verify-keep against predict
+    "kselect-verify-keep": (
+        [("kselect-verify", 10.0, 3.00), ("kselect-verify-keep", 10.0, 3.06), ("kselect-predict", 9.0, 3.00)],
+        {"verify GPU-only step / verify-keep's": 3.00 / 3.06, "verify-keep GPU-only step / predict's": 3.06 / 3.00},
+        None),
+    # the wake experiment: the GPU idle while verify's templates compile
+    "kselect-verify-cool": (
+        [("default", 30.0, 6.04), ("kselect-verify", 10.0, 6.04), ("kselect-verify-cool", 10.1, 6.00),
+         ("kselect-predict", 9.0, 6.00)],
+        {"verify-cool GPU-only step / predict's": 1.0, "verify GPU-only step / verify-cool's": 6.04 / 6.00},
+        "step 0.993x default"),
+    # the compile-wait experiment: verify's templates compiled in Inductor's warmed workers
+    "kselect-verify-workers": (
+        [("plain", 4.0, 0.60), ("kselect-verify", 5.0, 0.59), ("kselect-verify-workers", 4.6, 0.59)],
+        {"verify-workers compile / verify's": 4.6 / 5.0, "verify-workers compile / plain's": 4.6 / 4.0},
+        "compile 1.15x plain"),
+}
+
+
+@pytest.mark.parametrize("variant", list(EXPERIMENTS))
+def test_each_experiment_pools_with_its_own_comparisons(tmp_path, variant):
+    runs_given, ratios, detail = EXPERIMENTS[variant]
+    a = _write(tmp_path / "a", [_run(*r) for r in runs_given])
     runs, _ = e2e_pool.load_runs([a])
     (s,) = e2e_pool.pool(runs)
     got = {c["comparison"]: c["ratio"] for c in s["comparisons"]}
-    assert got["verify GPU-only step / verify-keep's"] == pytest.approx(3.00 / 3.06)
-    assert got["verify-keep GPU-only step / predict's"] == pytest.approx(3.06 / 3.00)
-
-
-def test_verify_cool_pools_against_verify_and_predict(tmp_path):
-    """The wake experiment's variant (the GPU idle while verify's templates compile) has its own
-    comparisons, and its target is judged as verify's."""
-    a = _write(tmp_path / "a", [_run("default", 30.0, 6.04), _run("kselect-verify", 10.0, 6.04),
-                                _run("kselect-verify-cool", 10.1, 6.00), _run("kselect-predict", 9.0, 6.00)])
-    runs, _ = e2e_pool.load_runs([a])
-    (s,) = e2e_pool.pool(runs)
-    got = {c["comparison"]: c["ratio"] for c in s["comparisons"]}
-    assert got["verify-cool GPU-only step / predict's"] == pytest.approx(1.0)
-    assert got["verify GPU-only step / verify-cool's"] == pytest.approx(6.04 / 6.00)
-    cool = next(t for t in s["targets"] if t["variant"] == "kselect-verify-cool")
-    assert cool["target"].startswith("step <= default's") and "step 0.993x default" in cool["detail"]
-
-
-def test_verify_workers_compile_pools_against_plain_and_verify(tmp_path):
-    """The GIL experiment's variant (verify's templates compiled in Inductor's workers): its
-    compile against plain's and verify's, and its target judged as verify's."""
-    a = _write(tmp_path / "a", [_run("plain", 4.0, 0.60), _run("kselect-verify", 5.0, 0.59),
-                                _run("kselect-verify-workers", 4.6, 0.59)])
-    runs, _ = e2e_pool.load_runs([a])
-    (s,) = e2e_pool.pool(runs)
-    got = {c["comparison"]: c["ratio"] for c in s["comparisons"]}
-    assert got["verify-workers compile / verify's"] == pytest.approx(4.6 / 5.0)
-    assert got["verify-workers compile / plain's"] == pytest.approx(4.6 / 4.0)
-    workers = next(t for t in s["targets"] if t["variant"] == "kselect-verify-workers")
-    assert workers["target"].startswith("step <= default's") and "compile 1.15x plain" in workers["detail"]
+    for comparison, ratio in ratios.items():
+        assert got[comparison] == pytest.approx(ratio), comparison
+    if detail:
+        (target,) = [t for t in s["targets"] if t["variant"] == variant]
+        assert target["target"].startswith("step <= default's") and detail in target["detail"], target
 
 
 def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
