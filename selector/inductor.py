@@ -659,16 +659,7 @@ def _warm_workers_as_compiles_start(sel: Selector):
     if warmup is None:
         return lambda: None
     warmup.start()
-    try:
-        from torch._dynamo.callback import callback_handler
-    except ImportError:  # a torch without compile callbacks: the measurement's own start() remains
-        return lambda: None
-    callback_handler.register_start_callback(warmup.start)
-
-    def undo():
-        if warmup.start in callback_handler.start_callbacks:
-            callback_handler.remove_start_callback(warmup.start)
-    return undo
+    return compat.on_compile_start(warmup.start)
 
 
 def disable() -> None:

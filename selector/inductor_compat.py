@@ -716,3 +716,39 @@ def warm_compile_pool(timeout_s: float = 120.0) -> float | None:
     if future is not None:
         future.result(timeout=timeout_s)
     return time.perf_counter() - t0
+
+
+def compile_worker_pool():
+    """(Inductor's compile-worker pool, its number of workers) once the pool takes work, else
+    None (one compile thread, the pool still starting, a torch without this API). Asking
+    starts the pool where Inductor would use one, as Inductor's own check does."""
+    from torch._inductor import async_compile, config
+
+    if not async_compile.AsyncCompile.use_process_pool():
+        return None
+    size = getattr(async_compile, "get_compile_threads", None)
+    return async_compile.AsyncCompile.process_pool(), int(size()) if size else int(config.compile_threads or 1)
+
+
+def submit_triton_compile(kernel_name: str, source_code: str):
+    """Compile a Triton kernel module's source in Inductor's compile workers, as stock
+    max-autotune precompiles its templates; a future done once the kernel is in Triton's cache
+    (None: Inductor already held it compiled)."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    return getattr(AsyncCompile().triton(kernel_name=kernel_name, source_code=source_code), "future", None)
+
+
+def on_compile_start(callback) -> Callable[[], None]:
+    """Call `callback` as each Dynamo compile starts; returns the undo (a no-op where this torch
+    has no compile callbacks)."""
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:
+        return lambda: None
+    callback_handler.register_start_callback(callback)
+
+    def undo():
+        if callback in callback_handler.start_callbacks:
+            callback_handler.remove_start_callback(callback)
+    return undo

@@ -43,12 +43,11 @@ def is_extern(choice) -> bool:
 def inductor_worker_submit() -> Submit | None:
     """A submit function over Inductor's compile-worker pool, or None where none is up (one
     compile thread, the pool still starting, a torch without this API)."""
-    try:
-        from torch._inductor.async_compile import AsyncCompile
+    from . import inductor_compat as compat
 
-        if not AsyncCompile.use_process_pool():
+    try:
+        if compat.compile_worker_pool() is None:
             return None
-        compile_triton = AsyncCompile().triton
     except Exception as exc:  # noqa: BLE001 -- another torch: the threads compile everything
         log.debug("kselect verify: no compile-worker pool (%s); compiling in threads", exc)
         return None
@@ -58,10 +57,7 @@ def inductor_worker_submit() -> Submit | None:
         if type(bmreq).__name__ != "TritonGPUBenchmarkRequest":
             return None
         with open(bmreq.module_path) as f:
-            source = f.read()
-        # stock's precompile submits the same way; `.future` is the worker's task, done once
-        # the kernel is in Triton's cache (None: Inductor already held it compiled)
-        return getattr(compile_triton(kernel_name=bmreq.kernel_name, source_code=source), "future", None)
+            return compat.submit_triton_compile(bmreq.kernel_name, f.read())
 
     return submit
 

@@ -54,25 +54,20 @@ def _gpu_triton() -> bool:
     return importlib.util.find_spec("triton") is not None and torch.cuda.is_available()
 
 
-def _pool_size() -> int:
-    from torch._inductor import async_compile, config
-
-    size = getattr(async_compile, "get_compile_threads", None)
-    return int(size()) if size is not None else int(config.compile_threads or 1)
-
-
 def inductor_pool():
     """(Inductor's compile-worker pool, its size, the warm-up's arguments) once the pool is up on
     a GPU with Triton; else None."""
     if not _gpu_triton():
         return None
-    from torch._inductor.async_compile import AsyncCompile
+    from . import inductor_compat as compat
 
-    if not AsyncCompile.use_process_pool():
+    got = compat.compile_worker_pool()
+    if got is None:
         return None
     from triton.runtime import driver
 
-    return AsyncCompile.process_pool(), _pool_size(), (driver.active.get_current_target(),)
+    pool, size = got
+    return pool, size, (driver.active.get_current_target(),)
 
 
 class WorkerWarmup:
