@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "dataset": ("kselect.training.dataset_cli", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.retime_cli", "re-time a dataset's best candidates as Inductor's own kernels"),
     "faithfulness": ("kselect.training.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
+    "compile-cost": ("kselect.training.compile_cost_cli", "time Triton candidates' compiles on this CPU; fit their model"),
     "train": ("kselect.training.train_cli", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.evaluate_cli", "held-out accuracy of a model on a dataset"),
     "report": ("kselect.training.report_cli", "write an accuracy report with plots"),

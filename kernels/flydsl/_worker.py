@@ -7,7 +7,6 @@ channel. FlyDSL's own prints go to stderr so they can never corrupt the protocol
 aborts, this process dies with the signal and the parent reports that one request as crashed.
 torch and flydsl are imported once per worker, not once per kernel.
 """
-import json
 import os
 import sys
 import time
@@ -45,18 +44,11 @@ def compile_request(req: dict) -> dict:
 
 
 def serve() -> int:
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
+    from kselect.kernels.compile_worker import serve as serve_requests
     from kselect.kernels.flydsl import options
 
     fault = options.get("KSELECT_FLYDSL_WORKER_FAULT")
-    for line in sys.stdin:
-        req = json.loads(line)
-        _fault(fault)
-        with open(req["result"], "w") as f:
-            json.dump(compile_request(req), f)
-        proto.write("done\n")
-    return 0
+    return serve_requests(compile_request, lambda: _fault(fault))
 
 
 if __name__ == "__main__":

@@ -15,18 +15,14 @@ import hashlib
 import json
 import os
 import queue
-import select
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..compile_worker import ChildOutcome, Worker
 from . import options
 from .isa import IsaParseError, IsaStats, parse_isa, problems
 from .params import KernelParams
@@ -37,6 +33,7 @@ STATUSES = ("ok", "pruned", "invalid", "failed", "crashed", "timeout")
 _CACHED_STATUSES = ("ok", "pruned", "failed")
 _KERNEL_SOURCES = ("gemm_kernel.py", "params.py", "_worker.py")
 ISA_NAME = "22_final_isa.s"
+WORKER_MODULE = "kselect.kernels.flydsl._worker"
 
 
 @dataclass
@@ -59,79 +56,6 @@ class CompileResult:
         d = asdict(self)
         d["isa"] = self.isa.to_dict() if self.isa else None
         return d
-
-
-@dataclass(frozen=True)
-class ChildOutcome:
-    """How one request to a compile worker ended."""
-    returncode: int          # 0: answered; < 0: the worker died by that signal
-    timed_out: bool
-    wall_s: float
-    stderr_tail: str
-
-    @property
-    def signal_name(self) -> str:
-        if self.returncode >= 0:
-            return ""
-        try:
-            return signal.Signals(-self.returncode).name
-        except ValueError:
-            return f"signal {-self.returncode}"
-
-
-class Worker:
-    """One compile child (own session, so a timeout kills exactly it and its children).
-
-    Compiles requests one at a time, so a crash costs only the request in flight; the
-    caller starts a new Worker after a crash or timeout.
-    """
-
-    def __init__(self, env: dict, log_dir: Path):
-        self.log = tempfile.NamedTemporaryFile(prefix="worker.", suffix=".log", dir=log_dir, delete=False)
-        self.proc = subprocess.Popen([sys.executable, "-m", "kselect.kernels.flydsl._worker"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     start_new_session=True)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def request(self, req: dict, timeout: float) -> ChildOutcome:
-        t0 = time.perf_counter()
-        try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass                               # already dead: reported below
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            self.kill()
-            return ChildOutcome(self.proc.wait(), True, time.perf_counter() - t0, self._tail())
-        if self.proc.stdout.readline():
-            return ChildOutcome(0, False, time.perf_counter() - t0, "")
-        return ChildOutcome(self.proc.wait(), False, time.perf_counter() - t0, self._tail())
-
-    def _tail(self) -> str:
-        try:
-            return Path(self.log.name).read_text(errors="replace")[-2000:]
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        if self.alive:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker's own session: only what we started
-
-    def close(self) -> None:
-        if self.alive:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log.close()
-        Path(self.log.name).unlink(missing_ok=True)
 
 
 def cache_dir() -> Path:
@@ -280,7 +204,7 @@ def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | No
                 if worker is None or not worker.alive:
                     if worker is not None:
                         worker.close()
-                    worker = Worker(env, root / arch)
+                    worker = Worker(WORKER_MODULE, env, root / arch)
                 res = _compile_with(worker, p, arch, root, timeout)
                 for i in todo[p]:
                     results[i] = res
