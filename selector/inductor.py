@@ -29,8 +29,8 @@ from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
 from .options import COMPILE_IN, MODES, VERIFY_TIMINGS, read as read_options
-from .policy import (ATEN_MARGIN_SD, CostModelRanker, RankerUnavailable, candidate_keys, choose_kept,
-                     unseen_backends, verified_keep)
+from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRanker, RankerUnavailable,
+                     candidate_keys, choose_kept, unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
 from .worker_warmup import WorkerWarmup
@@ -46,7 +46,7 @@ class Selector:
                  epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
                  aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
                  release_memory: bool = True, warm_while_compiling: bool = True,
-                 compile_in: str = "threads"):
+                 compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
@@ -57,6 +57,10 @@ class Selector:
         self.compile_in = compile_in                   # where verify's kept templates compile
         # workers: warm them as each compile starts (selector/worker_warmup.py)
         self.worker_warmup = WorkerWarmup() if compile_in == "workers" and mode == "verify" else None
+        if not float(compile_budget) >= 0:
+            raise ValueError(f"compile_budget must be >= 0, got {compile_budget}")
+        self.compile_budget = float(compile_budget)    # verify: policy.CompilePrice's budget (0 = off)
+        self._compile_models: dict = {}
         self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
         self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
         self.warm_while_compiling = bool(warm_while_compiling)   # verify_timing.measure's GPU warm-up
@@ -94,7 +98,40 @@ class Selector:
                 "ranker": self.ranker, "verify_timing": self.verify_timing, "epilogue_fusion": self.epilogue_fusion,
                 "adaptive_k": self.adaptive_k, "min_k": self.min_k, "aten_margin": self.aten_margin,
                 "early_decision": self.early_decision, "release_memory": self.release_memory,
-                "warm_while_compiling": self.warm_while_compiling, "compile_in": self.compile_in}
+                "warm_while_compiling": self.warm_while_compiling, "compile_in": self.compile_in,
+                "compile_budget": self.compile_budget}
+
+    # -- compile-cost model per device -------------------------------------------------
+    def compile_price(self, fingerprint: dict, problem, candidates) -> CompilePrice | None:
+        """verify: the price on kept templates' compiles for this GEMM, or None (budget off, not
+        a CUDA GPU, or no compile-cost model for its target: verify keeps as before)."""
+        if self.mode != "verify" or not self.compile_budget:
+            return None
+        model = self._compile_model(fingerprint)
+        if model is None:
+            return None
+        return CompilePrice(lambda idx: model.predict_for(problem, [candidates[i] for i in idx]),
+                            model.typical_ms, self.compile_budget)
+
+    def _compile_model(self, fingerprint: dict):
+        """The shipped compile-cost model for the GPU's CUDA target, loaded once (None: none;
+        a broken one warns once and is not used)."""
+        cc = fingerprint.get("compute_capability")
+        if fingerprint.get("device_type") != "cuda" or not cc or fingerprint.get("hip_version"):
+            return None
+        arch = "sm_" + str(cc).replace(".", "")
+        with self._lock:
+            if arch not in self._compile_models:
+                from .compile_cost import shipped_compile_cost
+                from .model import ModelError
+
+                try:
+                    self._compile_models[arch] = shipped_compile_cost(arch)
+                except ModelError as exc:
+                    warn_once(f"compile-cost:{arch}", f"kselect: compile-cost model unusable ({exc}); "
+                              "verify keeps templates without pricing their compiles")
+                    self._compile_models[arch] = None
+            return self._compile_models[arch]
 
     # -- ranker per device ------------------------------------------------------------
     def ranker_for(self, fingerprint: dict):
@@ -172,6 +209,8 @@ class Selector:
             key_fields["epilogue"] = True
         if self.mode == "verify":  # a changed policy must not reuse the old policy's decisions
             key_fields["adaptive_k"] = f"min{self.min_k}" if self.adaptive_k else False
+            if self.compile_budget:
+                key_fields["compile_budget"] = self.compile_budget
             if as_planned:
                 key_fields["as_planned"] = True
         elif self.aten_margin:
@@ -199,10 +238,11 @@ class Selector:
             broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
             scores[broken] = np.nan  # never kept
             unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
+            price = self.compile_price(fingerprint, problem, candidates)
             kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
                                     bool(getattr(ranker, "log_time_scores", False)), unseen,
                                     fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
-                                    min_k=self.min_k, aten_margin=self.aten_margin)
+                                    min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price)
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3
@@ -525,7 +565,8 @@ class Selector:
                   else type(self.model).__name__)
         return (f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}"
                 f"{':epilogue' if self.epilogue_fusion else ''}{f':min{self.min_k}' if self.adaptive_k else ':fixedk'}"
-                f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}:{source}")
+                f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}"
+                f"{f':compilebudget{self.compile_budget:g}' if self.mode == 'verify' else ''}:{source}")
 
 
 def _compiles_by_key(compiles: dict, keys: list[str]) -> dict:
@@ -579,7 +620,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
            epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
            aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
            release_memory: bool = True, warm_while_compiling: bool = True,
-           compile_in: str = "threads") -> Selector | None:
+           compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -614,6 +655,10 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     (default) or "workers": Inductor's compile-worker processes, each warmed once as a compile
     starts (selector/template_compiles.py, worker_warmup.py; an experiment until the H200
     shows it shortens the measurement, docs/selector.md).
+    compile_budget: verify on CUDA GPUs passes over a kept template predicted to compile more
+    than this many times as long as the top-1 (or the median compile, when the top-1 is
+    quicker), for the next candidate: the kept set compiles in parallel, so its slowest compile
+    is the measurement's wait (policy.CompilePrice, selector/compile_cost.py). 0 = off.
     search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
@@ -628,7 +673,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
                    release_memory=release_memory, warm_while_compiling=warm_while_compiling,
-                   compile_in=compile_in)
+                   compile_in=compile_in, compile_budget=compile_budget)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel

@@ -105,6 +105,10 @@ OPTIONS: tuple[Option, ...] = (
            "templates compile -- threads of the compiling process, or workers: Inductor's compile-worker "
            "processes, each warmed once as a compile starts (an experiment, not yet measured on a GPU)",
            COMPILE_IN),
+    Option("KSELECT_COMPILE_BUDGET", _non_negative_float, 1.5, "verify mode on CUDA GPUs: pass over a kept "
+           "Triton template predicted to compile more than this many times as long as the top-1 (or the "
+           "median compile, when the top-1 is quicker), for the next candidate; the kept set compiles in "
+           "parallel, so its slowest compile is the measurement's wait (selector/compile_cost.py; 0 = off)"),
 )
 
 

@@ -24,7 +24,7 @@ import operator
 import threading
 import time
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -287,10 +287,14 @@ def tile_family(c: Candidate) -> tuple:
     return (c.backend, c.template, tuple(p for p in c.params if p[0] not in FAMILY_FREE_KNOBS))
 
 
-def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], n: int) -> list[int]:
-    """The first `n` of `order` (best first) that start a new tile family.
+def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], n: int,
+                         too_slow: Callable[[int], bool] | None = None) -> list[int]:
+    """The first `n` of `order` (best first) that start a new tile family; after the first,
+    a candidate `too_slow(i)` says is too costly to compile is passed over, and the next
+    candidate takes its place -- another member of its family (other warps or stages) may
+    compile quicker (see CompilePrice).
 
-    Why: the model's near-ties are mostly one tile with other warps or stages. Of the 49
+    Why families: the model's near-ties are mostly one tile with other warps or stages. Of the 49
     held-out GEMMs where the adaptive rule keeps two or more, 35 kept two members of one family
     (reports/h200-session16 s3: lm_head kept BN256 S3 with 8 and with 4 warps, 0.2 % apart,
     each a ~0.2-0.4 s compile). Held out (404 shapes, leave-one-family-out), keeping one per
@@ -303,16 +307,52 @@ def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], 
         if len(out) >= n:
             break
         fam = tile_family(candidates[i])
-        if fam not in seen:
-            seen.add(fam)
-            out.append(int(i))
+        if fam in seen or (out and too_slow is not None and too_slow(int(i))):
+            continue
+        seen.add(fam)
+        out.append(int(i))
     return out
+
+
+# verify: another kept template may be predicted to compile at most this many times as long as
+# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector.md.
+COMPILE_BUDGET = 1.5
+
+
+class CompilePrice:
+    """Verify's price on a kept template's compile. The kept templates compile in parallel,
+    so a GEMM's measurement waits for the slowest (reports/h200-session20 s3); the ranker's
+    top-1 is compiled whatever happens (predict would compile it too), so another kept template
+    may cost at most `budget` times the top-1's predicted compile -- or the typical compile's,
+    when the top-1 is quicker than that. `predict(indices) -> ms` (NaN: unknown, never passed
+    over); `typical_ms`: the median compile in the same unit.
+
+    Held out: docs/selector.md, "What a kept template costs to compile"."""
+
+    def __init__(self, predict: Callable[[Sequence[int]], np.ndarray], typical_ms: float, budget: float):
+        if not budget > 0:
+            raise ValueError(f"compile budget must be > 0, got {budget}")
+        self.predict, self.typical_ms, self.budget = predict, float(typical_ms), float(budget)
+        self.passed: list[int] = []
+
+    def too_slow_after(self, top: int) -> Callable[[int], bool]:
+        """The test for candidates after `top` (which is always kept)."""
+        top_ms = float(self.predict([top])[0])
+        limit = self.budget * max(top_ms if top_ms == top_ms else 0.0, self.typical_ms)
+
+        def too_slow(i: int) -> bool:
+            ms = float(self.predict([i])[0])
+            if ms > limit:            # NaN compares False: unknown costs are not passed over
+                self.passed.append(i)
+                return True
+            return False
+        return too_slow
 
 
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
                 keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
                 fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1,
-                aten_margin: float = 0.0) -> tuple[list[int], str]:
+                aten_margin: float = 0.0, compile_price: CompilePrice | None = None) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -326,7 +366,9 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     ranked candidates are the best of distinct tile families (first_of_each_family).
     `aten_margin` (predict, ranking scores, keep_aten): a template top-1 must out-score ATen by
     that many standard deviations, else ATen is picked (prefer_aten); measured-time rankers
-    (log_time) are taken at their word."""
+    (log_time) are taken at their word.
+    `compile_price` (verify): a ranked template predicted to compile too long next to the
+    top-1 is passed over for the next family (CompilePrice)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -346,8 +388,13 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
     n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)),
             k - n_new)
-    kept = first_of_each_family(order, candidates, n) + unseen[:n_new]
+    too_slow = compile_price.too_slow_after(int(order[0])) if compile_price is not None and n > 1 else None
+    kept = first_of_each_family(order, candidates, n, too_slow) + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}, one per tile family"
+    if compile_price is not None and compile_price.passed:
+        names = [candidates[i].key for i in compile_price.passed]
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        why += f"; passed over {len(names)} slow to compile ({', '.join(names[:3])}{more})"
     if unseen:
         why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
     if fusion_candidate and not any(fuses_epilogue(candidates[i]) for i in kept):

@@ -17,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kselect.selector.policy import COMPILE_BUDGET  # noqa: E402
 from kselect.training import bench_e2e as be  # noqa: E402
 from kselect.training import e2e_report  # noqa: E402
 from kselect.training import e2e_spec  # noqa: E402
@@ -145,6 +146,8 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
     assert main(base + ["--aten-margin", "-0.5"]) == 2
     assert "--aten-margin must be >= 0" in capsys.readouterr().err
+    assert main(base + ["--compile-budget", "-1"]) == 2
+    assert "--compile-budget must be >= 0" in capsys.readouterr().err
     assert main(base + ["--profile-steps", "-1"]) == 2
     assert "--profile-steps and --max-minutes must be >= 0" in capsys.readouterr().err
     assert main(base + ["--warmup-s", "nan"]) == 2
@@ -416,6 +419,11 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     workers = e2e_spec.VARIANTS["kselect-verify-workers"]   # the GIL experiment: opt-in, verify otherwise
     assert workers.kselect == "verify" and dict(workers.options) == {"compile_in": "workers"}
     assert "kselect-verify-workers" not in e2e_spec.DEFAULT_VARIANTS
+    unpriced = e2e_spec.VARIANTS["kselect-verify-unpriced"]   # the compile-price experiment: opt-in
+    assert unpriced.kselect == "verify" and dict(unpriced.options) == {"compile_budget": 0.0}
+    assert "kselect-verify-unpriced" not in e2e_spec.DEFAULT_VARIANTS
+    assert e2e_report.policy_note({"compile_budget": 0.0}) == ", compile_budget=0"
+    assert e2e_report.policy_note({"compile_budget": COMPILE_BUDGET}) == e2e_report.policy_note({}) == ""
     assert set(e2e_spec.OPT_IN) <= set(e2e_spec.ORDER)
     spec = {"variant": "autotune-aten", "workload": "decode", "autotune": "gemm"}
     with config.patch(max_autotune_gemm=False, max_autotune_gemm_backends="ATEN,TRITON"):

@@ -354,6 +354,12 @@ EXPERIMENTS = {
         [("plain", 4.0, 0.60), ("kselect-verify", 5.0, 0.59), ("kselect-verify-workers", 4.6, 0.59)],
         {"verify-workers compile / verify's": 4.6 / 5.0, "verify-workers compile / plain's": 4.6 / 4.0},
         "compile 1.15x plain"),
+    # the compile-price experiment: verify keeping its slow-to-compile templates
+    "kselect-verify-unpriced": (
+        [("plain", 4.0, 0.60), ("kselect-verify", 4.6, 0.59), ("kselect-verify-unpriced", 5.2, 0.59)],
+        {"verify compile / verify-unpriced's": 4.6 / 5.2, "verify-unpriced compile / plain's": 5.2 / 4.0,
+         "verify GPU-only step / verify-unpriced's": 1.0},
+        "compile 1.30x plain"),
 }
 
 

@@ -482,6 +482,26 @@ def test_verify_workers_compiles_the_kept_templates_in_inductors_workers(verify_
         _check_outputs(verify_workers, operands, name)
 
 
+def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
+    """The compile price is on for this GPU: its fingerprint finds the shipped sm_90 compile-cost
+    model, and lm_head's slow two-warp BK256 tile is priced highest of the four the one-layer
+    decode kept before (reports/h200-session20 s3) and passed over at the default budget."""
+    from kselect.kernels.problem import Problem
+    from kselect.kernels.triton_space import triton_space
+    from kselect.selector.policy import choose_kept
+
+    fingerprint = compat.device_fingerprint(torch.device("cuda"))
+    problem = Problem(8, 128256, 4096, "bf16", "nt")
+    cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
+    sel = ksi.Selector("verify")
+    price = sel.compile_price(fingerprint, problem, cands)
+    assert price is not None, fingerprint.get("compute_capability")
+    slow = next(i for i, c in enumerate(cands) if c.key == "triton:mm:BK256-BM16-BN128-G8-S3-W2")
+    scores = sel.ranker_for(fingerprint).rank(problem, cands)
+    kept, why = choose_kept(cands, scores, "verify", 4, True, False, compile_price=price)
+    assert slow not in kept and slow in price.passed, why
+
+
 def test_verify_measurement_leaves_no_memory_behind(verify_own):
     """After each measurement the cuBLAS workspace of its stream and its operands' cached blocks
     are given back: the program runs without them (release_memory, the default)."""

@@ -26,7 +26,7 @@ from kselect.selector import inductor_compat as compat  # noqa: E402
 from kselect.selector import options  # noqa: E402
 from kselect.selector import policy  # noqa: E402
 from kselect.selector.cache import DecisionCache  # noqa: E402
-from kselect.selector.policy import (MeasuredRanker, RankerUnavailable, adaptive_k,  # noqa: E402
+from kselect.selector.policy import (COMPILE_BUDGET, MeasuredRanker, RankerUnavailable, adaptive_k,  # noqa: E402
                                      choose_kept, verified_keep)
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
 
@@ -550,8 +550,9 @@ def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
                                 "early_decision": True, "release_memory": True, "warm_while_compiling": True,
-                                "compile_in": "threads"}
+                                "compile_in": "threads", "compile_budget": COMPILE_BUDGET}
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
+    assert options.read({"KSELECT_COMPILE_BUDGET": "0"})["compile_budget"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
     assert options.read({"KSELECT_RELEASE_MEMORY": "off"})["release_memory"] is False
     assert options.read({"KSELECT_WARM_WHILE_COMPILING": "off"})["warm_while_compiling"] is False
@@ -562,7 +563,8 @@ def test_options_env_and_help():
     for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
                 {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
                 {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"},
-                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}, {"KSELECT_COMPILE_IN": "gpu"}):
+                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}, {"KSELECT_COMPILE_IN": "gpu"},
+                {"KSELECT_COMPILE_BUDGET": "-0.5"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -576,7 +578,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
                                    "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
                                    "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off",
-                                   "KSELECT_COMPILE_IN": "workers"})
+                                   "KSELECT_COMPILE_IN": "workers", "KSELECT_COMPILE_BUDGET": "2.5"})
         assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
                 sel.release_memory, sel.warm_while_compiling) == ("verify", 3, tmp_path, True, False, False, False,
                                                                   False)
@@ -587,6 +589,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
         assert outer.early_decision is False and outer.release_memory is False
         assert outer.warm_while_compiling is False and outer.compile_in == "workers"
+        assert outer.compile_budget == 2.5
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -595,6 +598,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, epilogue_fusion=True).uuid()
     assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, adaptive_k=False).uuid()
+    assert ksi.Selector("verify", k=3).uuid() != ksi.Selector("verify", k=3, compile_budget=0).uuid()
     # freeing the measurement's memory changes no decision: the same key
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_while_compiling=False).uuid()

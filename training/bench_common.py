@@ -35,7 +35,7 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
 
 def add_policy_args(p) -> None:
     """kselect's policy flags, the same in `bench gemm` and `bench e2e` (selector.enable's keywords)."""
-    from kselect.selector.policy import ATEN_MARGIN_SD
+    from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
     p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
     p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
@@ -44,6 +44,9 @@ def add_policy_args(p) -> None:
                    "ranked candidates (enable(min_k=...); default 1)")
     p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
                    "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
+    p.add_argument("--compile-budget", type=float, default=COMPILE_BUDGET, help="kselect verify on CUDA: pass "
+                   "over a kept template predicted to compile more than this many times as long as the "
+                   "top-1 (enable(compile_budget=...); 0 = no pricing)")
     p.add_argument("--late-decision", action="store_true", help="kselect: decide over Inductor's generated "
                    "choices instead of before generation (enable(early_decision=False)); same picks")
 

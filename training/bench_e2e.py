@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kselect.selector.policy import ATEN_MARGIN_SD
+from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
 from .bench_common import add_policy_args, cold_cache_env
 from .e2e_report import anchor_note, safely, write_report
@@ -146,6 +146,7 @@ def settings_from_args(args) -> dict:
          "fixed_k": bool(getattr(args, "fixed_k", False)),
          "min_k": getattr(args, "min_k", 1),
          "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
+         "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
          "early_decision": not getattr(args, "late_decision", False),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
@@ -161,6 +162,8 @@ def settings_from_args(args) -> dict:
     s["rtol"] = args.rtol if args.rtol is not None else TOLERANCE[s["dtype"]]
     if not s["aten_margin"] >= 0:
         raise BenchError(f"--aten-margin must be >= 0, got {s['aten_margin']}")
+    if not s["compile_budget"] >= 0:
+        raise BenchError(f"--compile-budget must be >= 0, got {s['compile_budget']}")
     for name in ("batch", "seq", "steps", "k", "min_k"):
         if s[name] < 1:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kselect.selector.policy import ATEN_MARGIN_SD
+from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
 from .bench_common import GemmCounter, add_policy_args, cold_cache_env, ranker_ident
 from .run_order import alternating_rounds
@@ -177,6 +177,7 @@ def run_worker(plan: dict) -> int:
         selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
                               adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1),
                               aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD),
+                              compile_budget=plan.get("compile_budget", COMPILE_BUDGET),
                               early_decision=plan.get("early_decision", True))
     out = Path(plan["out"])
     for d in plan["problems"]:
@@ -457,6 +458,7 @@ def run(args) -> int:
         plan = {"variant": v, "repeat": repeat, "device": args.device, "k": args.k, "model": args.model,
                 "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
                 "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
+                "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
                 "early_decision": not getattr(args, "late_decision", False),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}

@@ -43,9 +43,9 @@ from .run_effects import fit_effects
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
 SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k", "min_k", "aten_margin",
-                        "early_decision", "warm_pool", "steps", "warmup", "warmup_s")
-# a setting added later, as the runs made before it existed had it (they pool with its default)
-SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0}
+                        "compile_budget", "early_decision", "warm_pool", "steps", "warmup", "warmup_s")
+# a setting added later, as the runs made before it existed had it (they pool with its value then)
+SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0, "compile_budget": 0.0}
 # (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
 COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
@@ -61,6 +61,10 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                # the same decisions; verify-workers compiles its kept templates in Inductor's workers
                ("verify-workers compile / plain's", "kselect-verify-workers", "plain", "compile"),
                ("verify-workers compile / verify's", "kselect-verify-workers", "kselect-verify", "compile"),
+               # verify-unpriced keeps the slow-to-compile templates verify passes over
+               ("verify-unpriced compile / plain's", "kselect-verify-unpriced", "plain", "compile"),
+               ("verify compile / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "compile"),
+               ("verify GPU-only step / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "gpu"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))
 CONFIDENCE = 0.90

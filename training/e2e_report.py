@@ -8,7 +8,7 @@ import logging
 import statistics
 from pathlib import Path
 
-from kselect.selector.policy import ATEN_MARGIN_SD
+from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
 from .e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, REF_MULTIPLIER, VARIANTS, VERIFY_COMPILE_VS_PLAIN, write_json
 from .kernel_time import KINDS
@@ -486,7 +486,10 @@ def anchor_note(c: dict) -> str:
 
 
 def policy_note(settings: dict) -> str:
-    """", min_k=N" / ", aten_margin=X" / ", late decision" when the run set them away from the defaults."""
+    """", min_k=N" / ", aten_margin=X" / ", compile_budget=X" / ", late decision" when the run set
+    them away from the defaults (a run from before compile_budget existed did not price compiles)."""
     n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
+    b = settings.get("compile_budget")
     return ((f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
+            + (f", compile_budget={b:g}" if b is not None and b != COMPILE_BUDGET else "")
             + ("" if settings.get("early_decision", True) else ", late decision"))

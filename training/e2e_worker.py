@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from kselect.kernels.operands import relative_error
-from kselect.selector.policy import ATEN_MARGIN_SD
+from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
 from .bench_common import GemmCounter, ranker_ident
 from .e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
@@ -102,12 +102,13 @@ def configure(spec: dict):
         # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
+        policy = {"adaptive_k": not spec.get("fixed_k", False), "min_k": spec.get("min_k", 1),
+                  "aten_margin": spec.get("aten_margin", ATEN_MARGIN_SD),
+                  "compile_budget": spec.get("compile_budget", COMPILE_BUDGET),
+                  "early_decision": spec.get("early_decision", True)}
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
-                   adaptive_k=not spec.get("fixed_k", False), min_k=spec.get("min_k", 1),
-                   aten_margin=spec.get("aten_margin", ATEN_MARGIN_SD),
-                   early_decision=spec.get("early_decision", True),
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
-                   **dict(v.options))
+                   **{**policy, **dict(v.options)})   # a variant's own options win
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
         config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
