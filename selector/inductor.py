@@ -181,9 +181,12 @@ class Selector:
         RankerUnavailable); returns the (wall, thread CPU) seconds that took, which are not the
         decision's: like the model load, they are reported apart. Called before the candidates
         are mapped or enumerated, since the warm-up also fills the memos those use -- the first
-        decision of a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session)."""
+        decision of a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session).
+        Verify's compile-cost model loads here too (~20 ms once), not in a decision."""
         t0, c0 = time.perf_counter(), time.thread_time()
         self.ranker_for(fingerprint)
+        if self.mode == "verify" and self.compile_budget:
+            self._compile_model(fingerprint)
         return time.perf_counter() - t0, time.thread_time() - c0
 
     # -- the decision ---------------------------------------------------------------
