@@ -103,10 +103,9 @@ def _host() -> str:
     return f"{cpu} x{os.cpu_count()}"
 
 
-def _row(pc: PlannedCompile, arch: str, repeat: int, status: str, reason: str, rec: dict) -> dict:
+def _row(pc: PlannedCompile, arch: str, repeat: int, status: str, reason: str, rec: dict,
+         provenance: dict) -> dict:
     const = dict(pc.plan.constexprs)
-    import triton
-
     cpu = rec.get("thread_cpu_ms", float("nan")) + rec.get("ptxas_cpu_ms", float("nan"))
     return {"plan_id": pc.plan_id, "candidate": pc.candidate.key, "problem": pc.problem.key,
             "template": pc.plan.template, **{k: const.get(k, "") for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")},
@@ -116,7 +115,7 @@ def _row(pc: PlannedCompile, arch: str, repeat: int, status: str, reason: str, r
             **{k: rec.get(k, "") for k in ("wall_ms", "thread_cpu_ms", "ptxas_cpu_ms")},
             "cpu_ms": cpu if cpu == cpu else "",
             **{k: rec.get(k, "") for k in ("shared_bytes", "ptx_lines", "cubin_bytes")},
-            "triton": triton.__version__, "host": _host()}
+            **provenance}
 
 
 def done_plan_ids(out: Path, repeat: int) -> set[str]:
@@ -134,8 +133,11 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
                           limit: int = 0, repeat: int = 0, max_minutes: float = 0.0,
                           progress=print) -> dict:
     """Compile this shard's plans not yet in `out` and append one row each; returns a summary."""
+    import triton
+
     check_arch(arch)
     i, n = parse_shard(shard)
+    provenance = {"triton": triton.__version__, "host": _host()}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plans = collection_plans()[i::n]
@@ -187,7 +189,7 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
                         except (OSError, ValueError):
                             tail = child.stderr_tail.strip().splitlines()[-1:] or [""]
                             status, reason = "crashed", f"worker exited without a result: {tail[0][:300]}"
-                    row = _row(pc, arch, repeat, status, reason, rec)
+                    row = _row(pc, arch, repeat, status, reason, rec, provenance)
                     with lock:
                         writer.writerow(row)
                         f.flush()
