@@ -212,8 +212,10 @@ class Selector:
             key_fields["epilogue"] = True
         if self.mode == "verify":  # a changed policy must not reuse the old policy's decisions
             key_fields["adaptive_k"] = f"min{self.min_k}" if self.adaptive_k else False
-            if self.compile_budget:
-                key_fields["compile_budget"] = self.compile_budget
+            if self.compile_budget:   # and which compile-cost model priced it (None: unpriced)
+                model = self._compile_model(fingerprint)
+                key_fields["compile_budget"] = [self.compile_budget,
+                                                (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None]
             if as_planned:
                 key_fields["as_planned"] = True
         elif self.aten_margin:
