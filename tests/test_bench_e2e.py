@@ -329,6 +329,15 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report
 
 
+def test_the_plot_draws_every_variant(tmp_path):
+    """Every variant bench e2e knows gets its own marker in the compile-vs-step plot (the
+    marker table once stopped at the sixth, and the plot failed on predict's point)."""
+    runs = [{"workload": "decode", "variant": v, "model": "tiny", "status": "ok", "compile_s": 1.0 + i,
+             "step_ms": 1.0} for i, v in enumerate(e2e_spec.ORDER)]
+    e2e_report.plot(runs, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
 def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     """--repeats N: each round runs every variant once (drift hits all alike), every other round
     in reverse order (a position in the round favours no variant); the report's step and

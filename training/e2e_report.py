@@ -377,12 +377,13 @@ def plot(runs: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     workloads = list(dict.fromkeys(r["workload"] for r in runs))
-    markers = dict(zip(ORDER, "osDPv^"))
+    shapes = "osDPv^<>phX*d"          # one per variant in ORDER (an unknown one gets a circle)
+    markers = {v: shapes[i % len(shapes)] for i, v in enumerate(ORDER)}
     fig, axes = plt.subplots(1, max(len(workloads), 1), figsize=(5 * max(len(workloads), 1), 4), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         pts = [r for r in runs if r["workload"] == w and r.get("compile_s") is not None and r.get("step_ms")]
         for r in pts:
-            ax.scatter(r["compile_s"], r["step_ms"], marker=markers[r["variant"]], s=60,
+            ax.scatter(r["compile_s"], r["step_ms"], marker=markers.get(r["variant"], "o"), s=60,
                        label=r["variant"] + ("" if r["status"] == "ok" else f" ({r['status']})"))
             ax.annotate(r["variant"], (r["compile_s"], r["step_ms"]), fontsize=7,
                         xytext=(4, 4), textcoords="offset points")
