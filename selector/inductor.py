@@ -446,6 +446,9 @@ class Selector:
                   "memory_mb": dict(got.memory_mb),
                   "dropped": {keys[i]: why for i, why in got.dropped.items()},
                   "stats": {keys[i]: st for i, st in got.stats.items()}}
+        predicted = self._predicted_compile_ms(problem, cands)
+        if predicted:   # what the price expected, beside the compiles measured above
+            record["predicted_compile_ms"] = predicted
         if saving_ms:
             record["epilogue_saving_ms"] = saving_ms
             record["bare_winner"] = keys[got.best]
@@ -457,6 +460,19 @@ class Selector:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
             self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type)
         return [kept_items[best]]
+
+    def _predicted_compile_ms(self, problem, cands) -> dict:
+        """{key: ms} the loaded compile-cost model predicts for the kept templates ({} without a
+        model), recorded so every GPU run also checks the price against the measured compiles."""
+        model = next((m for m in self._compile_models.values() if m is not None), None)
+        if model is None:
+            return {}
+        try:
+            ms = model.predict_for(problem, cands)
+        except Exception:  # noqa: BLE001 -- a record, never worth a failed measurement
+            log.debug("kselect: compile-cost prediction for the record failed", exc_info=True)
+            return {}
+        return {c.key: round(float(t), 1) for c, t in zip(cands, ms) if t == t and t > 0}
 
     def _stock_items(self, stage: str, items, problem, cands):
         """What stock Inductor would have built: when enable() widened the search space for

@@ -192,6 +192,11 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
     price = ksi.Selector("verify").compile_price(h200, LM_HEAD, cands)
     assert price.budget == COMPILE_BUDGET and float(price.predict([3])[0]) > float(price.predict([0])[0])
     assert ksi.Selector("predict").compile_price(h200, LM_HEAD, cands) is None
+    sel = ksi.Selector("verify")
+    assert sel._predicted_compile_ms(LM_HEAD, cands) == {}          # no model loaded yet: no record
+    sel.compile_price(h200, LM_HEAD, cands)
+    recorded = sel._predicted_compile_ms(LM_HEAD, cands)            # what a measurement then records
+    assert list(recorded) == list(LM_HEAD_KEPT) and max(recorded, key=recorded.get) == LM_HEAD_KEPT[3]
     assert ksi.Selector("verify", compile_budget=0).compile_price(h200, LM_HEAD, cands) is None
     assert ksi.Selector("verify").compile_price({"device_type": "cpu"}, LM_HEAD, cands) is None
     assert ksi.Selector("verify").compile_price({**h200, "hip_version": "6.4"}, LM_HEAD, cands) is None

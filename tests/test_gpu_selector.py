@@ -516,6 +516,16 @@ def test_verify_own_timing_was_exercised(verify_own):
         pytest.skip("every kept set was one choice: kselect's own verify timing was not exercised")
 
 
+def test_verify_records_the_price_beside_the_measured_compiles(verify_own):
+    """Every measured set with templates carries the compile-cost model's prediction for each
+    template it compiled, so each GPU run also checks the price against the compiles."""
+    with_templates = [m for m in verify_own.selector.measurements if (m.get("compiles") or {}).get("per_choice")]
+    assert with_templates, [m["problem"] for m in verify_own.selector.measurements]
+    for m in with_templates:
+        assert set(m["compiles"]["per_choice"]) <= set(m["predicted_compile_ms"]), m
+        assert all(v > 0 for v in m["predicted_compile_ms"].values())
+
+
 @pytest.mark.parametrize("name", list(GEMMS))
 def test_verify_own_recompile_measures_nothing(verify_own_again, operands, name):
     res = verify_own_again

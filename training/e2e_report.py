@@ -339,22 +339,24 @@ def measurement_table(runs: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = ["Verify's measurements (ms; compiles: where the templates compiled, their span from the first "
-             "start to the last end, their threads' CPU summed, the longest one's wall, the longest wait for "
-             "a compile worker, and the CPU of child processes such as ptxas that ended meanwhile):", "",
+             "start to the last end, their threads' CPU summed, the longest one's wall, the longest compile "
+             "the compile-cost model predicted (dev-CPU ms), the longest wait for a compile worker, and the "
+             "CPU of child processes such as ptxas that ended meanwhile):", "",
              "| workload | variant | round | GEMM | candidates | wall | compile wait | timing | compiles: in "
-             "| span | threads' CPU | longest | longest in a worker | children's CPU | winner |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| span | threads' CPU | longest | longest predicted | longest in a worker | children's CPU | winner |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r, m in rows:
         ph, c = m.get("phases_ms") or {}, m.get("compiles") or {}
         each = list((c.get("per_choice") or {}).values())
         cpu = sum(t["cpu_ms"] for t in each) if each else None
         longest = max((t["wall_ms"] for t in each), default=None)
         in_worker = max((t["worker_ms"] for t in each if "worker_ms" in t), default=None)
+        predicted = max((m.get("predicted_compile_ms") or {}).values(), default=None)
         lines.append(f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {m['problem']} | {len(m['ms'])} | "
                      f"{_fmt(m.get('wall_ms'), '.0f')} | {_fmt(ph.get('compile_wait'), '.0f')} | "
                      f"{_fmt(ph.get('timing'), '.0f')} | {m.get('compiled_in') or '-'} | "
                      f"{_fmt(c.get('span_ms'), '.0f')} | {_fmt(cpu, '.0f')} | {_fmt(longest, '.0f')} | "
-                     f"{_fmt(in_worker, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |")
+                     f"{_fmt(predicted, '.0f')} | {_fmt(in_worker, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |")
     return lines + [""]
 
 
