@@ -368,7 +368,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     that many standard deviations, else ATen is picked (prefer_aten); measured-time rankers
     (log_time) are taken at their word.
     `compile_price` (verify): a ranked template predicted to compile too long next to the
-    top-1 is passed over for the next family (CompilePrice)."""
+    top-1 is passed over for the next candidate (CompilePrice)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -392,9 +392,9 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     kept = first_of_each_family(order, candidates, n, too_slow) + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}, one per tile family"
     if compile_price is not None and compile_price.passed:
-        names = [candidates[i].key for i in compile_price.passed]
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        why += f"; passed over {len(names)} slow to compile ({', '.join(names[:3])}{more})"
+        slow = [candidates[i].key for i in compile_price.passed]
+        more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
+        why += f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
     if unseen:
         why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
     if fusion_candidate and not any(fuses_epilogue(candidates[i]) for i in kept):

@@ -152,6 +152,11 @@ def test_compile_price_passes_over_slow_templates_for_the_next_candidate():
     # unknown costs are never passed over; nothing else changes where nothing is slow
     kept, _ = choose_kept(cands, scores, "verify", 3, True, False, compile_price=_price([150, math.nan, 200, 250, 1, 0]))
     assert kept == unpriced
+    # with a backend the ranker has no data for, both reasons are told, each with its own names
+    fly = Candidate.make("flydsl", "gemm", TILE_M=64)
+    kept, why = choose_kept(cands + [fly], np.r_[scores, np.nan], "verify", 3, True, False, unseen=[6],
+                            compile_price=_price([150, 900, 200, 250, 120, 0, math.nan]))
+    assert kept == [0, 2, 6, 5] and "unscored ['flydsl']" in why and "slow to compile (triton:mm:" in why
     # predict is untouched: its top-1 alone
     assert choose_kept(cands, scores, "predict", 3, True, False, compile_price=price)[0] == [0]
     with pytest.raises(ValueError, match="budget"):
