@@ -17,9 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,20 @@ class ChildOutcome:
             return signal.Signals(-self.returncode).name
         except ValueError:
             return f"signal {-self.returncode}"
+
+    def failure(self) -> tuple[str, str] | None:
+        """("timeout" | "crashed", reason) when the child never answered; None when it did."""
+        if self.timed_out:
+            return "timeout", f"compile exceeded {self.wall_s:.0f} s and was killed"
+        if self.returncode < 0:
+            return "crashed", f"compiler process killed by {self.signal_name}"
+        return None
+
+    def missing_result(self) -> str:
+        """The reason for a child that answered but left no readable result (it broke itself,
+        e.g. on an import): the last line it printed."""
+        last = self.stderr_tail.strip().splitlines()[-1:] or [""]
+        return f"compile worker exited {self.returncode} without a result: {last[0][:300]}"
 
 
 class Worker:
@@ -90,6 +107,29 @@ class Worker:
         self.proc.stdout.close()
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
+
+
+def drain_with_workers(take: Callable[[], T | None], handle: Callable[[Worker, T], None], module: str,
+                       env: dict, log_dir: Path, n: int) -> None:
+    """The parent's side: `n` threads, each with its own child, call `handle(worker, item)` for
+    every item `take()` gives until it gives None; a child that died is replaced before the
+    next item."""
+    def drain() -> None:
+        worker = None
+        try:
+            while (item := take()) is not None:
+                if worker is None or not worker.alive:
+                    if worker is not None:
+                        worker.close()
+                    worker = Worker(module, env, log_dir)
+                handle(worker, item)
+        finally:
+            if worker is not None:
+                worker.close()
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        for f in [pool.submit(drain) for _ in range(n)]:
+            f.result()
 
 
 def serve(handle: Callable[[dict], dict], before_each: Callable[[], None] = lambda: None) -> int:

@@ -25,12 +25,11 @@ import random
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.compile_worker import Worker
+from kselect.kernels.compile_worker import Worker, drain_with_workers
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton_backend import LaunchPlan, launch_plan
 from kselect.kernels.triton_cross import check_arch, plan_to_dict
@@ -143,6 +142,7 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
     plans = collection_plans()[i::n]
     done = done_plan_ids(out, repeat)
     todo = [pc for pc in plans if pc.plan_id not in done]
+    already_done = len(plans) - len(todo)
     if limit:
         todo = todo[:limit]
     workers = max(1, min(workers or (os.cpu_count() or 1), len(todo) or 1))
@@ -166,45 +166,28 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
                     return None
                 return queue.pop()
 
-        def drain() -> None:
-            worker = None
-            try:
-                while (pc := take()) is not None:
-                    if worker is None or not worker.alive:
-                        if worker is not None:
-                            worker.close()
-                        worker = Worker(WORKER_MODULE, env, Path(scratch))
-                    result = Path(scratch) / f"{pc.plan_id}.json"
-                    child = worker.request({"plan": plan_to_dict(pc.plan), "arch": arch, "result": str(result)},
-                                           TIMEOUT_S)
-                    rec: dict = {}
-                    if child.timed_out:
-                        status, reason = "timeout", f"compile exceeded {child.wall_s:.0f} s and was killed"
-                    elif child.returncode < 0:
-                        status, reason = "crashed", f"compiler process killed by {child.signal_name}"
-                    else:
-                        try:
-                            rec = json.loads(result.read_text())
-                            status, reason = ("failed", rec["error"]) if "error" in rec else ("ok", "")
-                        except (OSError, ValueError):
-                            tail = child.stderr_tail.strip().splitlines()[-1:] or [""]
-                            status, reason = "crashed", f"worker exited without a result: {tail[0][:300]}"
-                    row = _row(pc, arch, repeat, status, reason, rec, provenance)
-                    with lock:
-                        writer.writerow(row)
-                        f.flush()
-                        counts[status] += 1
-                        total = sum(counts.values())
-                        if total % 100 == 0 or total == len(todo):
-                            progress(f"compile-cost: {total}/{len(todo)} plans, {counts}, "
-                                     f"{time.monotonic() - t0:.0f} s")
-            finally:
-                if worker is not None:
-                    worker.close()
+        def compile_in(worker: Worker, pc: PlannedCompile) -> None:
+            result = Path(scratch) / f"{pc.plan_id}.json"
+            child = worker.request({"plan": plan_to_dict(pc.plan), "arch": arch, "result": str(result)},
+                                   TIMEOUT_S)
+            rec: dict = {}
+            status_reason = child.failure()
+            if status_reason is None:
+                try:
+                    rec = json.loads(result.read_text())
+                    status_reason = ("failed", rec["error"]) if "error" in rec else ("ok", "")
+                except (OSError, ValueError):
+                    status_reason = "crashed", child.missing_result()
+            row = _row(pc, arch, repeat, *status_reason, rec, provenance)
+            with lock:
+                writer.writerow(row)
+                f.flush()
+                counts[row["status"]] += 1
+                total = sum(counts.values())
+                if total % 100 == 0 or total == len(todo):
+                    progress(f"compile-cost: {total}/{len(todo)} plans, {counts}, {time.monotonic() - t0:.0f} s")
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for fut in [pool.submit(drain) for _ in range(workers)]:
-                fut.result()
+        drain_with_workers(take, compile_in, WORKER_MODULE, env, Path(scratch), workers)
     return {"out": str(path), "arch": arch, "shard": shard, "plans_in_shard": len(plans),
-            "already_done": len(plans) - len([pc for pc in plans if pc.plan_id not in done]),
+            "already_done": already_done,
             "compiled": counts, "left": len(queue), "seconds": round(time.monotonic() - t0, 1)}

@@ -17,12 +17,11 @@ import os
 import queue
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..compile_worker import ChildOutcome, Worker
+from ..compile_worker import ChildOutcome, Worker, drain_with_workers
 from . import options
 from .isa import IsaParseError, IsaStats, parse_isa, problems
 from .params import KernelParams
@@ -97,18 +96,13 @@ def _child_env(arch: str, root: Path) -> dict:
 
 def _interpret(p: KernelParams, arch: str, work: Path, child: ChildOutcome) -> CompileResult:
     res = CompileResult(p, arch, "failed", wall_s=child.wall_s)
-    if child.timed_out:
-        res.status, res.reason = "timeout", f"compile exceeded {child.wall_s:.0f} s and was killed"
-        return res
-    if child.returncode < 0:
-        res.status, res.reason = "crashed", f"compiler process killed by {child.signal_name}"
+    if (failed := child.failure()) is not None:
+        res.status, res.reason = failed
         return res
     try:
         out = json.loads((work / "result.json").read_text())
     except (OSError, ValueError):      # the worker itself broke (e.g. an import): not cached
-        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
-        res.status = "crashed"
-        res.reason = f"compile worker exited {child.returncode} without a result: {last[0][:300]}"
+        res.status, res.reason = "crashed", child.missing_result()
         return res
     res.compile_s = out.get("compile_s")
     if "error" in out:
@@ -193,27 +187,17 @@ def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | No
     for p in todo:
         pending.put(p)
 
-    def drain() -> None:
-        worker = None
+    def take() -> KernelParams | None:
         try:
-            while True:
-                try:
-                    p = pending.get_nowait()
-                except queue.Empty:
-                    return
-                if worker is None or not worker.alive:
-                    if worker is not None:
-                        worker.close()
-                    worker = Worker(WORKER_MODULE, env, root / arch)
-                res = _compile_with(worker, p, arch, root, timeout)
-                for i in todo[p]:
-                    results[i] = res
-        finally:
-            if worker is not None:
-                worker.close()
+            return pending.get_nowait()
+        except queue.Empty:
+            return None
+
+    def compile_in(worker: Worker, p: KernelParams) -> None:
+        res = _compile_with(worker, p, arch, root, timeout)
+        for i in todo[p]:
+            results[i] = res
 
     n = min(workers or options.get_int("KSELECT_FLYDSL_WORKERS"), len(todo))
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        for f in [pool.submit(drain) for _ in range(n)]:
-            f.result()
+    drain_with_workers(take, compile_in, WORKER_MODULE, env, root / arch, n)
     return results
