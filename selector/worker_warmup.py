@@ -29,18 +29,12 @@ def _warm_worker(target) -> dict:
     for module in ("torch._inductor.runtime.compile_tasks", "torch._inductor.runtime.triton_heuristics"):
         importlib.import_module(module)   # what Inductor's worker-side template compile imports
     import triton
-    import triton.language as tl
 
-    from kselect.kernels.triton_kernels import mm_kernel
+    from kselect.kernels.triton_cross import WARM_UP_PLAN, plan_source
 
-    names = ("M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
-             "stride_cb", "stride_cm", "stride_cn")
-    constexprs = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "EVEN_K": True, "HINT_M": 16,
-                  "HINT_N": 16, "ALLOW_TF32": False, "ACC_TYPE": tl.float32}
-    signature = {"A": "*bf16", "B": "*bf16", "C": "*bf16", **{n: "i32" for n in names},
-                 **{n: "constexpr" for n in constexprs}}
-    source = triton.compiler.ASTSource(fn=mm_kernel, signature=signature, constexprs=constexprs)
-    triton.compile(source, target=target, options={"num_warps": 1, "num_stages": 1})
+    plan = WARM_UP_PLAN     # a 16x16x16 one-warp GEMM tile, as the compile-cost collector's children warm
+    triton.compile(plan_source(plan), target=target,
+                   options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
     return {"pid": os.getpid(), "ms": round((time.perf_counter() - t0) * 1e3, 3)}
 
 
