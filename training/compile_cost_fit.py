@@ -17,13 +17,18 @@ class CompileDataError(ValueError):
     """Compile-time data that cannot be fitted on; the message says why."""
 
 
-def load_compile_times(data: str | Path) -> pd.DataFrame:
-    """The ok rows of every compile_times-*.csv in `data`, one per plan (repeats averaged on
-    CPU ms, which is the target)."""
+def read_compile_times(data: str | Path) -> pd.DataFrame:
+    """Every row of every compile_times-*.csv in `data`, as collected."""
     paths = sorted(Path(data).glob("compile_times*.csv"))
     if not paths:
         raise CompileDataError(f"{data}: no compile_times-*.csv (run `kselect compile-cost collect` first)")
-    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+
+
+def load_compile_times(data: str | Path, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The ok rows of `data`'s compile times (`rows`: them as already read), one per plan
+    (repeats averaged on CPU ms, which is the target)."""
+    df = read_compile_times(data) if rows is None else rows
     missing = [c for c in ("plan_id", "status", "cpu_ms", "arch", *("template", "BLOCK_M", "BLOCK_N", "BLOCK_K",
                                                                      "num_stages", "num_warps")) if c not in df]
     if missing:
@@ -49,10 +54,9 @@ def _cv(X: np.ndarray, y: np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
     return pred
 
 
-def repeat_noise(data: str | Path) -> dict | None:
+def repeat_noise(rows: pd.DataFrame) -> dict | None:
     """How two timings of one plan differ (plans timed in passes 0 and 1), or None."""
-    df = pd.concat([pd.read_csv(p) for p in sorted(Path(data).glob("compile_times*.csv"))], ignore_index=True)
-    df = df[df.status == "ok"].pivot_table(index="plan_id", columns="repeat", values="cpu_ms")
+    df = rows[rows.status == "ok"].pivot_table(index="plan_id", columns="repeat", values="cpu_ms")
     if 0 not in df or 1 not in df:
         return None
     both = df[[0, 1]].dropna()
@@ -76,7 +80,8 @@ def cv_metrics(y: np.ndarray, pred: np.ndarray) -> dict:
 
 def fit_compile_cost(data: str | Path, out: str | Path, folds: int = 5, argv: list[str] | None = None) -> dict:
     """Cross-validate, fit on everything, save the model + sidecar + card; returns the card's numbers."""
-    df = load_compile_times(data)
+    rows = read_compile_times(data)
+    df = load_compile_times(data, rows)
     X = compile_features(df.to_dict("records"))
     y = df.cpu_ms.to_numpy(dtype=np.float64)
     if len(y) < 2 * folds:
@@ -91,7 +96,7 @@ def fit_compile_cost(data: str | Path, out: str | Path, folds: int = 5, argv: li
             "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "command": "kselect " + shlex.join(argv) if argv else None,
             "cv": {"folds": folds, **cv_metrics(y, pred), "by_template": by_template},
-            "repeat_noise": repeat_noise(data),
+            "repeat_noise": repeat_noise(rows),
             "cpu_ms_quantiles": {q: float(np.percentile(y, q)) for q in (10, 50, 90, 99)}}
     model = CompileCostModel().fit(X, y)
     model.save(out, meta)
