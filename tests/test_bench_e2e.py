@@ -590,3 +590,47 @@ def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait(
     assert ("| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - | - | - "
             "| - |") in "\n".join(lines)
     assert e2e_report.measurement_table(runs[3:]) == []
+
+
+def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measurements():
+    """The priced lm_head decision, made by the shipped models on this CPU, survives into a
+    run's results (kept set and why, with the template the price passed over) and its README;
+    a measurement keeps the price's prediction per template and its dropped choices, which the
+    GPU runs compare with the compiles they measure."""
+    from kselect.kernels.backend import Candidate, Problem
+    from kselect.kernels.triton_space import triton_space
+    from kselect.models import shipped_model_path
+    from kselect.selector import inductor as ksi
+
+    fingerprint = {**json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"],
+                   "device_type": "cuda"}
+    lm_head = Problem(8, 128256, 4096, "bf16", "nt")
+    cands = [Candidate.make("aten", "mm")] + triton_space(lm_head, "exhaustive")
+    sel = ksi.Selector("verify")
+    sel._load_ranker(fingerprint)
+    kept, _ = sel.select("templates", lm_head, {}, fingerprint, cands, early=True)
+    kept_keys = [cands[i].key for i in kept]
+    # as the selector records a measurement of that set (the timing itself needs the GPU)
+    sel.measurements.append({"problem": lm_head.key, "ms": {k: 0.25 for k in kept_keys}, "winner": kept_keys[0],
+                             "wall_ms": 700.0, "compiled_in": "threads", "phases_ms": {"compile_wait": 450.0},
+                             "compiles": {}, "memory_mb": {}, "method": "cuda_graph", "stats": {},
+                             "dropped": {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"},
+                             "predicted_compile_ms": sel._predicted_compile_ms(lm_head, [cands[i] for i in kept])})
+    got = e2e_worker.selector_picks(sel)
+    assert got["compile_budget"] == COMPILE_BUDGET
+    decision = got["decisions"][-1]
+    assert decision["problem"] == lm_head.key and decision["kept"] == kept_keys and decision["early"]
+    assert "slow to compile (" in decision["why"] and "triton:mm:BK256-BM16-BN128-G8-S3-W2" in decision["why"]
+    assert "triton:mm:BK256-BM16-BN128-G8-S3-W2" not in kept_keys
+    measured = got["measurements"][0]
+    assert set(measured["predicted_compile_ms"]) == {k for k in kept_keys if not k.startswith("aten")}
+    assert measured["dropped"] == {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"}
+    assert "method" not in measured and "stats" not in measured    # the rest stays in the selector
+    run = {"workload": "decode", "variant": "kselect-verify", "repeat": 2, "kselect": got}
+    lines = e2e_report.measured_decision_table([run])
+    row = next(line for line in lines if lm_head.key in line)
+    assert row.startswith(f"| decode | kselect-verify | 2 | {lm_head.key} | templates | {len(cands)} | {len(kept)} | ")
+    assert "slow to compile (" in row and "triton:mm:BK256-BM16-BN128-G8-S3-W2" in row
+    # a run without measurements, or from before decisions were recorded: no table
+    assert e2e_report.measured_decision_table([{**run, "kselect": {**got, "measurements": []}}]) == []
+    assert e2e_report.measured_decision_table([{**run, "kselect": {"measurements": got["measurements"]}}]) == []

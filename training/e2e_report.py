@@ -322,6 +322,7 @@ def render(report: dict) -> str:
                          f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |")
         lines.append("")
         lines += measurement_table(ks)
+        lines += measured_decision_table(ks)
     lines += ["![compile time vs step time](compile_vs_step.png)", ""]
     if report.get("plot_error"):
         lines += [f"(plot failed: {report['plot_error']})", ""]
@@ -357,6 +358,28 @@ def measurement_table(runs: list[dict]) -> list[str]:
                      f"{_fmt(ph.get('timing'), '.0f')} | {m.get('compiled_in') or '-'} | "
                      f"{_fmt(c.get('span_ms'), '.0f')} | {_fmt(cpu, '.0f')} | {_fmt(longest, '.0f')} | "
                      f"{_fmt(predicted, '.0f')} | {_fmt(in_worker, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |")
+    return lines + [""]
+
+
+def measured_decision_table(runs: list[dict]) -> list[str]:
+    """Why verify kept the set it measured, per measured GEMM of each process: the decisions on
+    that GEMM (a stage each), how many candidates each saw and kept, and its reason -- where the
+    compile price passed a slow template over, the reason names it. [] where nothing was
+    measured, or the runs predate the recorded decisions."""
+    rows = []
+    for r in runs:
+        ks = r.get("kselect") or {}
+        measured = {m["problem"] for m in ks.get("measurements") or []}
+        rows += [(r, d) for d in ks.get("decisions") or [] if d.get("problem") in measured]
+    if not rows:
+        return []
+    lines = ["Verify's decisions on the GEMMs it measured (candidates seen, kept, and why):", "",
+             "| workload | variant | round | GEMM | stage | seen | kept | why |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r, d in rows:
+        why = str(d.get("why") or "-").replace("|", "/")
+        lines.append(f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {d['problem']} | "
+                     f"{d.get('stage', '-')} | {d.get('seen', '-')} | {len(d.get('kept') or [])} | {why} |")
     return lines + [""]
 
 

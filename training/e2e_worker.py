@@ -149,9 +149,18 @@ class SelectorLog(logging.Handler):
         return out
 
 
+# what a run keeps of each verify measurement: its times, where they went, the compiles and the
+# price's prediction for each (the calibration every GPU run adds), and why a choice was dropped
+MEASUREMENT_FIELDS = ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms", "compiles",
+                      "predicted_compile_ms", "dropped", "memory_mb", "epilogue_saving_ms", "bare_winner")
+# and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
+DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early")
+
+
 def selector_picks(selector) -> dict:
     """What kselect finally handed Inductor per GEMM (the later stage and a verify measurement
-    override the earlier), counted by template, plus its own measurements and CPU time."""
+    override the earlier), counted by template, plus its own measurements, its decisions with
+    their reasons, and its CPU time."""
     final: dict = {}
     for d in selector.decisions:
         final[d["problem"]] = d["kept"]
@@ -168,11 +177,11 @@ def selector_picks(selector) -> dict:
             "release_memory": getattr(selector, "release_memory", None),
             "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
             "compile_in": getattr(selector, "compile_in", None),
+            "compile_budget": getattr(selector, "compile_budget", None),
             "worker_warmup": (selector.worker_warmup.summary()
                               if getattr(selector, "worker_warmup", None) is not None else None),
-            "measurements": [{k: m[k] for k in ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms",
-                                                 "compiles", "memory_mb", "epilogue_saving_ms", "bare_winner") if k in m}
-                             for m in measured]}
+            "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
+            "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured]}
 
 
 def measure(spec: dict, res: dict, save) -> None:
