@@ -19,6 +19,7 @@ import logging
 import math
 import threading
 import time
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -79,6 +80,8 @@ class Selector:
         self.cache = DecisionCache(cache_dir) if cache_dir else None
         self._rankers: dict = {}
         self._lock = threading.Lock()
+        self._warmed_graphs = weakref.WeakSet()   # graphs whose GEMMs the ranker was warmed for
+        self._warmed_default = False               # the graph-less warm-up ran (once per process)
         self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
         # the GEMM search space stock Inductor would use when enable() widened it (see _stock_items)
         self.stock_space: str | None = None
@@ -168,26 +171,57 @@ class Selector:
         model.set_threads(1)
         ranker = CostModelRanker(model, fingerprint)
         ranker.check()
-        try:
-            space = ranker.warm_up()  # the candidates it ranked, primed into the hook's caches too:
-            compat.prime_ktc_memo(space)  # KTC -> candidate mapping
-            candidate_set_digest(c.key for c in space)  # memoises each key's digest (~2 ms)
-        except Exception as exc:  # noqa: BLE001 -- only the first decision's latency is at stake
-            log.debug("kselect: ranker warm-up failed: %s", exc)
         return ranker
 
     def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
-        """Load this device's ranker if not yet (model + warm-up, once per process; raises
-        RankerUnavailable); returns the (wall, thread CPU) seconds that took, which are not the
-        decision's: like the model load, they are reported apart. Called before the candidates
-        are mapped or enumerated, since the warm-up also fills the memos those use -- the first
-        decision of a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session).
-        Verify's compile-cost model loads here too (~20 ms once), not in a decision."""
+        """Load this device's ranker if not yet (once per process; raises RankerUnavailable) and
+        warm it for the graph being lowered (once per graph); returns the (wall, thread CPU)
+        seconds that took, which are not the decision's: like the model load, they are reported
+        apart (the decision records them as `setup_ms`). Called before the candidates are mapped
+        or enumerated, since the warm-up also fills the memos those use -- the first decision of
+        a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session). Verify's
+        compile-cost model loads here too (~20 ms once), not in a decision."""
         t0, c0 = time.perf_counter(), time.thread_time()
-        self.ranker_for(fingerprint)
+        self._warm_for_graph(self.ranker_for(fingerprint))
         if self.mode == "verify" and self.compile_budget:
             self._compile_model(fingerprint)
-        return time.perf_counter() - t0, time.thread_time() - c0
+        took = time.perf_counter() - t0, time.thread_time() - c0
+        self._local.setup_ms = getattr(self._local, "setup_ms", 0.0) + took[0] * 1e3
+        return took
+
+    def _warm_for_graph(self, ranker) -> None:
+        """Warm `ranker` (CostModelRanker.warm_up) for the GEMMs of the graph Inductor is lowering,
+        at its first GEMM: a decode graph then encodes only its small size class, not the large
+        one it never uses (reports/ranker-load-dev-cpu). Once per graph; with no graph in sight,
+        or none of its GEMMs readable, the default warm-up, once per process. A failure costs
+        only the first decisions' latency."""
+        warm_up = getattr(ranker, "warm_up", None)
+        if warm_up is None:
+            return
+        graph = compat.lowering_graph()
+        with self._lock:
+            if graph is not None:
+                try:
+                    if graph in self._warmed_graphs:
+                        return
+                    self._warmed_graphs.add(graph)
+                except TypeError:   # cannot be weakly referenced: as if no graph were in sight
+                    graph = None
+            problems = []
+            if graph is not None:
+                try:
+                    problems = compat.graph_gemm_problems(graph)
+                except Exception as exc:  # noqa: BLE001 -- an unexpected graph: the default warm-up
+                    log.debug("kselect: cannot read the graph's GEMMs: %s", exc)
+            if not problems and self._warmed_default:
+                return
+            try:
+                space = warm_up(problems or None)   # the candidates it ranked, primed into the hook's caches:
+                compat.prime_ktc_memo(space)        # KTC -> candidate mapping
+                candidate_set_digest(c.key for c in space)   # memoises each key's digest
+            except Exception as exc:  # noqa: BLE001 -- only the first decisions' latency is at stake
+                log.debug("kselect: ranker warm-up failed: %s", exc)
+            self._warmed_default |= not problems
 
     # -- the decision ---------------------------------------------------------------
     def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
@@ -259,9 +293,12 @@ class Selector:
                   "policy": (t_end - t_ranked) * 1e3}
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
+        # the model load and graph warm-up this thread did before deciding (not in ms; once each)
+        setup_ms, self._local.setup_ms = getattr(self._local, "setup_ms", 0.0), 0.0
         self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
                                "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
-                               "map_ms": map_s * 1e3, "why": why, "early": early, "phases_ms": phases})
+                               "map_ms": map_s * 1e3, "why": why, "early": early, "phases_ms": phases,
+                               "setup_ms": round(setup_ms, 3)})
         log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept),
                  f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,

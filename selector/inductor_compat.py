@@ -396,6 +396,50 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     return problem, fields, device
 
 
+def lowering_graph():
+    """The GraphLowering Inductor is running in this thread, or None (outside a compile)."""
+    from torch._inductor.virtualized import NullHandler, V
+
+    graph = V.graph
+    return None if isinstance(graph, NullHandler) else graph
+
+
+def graph_gemm_problems(graph) -> list:
+    """The GEMMs of the FX graph `graph` lowers (Inductor's GraphLowering: an fx Interpreter over
+    `graph.module`), as Problems in graph order: aten mm, addmm, bmm and baddbmm nodes whose
+    operand sizes are known (a symbolic size is skipped: the warm-up it serves is an
+    optimisation). Read when the graph's first GEMM is lowered, so the ranker warms what the
+    graph's decisions need (policy.CostModelRanker.warm_up)."""
+    import torch
+
+    from kselect.kernels.problem import Problem, ProblemError
+
+    aten = torch.ops.aten
+    ops = {aten.mm.default: ("mm", 0), aten.addmm.default: ("addmm", 1),
+           aten.bmm.default: ("bmm", 0), aten.baddbmm.default: ("bmm", 1)}
+    out = []
+    for node in graph.module.graph.nodes:
+        op, first = ops.get(node.target, (None, 0)) if node.op == "call_function" else (None, 0)
+        if op is None:
+            continue
+        try:
+            a, b = (arg.meta["val"] for arg in node.args[first:first + 2])
+            (*batch, m, k), n = _static(a.shape), _static(b.shape)[-1]
+            layout = _layout_char(_static(a.stride()), m, k) + _layout_char(_static(b.stride()), k, n)
+            out.append(Problem(M=m, N=n, K=k, dtype=a.dtype, layout=layout, op=op,
+                               batch=batch[0] if batch else 1))
+        except (AttributeError, KeyError, TypeError, ValueError, ProblemError):
+            continue   # not a plain tensor, a symbolic size, an odd stride or dtype: not warmed
+    return out
+
+
+def _static(sizes) -> list:
+    """Plain ints, or TypeError: int() of a symbolic size would add a guard to the compile."""
+    if not all(type(s) is int for s in sizes):
+        raise TypeError(f"symbolic sizes {list(sizes)}")
+    return list(sizes)
+
+
 def ktc_signature(kernel_inputs, op_name: str):
     """gemm_signature of a `_finalize_template_configs` call."""
     return gemm_signature(kernel_inputs.nodes(), kernel_inputs.output_layout().size, op_name)

@@ -80,6 +80,7 @@ class CostModelRanker:
         self.ident = ("model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
                       + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}")
         self._phases = threading.local()
+        self._warmed_classes: set = set()   # warm_up's size classes done (the selector serialises it)
 
     def last_phases_ms(self) -> dict:
         """{"featurize": ms, "trees": ms} of this thread's latest rank() ({} before any)."""
@@ -97,25 +98,43 @@ class CostModelRanker:
         except ModelError as exc:
             raise RankerUnavailable("device", f"kselect: {exc} -- stock autotuning") from None
 
-    def warm_up(self) -> list[Candidate]:
-        """Rank one GEMM's whole EXHAUSTIVE space once, at load: the first real decision then
-        finds the candidate encodings and the enumeration memos warm (a one-time cost of tens
-        of ms, part of loading, not of any GEMM's decision). The smaller row-block classes'
-        tile spaces are enumerated too (their tiles are all among the large class's, so
-        already encoded): the first GEMM of such a class otherwise enumerated it in its
-        decision, 2.5 ms of an 8.5 ms one on a slow H200 host (thirteenth session). Returns
-        the candidates ranked (the selector primes its other caches with them)."""
-        from kselect.kernels.triton_space import template_space, triton_space
+    def warm_up(self, problems: Sequence[Problem] | None = None) -> list[Candidate]:
+        """Rank the candidate space of each size class among `problems` once, so their first
+        decisions find the candidate encodings and the enumeration memos warm (tens of ms,
+        reported apart from the decisions, like the model load). A class warmed before is
+        skipped.
 
+        `problems`: the GEMMs of the graph being compiled (the selector reads them when the
+        graph's first GEMM is lowered). A decode graph then warms only its small class, ~20 ms
+        on the dev CPU, not the large one it never uses (~55 ms more;
+        reports/ranker-load-dev-cpu). None: the large class of every dtype the model knows
+        (4096^3; every smaller class's tiles are among its own) and the smaller row-block
+        classes' tile spaces -- what a process warms when no graph is visible. Returns the
+        candidates ranked (the selector primes its other caches with them)."""
+        from kselect.kernels.triton_space import template_space, triton_space, uses_decompose_k
+
+        rows = problems is None
+        if rows:
+            problems = [Problem(4096, 4096, 4096, dtype, "nt") for dtype in self.dtypes]
+        warmed = self._warmed_classes
         ranked: list[Candidate] = []
-        for dtype in self.dtypes:
-            problem = Problem(4096, 4096, 4096, dtype, "nt")
+        for problem in problems:
+            if problem.dtype not in self.dtypes:
+                continue   # its decisions go to stock Inductor anyway
+            # a size class is its memoised tile tuples (one object per class) and decompose-k's use
+            tiles = tuple(template_space(problem, t, "exhaustive") for t in ("mm", "persistent_tma")
+                          if problem.op != "bmm" or t == "mm")
+            key = (problem.dtype, problem.op == "bmm", tuple(map(id, tiles)), uses_decompose_k(problem))
+            if key in warmed:
+                continue
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
             self.rank(problem, candidates)
+            warmed.add(key)
             ranked += candidates
-        for m in WARM_ROW_CLASSES:   # tile spaces depend on the sizes only, not the dtype: once each
-            for template in ("mm", "persistent_tma"):
-                template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
+        if rows:
+            for m in WARM_ROW_CLASSES:   # tile spaces depend on the sizes only, not the dtype: once each
+                for template in ("mm", "persistent_tma"):
+                    template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:

@@ -154,7 +154,7 @@ class SelectorLog(logging.Handler):
 MEASUREMENT_FIELDS = ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms", "compiles",
                       "predicted_compile_ms", "dropped", "memory_mb", "epilogue_saving_ms", "bare_winner")
 # and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
-DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early")
+DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early", "setup_ms")
 
 
 def selector_picks(selector) -> dict:
