@@ -65,11 +65,13 @@ def test_summary_ratios_are_exact_on_a_known_case():
     assert s["targets"]["verify tuning <= 1/3 of DEFAULT's"][1] is True
     assert s["targets"]["verify kernel within 1% of EXHAUSTIVE (geomean ratio <= 1.01)"][1] is True
     # decision time per GEMM: one decision per row here; median and max over the shapes
-    pre = [dict(row("kselect-predict", p, 1.0, 1.5), decisions=n, decision_ms=ms,
+    pre = [dict(row("kselect-predict", p, 1.0, 1.5), decisions=n, decision_ms=ms, setup_ms=setup,
                 decision_phases_ms={"map": ms / 4, "rank": ms / 2})
-           for p, n, ms in (("a", 1, 4.0), ("b", 2, 12.0), ("c", 1, 3.0))]
+           for p, n, ms, setup in (("a", 1, 4.0, 61.0), ("b", 2, 12.0, 0.5), ("c", 1, 3.0, 20.0))]
     d = bench_gemm.summarize(rows + pre)["variants"]["kselect-predict"]
     assert d["decision_ms_median"] == 4.0 and d["decision_ms_max"] == 6.0
+    # the set-up before a shape's decisions (load, warm-up for its graph) is per shape, apart
+    assert d["setup_ms_median"] == 20.0 and d["setup_ms_max"] == 61.0
     # phases per decision, median over GEMMs: map (1, 1.5, 0.75) -> 1; rank (2, 3, 1.5) -> 2
     assert d["decision_phases_ms_median"] == {"map": 1.0, "rank": 2.0}
 
