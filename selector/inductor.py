@@ -34,7 +34,7 @@ from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRank
                      candidate_keys, choose_kept, unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
-from .worker_warmup import WorkerWarmup
+from .warm_start import WarmStart
 
 log = logging.getLogger("kselect.selector")
 
@@ -47,7 +47,8 @@ class Selector:
                  epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
                  aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
                  release_memory: bool = True, warm_while_compiling: bool = True,
-                 compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET):
+                 compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
+                 warm_start: bool = True):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if verify_timing not in VERIFY_TIMINGS:
@@ -56,8 +57,11 @@ class Selector:
         if compile_in not in COMPILE_IN:
             raise ValueError(f"compile_in must be one of {COMPILE_IN}, got {compile_in!r}")
         self.compile_in = compile_in                   # where verify's kept templates compile
-        # workers: warm them as each compile starts (selector/worker_warmup.py)
-        self.worker_warmup = WorkerWarmup() if compile_in == "workers" and mode == "verify" else None
+        # Triton's set-up and the compile workers' warm-up, begun as a compile starts
+        # (selector/warm_start.py); verify's templates in workers need warm workers
+        self.warm_start_on = bool(warm_start)
+        self.warm_start = (WarmStart() if mode != "off" and (warm_start or (compile_in == "workers" and mode == "verify"))
+                           else None)
         if not float(compile_budget) >= 0:
             raise ValueError(f"compile_budget must be >= 0, got {compile_budget}")
         self.compile_budget = float(compile_budget)    # verify: policy.CompilePrice's budget (0 = off)
@@ -102,7 +106,7 @@ class Selector:
                 "adaptive_k": self.adaptive_k, "min_k": self.min_k, "aten_margin": self.aten_margin,
                 "early_decision": self.early_decision, "release_memory": self.release_memory,
                 "warm_while_compiling": self.warm_while_compiling, "compile_in": self.compile_in,
-                "compile_budget": self.compile_budget}
+                "compile_budget": self.compile_budget, "warm_start": self.warm_start_on}
 
     # -- compile-cost model per device -------------------------------------------------
     def compile_price(self, fingerprint: dict, problem, candidates) -> CompilePrice | None:
@@ -182,6 +186,8 @@ class Selector:
         a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session). Verify's
         compile-cost model loads here too (~20 ms once), not in a decision."""
         t0, c0 = time.perf_counter(), time.thread_time()
+        if self.warm_start is not None and not self.warm_start.started:
+            self.warm_start.start()   # the last chance: CUDA was not in use as the compile began
         self._warm_for_graph(self.ranker_for(fingerprint))
         if self.mode == "verify" and self.compile_budget:
             self._compile_model(fingerprint)
@@ -454,8 +460,8 @@ class Selector:
         saving_ms > 0 (the GEMM feeds a pointwise epilogue): choices that cannot fuse it are
         charged the separate epilogue kernel (selector/fusion.py) before the winner is taken."""
         t0 = time.perf_counter()
-        if self.worker_warmup is not None:
-            self.worker_warmup.start()   # the last chance, when the pool came up after the compile began
+        if self.warm_start is not None:
+            self.warm_start.start()   # the last chance for the workers' warm-up: a pool that came up late
         try:
             got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory,
                                warm_while_compiling=self.warm_while_compiling, compile_in=self.compile_in)
@@ -678,7 +684,8 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
            epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
            aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
            release_memory: bool = True, warm_while_compiling: bool = True,
-           compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET) -> Selector | None:
+           compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
+           warm_start: bool = True) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
@@ -710,9 +717,13 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     for 100 ms before the timing: ~0.1 s more per measured set, a tenth of the heat just before
     the compile ends (whether that heat slows the first steps is measured in docs/device-plan.md).
     compile_in: where verify compiles its kept Triton templates -- "threads" of this process
-    (default) or "workers": Inductor's compile-worker processes, each warmed once as a compile
-    starts (selector/template_compiles.py, worker_warmup.py; an experiment until the H200
-    shows it shortens the measurement, docs/selector.md).
+    (default) or "workers": Inductor's compile-worker processes, warmed as a compile starts
+    (selector/template_compiles.py; slower than threads on the H200's one-layer decode, 2 of 4
+    pairs faster, reports/h200-session22; "workers" turns the warm start on).
+    warm_start: on CUDA, as each compile starts (once per selector), prepare Triton's target in
+    a background thread and then warm Inductor's compile workers (selector/warm_start.py): the
+    one-time set-up the compiling thread and the workers otherwise pay on their first Triton
+    kernel (0.34 s and ~0.3 s on the H200's one-layer decode). False: the compile pays them.
     compile_budget: verify on CUDA GPUs passes over a kept template predicted to compile more
     than this many times as long as the top-1 (or the median compile, when the top-1 is
     quicker), for the next candidate: the kept set compiles in parallel, so its slowest compile
@@ -731,14 +742,14 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
                    release_memory=release_memory, warm_while_compiling=warm_while_compiling,
-                   compile_in=compile_in, compile_budget=compile_budget)
+                   compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
     _ensure_preprocess()
     restore_handler = compat.install_choices(handler)
     restore_space = lambda: None  # noqa: E731
-    restore_warmup = _warm_workers_as_compiles_start(sel)
+    restore_warmup = _warm_as_compiles_start(sel)
     if search_space:
         previous, restore_space = compat.set_gemm_search_space(search_space)
         if previous.upper() != search_space.upper():
@@ -755,14 +766,12 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     return sel
 
 
-def _warm_workers_as_compiles_start(sel: Selector):
-    """compile_in="workers": warm the compile workers now if their pool is up, else as each
-    Dynamo compile starts (Inductor starts the pool then); returns the undo."""
-    warmup = sel.worker_warmup
-    if warmup is None:
+def _warm_as_compiles_start(sel: Selector):
+    """Begin the warm start as each Dynamo compile starts (not at enable(): it belongs to the
+    compile it speeds up, and is timed with it); returns the undo."""
+    if sel.warm_start is None:
         return lambda: None
-    warmup.start()
-    return compat.on_compile_start(warmup.start)
+    return compat.on_compile_start(sel.warm_start.start)
 
 
 def disable() -> None:

@@ -103,12 +103,16 @@ OPTIONS: tuple[Option, ...] = (
            "the heat at the compile's end)"),
     Option("KSELECT_COMPILE_IN", str.lower, "threads", "verify mode on GPUs: where the kept Triton "
            "templates compile -- threads of the compiling process, or workers: Inductor's compile-worker "
-           "processes, each warmed once as a compile starts (an experiment, not yet measured on a GPU)",
-           COMPILE_IN),
+           "processes, warmed as a compile starts (turns KSELECT_WARM_START on; slower than threads on "
+           "the H200's one-layer decode, reports/h200-session22)", COMPILE_IN),
     Option("KSELECT_COMPILE_BUDGET", _non_negative_float, 1.5, "verify mode on CUDA GPUs: pass over a kept "
            "Triton template predicted to compile more than this many times as long as the top-1 (or the "
            "median compile, when the top-1 is quicker), for the next candidate; the kept set compiles in "
            "parallel, so its slowest compile is the measurement's wait (selector/compile_cost.py; 0 = off)"),
+    Option("KSELECT_WARM_START", _on_off, True, "on CUDA: as a compile starts, prepare Triton's GPU "
+           "target in a background thread (a C build with a cold Triton cache, 0.34 s on the H200 host) "
+           "and warm Inductor's compile workers, so neither waits on the compile's first Triton kernel "
+           "(selector/warm_start.py; off: the compile pays that set-up itself, as stock does)"),
 )
 
 

@@ -1,14 +1,13 @@
-"""Warm Inductor's compile workers for verify's templates: one small Triton GEMM compile in each,
-submitted as a compile starts, so that the kept templates later find workers that have
-imported Triton and Inductor's runtime and initialised Triton's backend.
+"""Warm Inductor's compile workers: one small Triton GEMM compile in each, submitted as a compile
+starts (selector/warm_start.py), so that the graph's kernels and verify's templates later find
+workers that have imported Triton and Inductor's runtime and initialised Triton's backend.
 
 Why: a worker's first Triton compile pays that setup. On this project's 2-core dev machine
 (Triton 3.6, an sm_90 target, reports/h200-session20/dev-cpu) importing Triton took 0.12 s and
 the first compile 0.64 s against 0.51 s for the next; four cold processes compiled lm_head's four
-tiles in 2.47 s, four warm ones in 1.28 s. In a one-layer compile nothing reaches
-the workers before lowering ends, so verify's 1-4 templates met cold workers: the eleventh
-session read them slower than threads (1.26-1.32 s for four). Only with compile_in="workers";
-the warm-up runs in the workers, not in the compiling process, and costs it no wall time.
+tiles in 2.47 s, four warm ones in 1.28 s. In a one-layer compile nothing reaches the workers
+before lowering ends, so the first kernels meet cold workers. The warm-up runs in the workers,
+not in the compiling process, and costs it no wall time.
 """
 from __future__ import annotations
 
@@ -38,42 +37,16 @@ def _warm_worker(target) -> dict:
     return {"pid": os.getpid(), "ms": round((time.perf_counter() - t0) * 1e3, 3)}
 
 
-def _gpu_triton() -> bool:
-    """Triton is installed and a GPU is there: only then does Inductor compile Triton in workers
-    (asking whether the pool is up would otherwise start one for nothing)."""
-    import importlib.util
-
-    import torch
-
-    return importlib.util.find_spec("triton") is not None and torch.cuda.is_available()
-
-
-def inductor_pool():
-    """(Inductor's compile-worker pool, its size, the warm-up's arguments) once the pool is up on
-    a GPU with Triton; else None."""
-    if not _gpu_triton():
-        return None
-    from . import inductor_compat as compat
-
-    got = compat.compile_worker_pool()
-    if got is None:
-        return None
-    from triton.runtime import driver
-
-    pool, size = got
-    return pool, size, (driver.active.get_current_target(),)
-
-
 class WorkerWarmup:
     """Once per selector: submit one warm-up per compile worker as soon as the pool is up
-    (`start()` is called as each compile starts and before each measurement; it does nothing
-    after the first submission or while no pool is up). Failures only cost the warm-up.
+    (`start()` does nothing after the first submission or while no pool is up). Failures only
+    cost the warm-up.
 
-    `ready()` gives (pool, jobs, the job's arguments) or None (default: Inductor's pool, the
-    `_warm_worker` job); tests pass a process pool of their own."""
+    `ready()` gives (pool, jobs, the job's arguments) or None (WarmStart gives Inductor's pool
+    and Triton's target; tests a process pool of their own); `job` defaults to `_warm_worker`."""
 
-    def __init__(self, ready=None, job=None):
-        self._ready = ready or inductor_pool
+    def __init__(self, ready, job=None):
+        self._ready = ready
         self._job = job or _warm_worker
         self._lock = threading.Lock()
         self._futures: list = []

@@ -431,6 +431,11 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     unpriced = e2e_spec.VARIANTS["kselect-verify-unpriced"]   # the compile-price experiment: opt-in
     assert unpriced.kselect == "verify" and dict(unpriced.options) == {"compile_budget": 0.0}
     assert "kselect-verify-unpriced" not in e2e_spec.DEFAULT_VARIANTS
+    cold = e2e_spec.VARIANTS["kselect-verify-cold-start"]   # what the warm start saves: opt-in
+    assert cold.kselect == "verify" and dict(cold.options) == {"warm_start": False}
+    assert "kselect-verify-cold-start" not in e2e_spec.DEFAULT_VARIANTS
+    assert e2e_report.policy_note({"warm_start": False}) == ", cold start"
+    assert e2e_report.policy_note({"warm_start": True}) == ""
     assert e2e_report.policy_note({"compile_budget": 0.0}) == ", compile_budget=0"
     assert e2e_report.policy_note({"compile_budget": COMPILE_BUDGET}) == e2e_report.policy_note({}) == ""
     assert set(e2e_spec.OPT_IN) <= set(e2e_spec.ORDER)
@@ -618,6 +623,7 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
                              "predicted_compile_ms": sel._predicted_compile_ms(lm_head, [cands[i] for i in kept])})
     got = e2e_worker.selector_picks(sel)
     assert got["compile_budget"] == COMPILE_BUDGET
+    assert got["warm_start"] == {}   # recorded; never begun where CUDA is not in use
     decision = got["decisions"][-1]
     assert decision["problem"] == lm_head.key and decision["kept"] == kept_keys and decision["early"]
     assert "slow to compile (" in decision["why"] and "triton:mm:BK256-BM16-BN128-G8-S3-W2" in decision["why"]

@@ -470,8 +470,8 @@ def test_verify_workers_compiles_the_kept_templates_in_inductors_workers(verify_
     failed), every kept Triton template went to a compile worker and was then loaded here; the
     record has each one's worker time, and the picks still compute right."""
     assert verify_workers.warnings == [] and verify_workers.selector.compile_in == "workers"
-    warm = verify_workers.selector.worker_warmup.summary()   # submitted at enable(): the pool was up
-    assert warm["jobs"] >= 1 and warm["done"] >= 1 and warm["failed"] == 0 and "error" not in warm, warm
+    warm = _warm_start_ended(verify_workers.selector.warm_start)["workers"]   # the pool was up
+    assert warm["jobs"] >= 1 and warm["done"] == warm["jobs"] and warm["failed"] == 0 and "error" not in warm, warm
     with_templates = [m for m in verify_workers.selector.measurements if any(k.startswith("triton:") for k in m["ms"])]
     assert with_templates, "no measured set held a Triton template"
     for m in with_templates:
@@ -480,6 +480,35 @@ def test_verify_workers_compiles_the_kept_templates_in_inductors_workers(verify_
             assert 0 < t["worker_ms"] <= t["wall_ms"], (key, t)
     for name in GEMMS:
         _check_outputs(verify_workers, operands, name)
+
+
+def _warm_start_ended(ws, seconds: float = 120.0) -> dict:
+    """The warm start's summary once its set-up and its workers' warm-ups have ended."""
+    assert ws is not None and ws.started
+    ws.join(seconds)
+    deadline = time.monotonic() + seconds
+    while ws.warm_workers and ws.workers.started and time.monotonic() < deadline:
+        w = ws.workers.summary()
+        if w["done"] + w["failed"] == w["jobs"]:
+            break
+        time.sleep(0.05)
+    return ws.summary()
+
+
+def test_verify_began_the_warm_start_as_its_compile_started(verify_workers, harness, operands, tmp_path):
+    """As shipped (threads), with Inductor's pool up: the compile began the warm start; Triton's
+    target was prepared in the background for this GPU and every compile worker was warmed
+    without a failure; the picks compute right. warm_start=False begins nothing."""
+    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path / "warm")
+    got = _warm_start_ended(res.selector.warm_start)
+    major, minor = torch.cuda.get_device_capability()
+    assert "error" not in got and got["prepare_ms"] > 0 and f"arch={major * 10 + minor}" in got["target"], got
+    w = got["workers"]
+    assert w["jobs"] >= 1 and w["done"] == w["jobs"] and w["failed"] == 0 and w["workers"] >= 1, w
+    for name in GEMMS:
+        _check_outputs(res, operands, name)
+    cold = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path / "cold", warm_start=False)
+    assert cold.selector.warm_start is None and cold.warnings == []
 
 
 def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():

@@ -550,7 +550,8 @@ def test_options_env_and_help():
     assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
                                 "early_decision": True, "release_memory": True, "warm_while_compiling": True,
-                                "compile_in": "threads", "compile_budget": COMPILE_BUDGET}
+                                "compile_in": "threads", "compile_budget": COMPILE_BUDGET, "warm_start": True}
+    assert options.read({"KSELECT_WARM_START": "off"})["warm_start"] is False
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_COMPILE_BUDGET": "0"})["compile_budget"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False
@@ -564,7 +565,7 @@ def test_options_env_and_help():
                 {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
                 {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"},
                 {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}, {"KSELECT_COMPILE_IN": "gpu"},
-                {"KSELECT_COMPILE_BUDGET": "-0.5"}):
+                {"KSELECT_COMPILE_BUDGET": "-0.5"}, {"KSELECT_WARM_START": "early"}):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -578,7 +579,8 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
                                    "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
                                    "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
                                    "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off",
-                                   "KSELECT_COMPILE_IN": "workers", "KSELECT_COMPILE_BUDGET": "2.5"})
+                                   "KSELECT_COMPILE_IN": "workers", "KSELECT_COMPILE_BUDGET": "2.5",
+                                   "KSELECT_WARM_START": "off"})
         assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
                 sel.release_memory, sel.warm_while_compiling) == ("verify", 3, tmp_path, True, False, False, False,
                                                                   False)
@@ -590,6 +592,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         assert outer.early_decision is False and outer.release_memory is False
         assert outer.warm_while_compiling is False and outer.compile_in == "workers"
         assert outer.compile_budget == 2.5
+        assert outer.warm_start_on is False and outer.warm_start is not None   # workers need warm workers
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -603,9 +606,10 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, release_memory=False).uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_while_compiling=False).uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, compile_in="workers").uuid()
+    assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_start=False).uuid()
     # a configuration makes itself again; every environment option is one of its keywords
     odd = ksi.Selector("predict", k=2, cache_dir=tmp_path, min_k=2, aten_margin=0.5, release_memory=False,
-                       warm_while_compiling=False, early_decision=False, compile_in="workers")
+                       warm_while_compiling=False, early_decision=False, compile_in="workers", warm_start=False)
     assert ksi.Selector(**odd.settings()).settings() == odd.settings()
     assert set(options.read({})) <= set(odd.settings())
     with pytest.raises(ValueError):

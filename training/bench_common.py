@@ -47,6 +47,8 @@ def add_policy_args(p) -> None:
     p.add_argument("--compile-budget", type=float, default=COMPILE_BUDGET, help="kselect verify on CUDA: pass "
                    "over a kept template predicted to compile more than this many times as long as the "
                    "top-1 (enable(compile_budget=...); 0 = no pricing)")
+    p.add_argument("--cold-start", action="store_true", help="kselect: no warm start -- the compile "
+                   "prepares Triton and meets cold compile workers as stock does (enable(warm_start=False))")
     p.add_argument("--late-decision", action="store_true", help="kselect: decide over Inductor's generated "
                    "choices instead of before generation (enable(early_decision=False)); same picks")
 

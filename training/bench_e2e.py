@@ -148,6 +148,7 @@ def settings_from_args(args) -> dict:
          "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
          "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
          "early_decision": not getattr(args, "late_decision", False),
+         "warm_start": not getattr(args, "cold_start", False),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),

@@ -180,7 +180,8 @@ def run_worker(plan: dict) -> int:
                               adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1),
                               aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD),
                               compile_budget=plan.get("compile_budget", COMPILE_BUDGET),
-                              early_decision=plan.get("early_decision", True))
+                              early_decision=plan.get("early_decision", True),
+                              warm_start=plan.get("warm_start", True))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -470,6 +471,7 @@ def run(args) -> int:
                 "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
                 "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
                 "early_decision": not getattr(args, "late_decision", False),
+                "warm_start": not getattr(args, "cold_start", False),
                 "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)

@@ -43,9 +43,10 @@ from .run_effects import fit_effects
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
 SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k", "min_k", "aten_margin",
-                        "compile_budget", "early_decision", "warm_pool", "steps", "warmup", "warmup_s")
+                        "compile_budget", "early_decision", "warm_start", "warm_pool", "steps", "warmup",
+                        "warmup_s")
 # a setting added later, as the runs made before it existed had it (they pool with its value then)
-SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0, "compile_budget": 0.0}
+SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0, "compile_budget": 0.0, "warm_start": False}
 # (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
 COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
@@ -64,6 +65,9 @@ COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
                # verify-unpriced keeps the slow-to-compile templates verify passes over
                ("verify-unpriced compile / plain's", "kselect-verify-unpriced", "plain", "compile"),
                ("verify compile / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "compile"),
+               # the same decisions; verify-cold-start prepares Triton on the compiling thread
+               ("verify-cold-start compile / plain's", "kselect-verify-cold-start", "plain", "compile"),
+               ("verify compile / verify-cold-start's", "kselect-verify", "kselect-verify-cold-start", "compile"),
                ("verify GPU-only step / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "gpu"),
                ("predict compile / plain's", "kselect-predict", "plain", "compile"),
                ("DEFAULT compile / plain's", "default", "plain", "compile"))

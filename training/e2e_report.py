@@ -512,10 +512,12 @@ def anchor_note(c: dict) -> str:
 
 
 def policy_note(settings: dict) -> str:
-    """", min_k=N" / ", aten_margin=X" / ", compile_budget=X" / ", late decision" when the run set
-    them away from the defaults (a run from before compile_budget existed did not price compiles)."""
+    """", min_k=N" / ", aten_margin=X" / ", compile_budget=X" / ", late decision" / ", cold start"
+    when the run set them away from the defaults (a run from before compile_budget existed did
+    not price compiles; one from before the warm start existed says nothing of it)."""
     n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
     b = settings.get("compile_budget")
     return ((f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
             + (f", compile_budget={b:g}" if b is not None and b != COMPILE_BUDGET else "")
-            + ("" if settings.get("early_decision", True) else ", late decision"))
+            + ("" if settings.get("early_decision", True) else ", late decision")
+            + (", cold start" if settings.get("warm_start") is False else ""))

@@ -61,6 +61,10 @@ VARIANTS = {v.name: v for v in (
             "kselect verify with compile_budget=0: keeps its ranked templates without pricing their "
             "compiles, as before the twenty-first session (what does the price save, and cost?)",
             (("compile_budget", 0.0),)),
+    Variant("kselect-verify-cold-start", MAX_AUTOTUNE, "kselect", "verify",
+            "kselect verify with warm_start=False: the compile prepares Triton on its own thread and "
+            "meets cold compile workers, as before the twenty-third session (what does the warm start "
+            "save?)", (("warm_start", False),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
     Variant("autotune-aten", MAX_AUTOTUNE, None, None,
@@ -70,11 +74,11 @@ VARIANTS = {v.name: v for v in (
 )}
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
 ORDER = ("plain", "default", "kselect-verify", "kselect-verify-epilogue", "kselect-verify-keep",
-         "kselect-verify-cool", "kselect-verify-workers", "kselect-verify-unpriced", "kselect-predict",
-         "autotune-aten", "exhaustive")
+         "kselect-verify-cool", "kselect-verify-workers", "kselect-verify-unpriced", "kselect-verify-cold-start",
+         "kselect-predict", "autotune-aten", "exhaustive")
 # experiments that run only when --variants names them
 OPT_IN = ("kselect-verify-epilogue", "kselect-verify-keep", "kselect-verify-cool", "kselect-verify-workers",
-          "kselect-verify-unpriced", "autotune-aten")
+          "kselect-verify-unpriced", "kselect-verify-cold-start", "autotune-aten")
 DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in OPT_IN)
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).

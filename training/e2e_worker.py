@@ -105,7 +105,8 @@ def configure(spec: dict):
         policy = {"adaptive_k": not spec.get("fixed_k", False), "min_k": spec.get("min_k", 1),
                   "aten_margin": spec.get("aten_margin", ATEN_MARGIN_SD),
                   "compile_budget": spec.get("compile_budget", COMPILE_BUDGET),
-                  "early_decision": spec.get("early_decision", True)}
+                  "early_decision": spec.get("early_decision", True),
+                  "warm_start": spec.get("warm_start", True)}
         ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
                    **{**policy, **dict(v.options)})   # a variant's own options win
@@ -178,8 +179,8 @@ def selector_picks(selector) -> dict:
             "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
             "compile_in": getattr(selector, "compile_in", None),
             "compile_budget": getattr(selector, "compile_budget", None),
-            "worker_warmup": (selector.worker_warmup.summary()
-                              if getattr(selector, "worker_warmup", None) is not None else None),
+            "warm_start": (selector.warm_start.summary()
+                           if getattr(selector, "warm_start", None) is not None else None),
             "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
             "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured]}
 
