@@ -41,8 +41,8 @@ def _load_gil():
 
 
 def one(mode: str) -> dict:
-    import torch  # noqa: F401 -- the compiling process has torch and Inductor's Triton side loaded
-    import torch._inductor.runtime.triton_heuristics  # noqa: F401
+    # the compiling process has torch and Inductor's Triton side loaded
+    importlib.import_module("torch._inductor.runtime.triton_heuristics")
 
     g = _load_gil()
     g.import_triton()
