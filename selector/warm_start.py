@@ -71,7 +71,6 @@ class WarmStart:
         self._pool = pool or _inductor_pool
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._t0: float | None = None
         self.target = None
         self.prepare_ms: float | None = None
         self.error: str | None = None
@@ -99,7 +98,6 @@ class WarmStart:
                 self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.debug("kselect: warm start not begun: %s", self.error)
                 return False
-            self._t0 = time.perf_counter()
             self._thread = threading.Thread(target=self._run, args=(device,), name="kselect-warm-start",
                                             daemon=True)
             self._thread.start()
