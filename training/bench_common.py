@@ -53,6 +53,29 @@ def add_policy_args(p) -> None:
                    "choices instead of before generation (enable(early_decision=False)); same picks")
 
 
+def policy_settings(args) -> dict:
+    """The flags of add_policy_args as run settings: what a worker's plan carries and a
+    results.json records."""
+    from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
+
+    return {"k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
+            "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
+            "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
+            "early_decision": not getattr(args, "late_decision", False),
+            "warm_start": not getattr(args, "cold_start", False)}
+
+
+def policy_keywords(settings: dict) -> dict:
+    """selector.enable()'s policy keywords from run settings (policy_settings); a setting an
+    older plan lacks takes enable()'s default."""
+    from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
+
+    return {"k": settings["k"], "adaptive_k": not settings.get("fixed_k", False),
+            "min_k": settings.get("min_k", 1), "aten_margin": settings.get("aten_margin", ATEN_MARGIN_SD),
+            "compile_budget": settings.get("compile_budget", COMPILE_BUDGET),
+            "early_decision": settings.get("early_decision", True), "warm_start": settings.get("warm_start", True)}
+
+
 def describe_choice(choice) -> str:
     """A benchmarked choice as a kselect candidate key (or Inductor's name for it)."""
     from kselect.selector.inductor_compat import caller_candidate

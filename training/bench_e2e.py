@@ -41,9 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
-
-from .bench_common import add_policy_args, cold_cache_env
+from .bench_common import add_policy_args, cold_cache_env, policy_settings
 from .e2e_report import anchor_note, safely, write_report
 from .e2e_spec import (DEFAULT_VARIANTS, DEVICE_DEFAULTS, FAULT_ENV, OPT_IN, ORDER, TOLERANCE, WATCHDOG_GRACE_S,
                        WORKLOADS)
@@ -142,13 +140,7 @@ def settings_from_args(args) -> dict:
     s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
          "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
          "warmup": args.warmup, "warmup_s": pick(getattr(args, "warmup_s", None), "warmup_s"),
-         "profile_steps": getattr(args, "profile_steps", 5), "k": args.k,
-         "fixed_k": bool(getattr(args, "fixed_k", False)),
-         "min_k": getattr(args, "min_k", 1),
-         "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
-         "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
-         "early_decision": not getattr(args, "late_decision", False),
-         "warm_start": not getattr(args, "cold_start", False),
+         "profile_steps": getattr(args, "profile_steps", 5), **policy_settings(args),
          "kselect_space": args.kselect_space.upper(),
          "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
          "autotune": getattr(args, "autotune", "gemm"),

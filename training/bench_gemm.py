@@ -28,9 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
-
-from .bench_common import GemmCounter, add_policy_args, cold_cache_env, ranker_ident
+from .bench_common import (GemmCounter, add_policy_args, cold_cache_env, policy_keywords, policy_settings,
+                           ranker_ident)
 from .run_order import alternating_rounds
 
 log = logging.getLogger(__name__)
@@ -176,12 +175,7 @@ def run_worker(plan: dict) -> int:
         from torch._inductor import config as ic
 
         ic.max_autotune_gemm_search_space = "DEFAULT"       # what the user has configured
-        selector = ksi.enable(mode, k=plan["k"], model=plan.get("model") or None,
-                              adaptive_k=not plan.get("fixed_k", False), min_k=plan.get("min_k", 1),
-                              aten_margin=plan.get("aten_margin", ATEN_MARGIN_SD),
-                              compile_budget=plan.get("compile_budget", COMPILE_BUDGET),
-                              early_decision=plan.get("early_decision", True),
-                              warm_start=plan.get("warm_start", True))
+        selector = ksi.enable(mode, model=plan.get("model") or None, **policy_keywords(plan))
     out = Path(plan["out"])
     for d in plan["problems"]:
         problem = Problem.from_dict(d)
@@ -466,13 +460,8 @@ def run(args) -> int:
             continue
         print(f"== {v}: {len(shapes)} shapes" + (f" (round {repeat + 1} of {repeats})" if repeats > 1 else ""),
               flush=True)
-        plan = {"variant": v, "repeat": repeat, "device": args.device, "k": args.k, "model": args.model,
-                "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
-                "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
-                "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
-                "early_decision": not getattr(args, "late_decision", False),
-                "warm_start": not getattr(args, "cold_start", False),
-                "out": str(results.resolve()), "deadline": deadline,
+        plan = {"variant": v, "repeat": repeat, "device": args.device, "model": args.model,
+                **policy_settings(args), "out": str(results.resolve()), "deadline": deadline,
                 "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)
         if why:

@@ -18,9 +18,8 @@ import traceback
 from pathlib import Path
 
 from kselect.kernels.operands import relative_error
-from kselect.selector.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
-from .bench_common import GemmCounter, ranker_ident
+from .bench_common import GemmCounter, policy_keywords, ranker_ident
 from .e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
 from .gpu_state import StateSampler, device_state
 
@@ -102,14 +101,9 @@ def configure(spec: dict):
         # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
-        policy = {"adaptive_k": not spec.get("fixed_k", False), "min_k": spec.get("min_k", 1),
-                  "aten_margin": spec.get("aten_margin", ATEN_MARGIN_SD),
-                  "compile_budget": spec.get("compile_budget", COMPILE_BUDGET),
-                  "early_decision": spec.get("early_decision", True),
-                  "warm_start": spec.get("warm_start", True)}
-        ksi.enable(v.kselect, k=spec["k"], model=spec.get("kselect_model") or None,
+        ksi.enable(v.kselect, model=spec.get("kselect_model") or None,
                    cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
-                   **{**policy, **dict(v.options)})   # a variant's own options win
+                   **{**policy_keywords(spec), **dict(v.options)})   # a variant's own options win
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
         config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
