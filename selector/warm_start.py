@@ -74,7 +74,7 @@ class WarmStart:
         self.target = None
         self.prepare_ms: float | None = None
         self.error: str | None = None
-        self.workers = WorkerWarmup(ready=self._workers_ready, **({"job": job} if job else {}))
+        self.workers = WorkerWarmup(ready=self._workers_ready, job=job)
 
     @property
     def started(self) -> bool:
