@@ -46,7 +46,7 @@ class LaunchPlan:
     num_warps: int
     num_stages: int
     dtype: str
-    stride_spec: tuple         # Triton's view of the strides (compile identity)
+    stride_spec: tuple         # Triton's view of the strides, then of N and K (compile identity)
     k_split: int = 0
 
     @property
@@ -84,8 +84,9 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
         const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n",
                      B_ROW_MAJOR=problem.layout[1] == "n")
         names = ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
-    # K's class joins the strides': Triton specialises it (see triton_kernels).
-    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.K),)
+    # N's and K's classes join the strides': Triton specialises them (see triton_kernels).
+    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.N),
+                                                              _stride_class(problem.K))
     return LaunchPlan(candidate.template, tuple(sorted(const.items())), kw["num_warps"],
                       kw["num_stages"], problem.dtype, spec)
 
@@ -110,8 +111,8 @@ def _warmup(plan: LaunchPlan) -> None:
     """Compile `plan` into Triton's cache without launching (dtypes stand in for tensors)."""
     kernel = _kernel_for(plan.template)
     dt = _torch_dtype(plan.dtype)
-    *strides, k_class = [_representative_stride(c) for c in plan.stride_spec]
-    args = [dt, dt, dt, 64, 64, k_class, *strides]
+    *strides, n_value, k_value = [_representative_stride(c) for c in plan.stride_spec]
+    args = [dt, dt, dt, 64, n_value, k_value, *strides]
     kernel.warmup(*args, grid=(1,), num_warps=plan.num_warps, num_stages=plan.num_stages,
                   ACC_TYPE=_acc_type(plan.dtype), **dict(plan.constexprs))
 
@@ -180,6 +181,10 @@ class TritonBackend(Backend):
     def candidates(self, problem: Problem, search_space: str = "exhaustive") -> list[Candidate]:
         return triton_space(problem, search_space)
 
+    def kernel(self, template: str):
+        """The Triton kernel that runs `template`'s plans (a study may swap in a variant)."""
+        return _kernel_for(template)
+
     def plan(self, candidate: Candidate, problem: Problem) -> LaunchPlan:
         return launch_plan(candidate, problem, self.num_sms)
 
@@ -238,7 +243,7 @@ class TritonBackend(Backend):
         M, K = a.shape[-2], a.shape[-1]
         N = b.shape[-1]
         const = dict(plan.constexprs)
-        kernel = _kernel_for(plan.template)
+        kernel = self.kernel(plan.template)
         acc = _acc_type(plan.dtype)
         bm, bn = const["BLOCK_M"], const["BLOCK_N"]
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)

@@ -7,7 +7,7 @@ on the GPU being present: Triton lowers to PTX and runs ptxas on the host. So co
 measured on any machine, here, against a named target (default sm_90, the H200).
 
 `plan_source` states the arguments as a launch would specialise them (pointers and integers
-divisible by 16 marked so, integers equal to 1 made constants, M and N left alone as the
+divisible by 16 marked so, integers equal to 1 made constants, M left alone as the
 kernels ask), so the compile is the one a real launch of that LaunchPlan triggers.
 `python -m kselect.kernels.triton_cross` is the compile child (kernels/compile_worker.py).
 """
@@ -30,7 +30,7 @@ _ARG_NAMES = {
 }
 WARM_UP_PLAN = LaunchPlan("mm", (("ALLOW_TF32", False), ("BLOCK_K", 16), ("BLOCK_M", 16), ("BLOCK_N", 16),
                                  ("EVEN_K", True), ("GROUP_M", 1), ("HINT_M", False), ("HINT_N", False)),
-                          1, 1, "bf16", (16, 1, 1, 16, 1, 16, 16, 16, 1, 16))
+                          1, 1, "bf16", (16, 1, 1, 16, 1, 16, 16, 16, 1, 16, 16))
 
 
 def check_arch(arch: str) -> int:
@@ -51,14 +51,14 @@ def plan_source(plan: LaunchPlan):
     if plan.template not in _ARG_NAMES:
         raise ValueError(f"template {plan.template!r} compiles no Triton kernel of ours")
     fn = triton_kernels.mm_kernel if plan.template == "mm" else triton_kernels.persistent_tma_kernel
-    *stride_classes, k_class = plan.stride_spec
-    ints = dict(zip(_ARG_NAMES[plan.template], stride_classes), K=k_class)
+    *stride_classes, n_class, k_class = plan.stride_spec
+    ints = dict(zip(_ARG_NAMES[plan.template], stride_classes), N=n_class, K=k_class)
     signature, constexprs, attrs = {}, {}, {}
     for index, name in enumerate(fn.arg_names):
         if name in ("A", "B", "C"):
             signature[name] = _POINTER[plan.dtype]
             attrs[(index,)] = [["tt.divisibility", 16]]    # torch allocations are 16-byte aligned
-        elif name in ("M", "N"):
+        elif name == "M":
             signature[name] = "i32"                          # do_not_specialize
         elif name in ints:
             cls = ints[name]

@@ -3,12 +3,17 @@ with M, N, K and strides as runtime arguments so one compile serves many shapes.
 
 Inductor bakes sizes into each generated kernel; we keep the algorithm (GROUP_M swizzle,
 EVEN_K-guarded masks, fp32 accumulator, the persistent tile loop over NUM_SMS programs
-with device-side tensor descriptors) and make sizes runtime values. M and N are not
-specialised (one binary per config, EVEN_K and layout); strides and K are, to Triton's
-"1 / divisible by 16" classes, so unit strides give vectorised loads and the K masks of a
-non-EVEN_K loop still vectorise when K % 16 == 0 (unspecialised, they fell to scalar loads
-and ran up to 20x slower than Inductor's kernel, which bakes K in: reports/faithfulness-h200). reports/faithfulness-* measures how close this stays to the kernels
-Inductor itself generates. Imported only where Triton and a CUDA device exist.
+with device-side tensor descriptors) and make sizes runtime values, specialised the way
+Triton specialises integers (equal to 1, divisible by 16, or neither):
+- strides and K: unit strides give vectorised loads, and the K masks of a non-EVEN_K loop
+  still vectorise when K % 16 == 0 (unspecialised they fell to scalar loads, up to 20x
+  slower than Inductor's kernel);
+- N: the epilogue's `cols < N` store mask is uniform over 16 columns when N % 16 == 0, so
+  the store vectorises (16-byte stores); unspecialised, every element was stored alone,
+  which made large tiles 1.1-1.4x slower than Inductor's kernels;
+- M is left runtime: C is row-major, so M's class changes no vector width.
+reports/faithfulness-* measures how close this stays to the kernels Inductor itself
+generates. Imported only where Triton and a CUDA device exist.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit(do_not_specialize=["M", "N"])
+@triton.jit(do_not_specialize=["M"])
 def mm_kernel(A, B, C, M, N, K,
               stride_ab, stride_am, stride_ak,
               stride_bb, stride_bk, stride_bn,
@@ -67,7 +72,7 @@ def mm_kernel(A, B, C, M, N, K,
     tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["M", "N"])
+@triton.jit(do_not_specialize=["M"])
 def persistent_tma_kernel(A, B, C, M, N, K,
                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,

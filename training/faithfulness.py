@@ -29,8 +29,10 @@ DEFAULT_SHAPES = ["333x7168x5120", "64x18176x4544", "7x3584x14336", "1024x9216x3
                   "4096x3584x4096", "32x4096x4096", "16x4096x131072"]
 
 
-def pick_candidates(problem: Problem, per_template: int = 3) -> list[Candidate]:
-    """ATen + a spread of DEFAULT configs of every template that applies (deterministic)."""
+def pick_candidates(problem: Problem, per_template: int = 3, large_per_template: int = 0) -> list[Candidate]:
+    """ATen + a spread of DEFAULT configs of every template that applies, plus each tile
+    template's `large_per_template` largest output tiles of the EXHAUSTIVE space (the tiles
+    that win on large GEMMs; deterministic)."""
     from kselect.kernels.triton_space import triton_space
 
     out = [Candidate.make("aten", problem.op)]
@@ -40,6 +42,13 @@ def pick_candidates(problem: Problem, per_template: int = 3) -> list[Candidate]:
         if cs:
             step = max(1, len(cs) // per_template)
             out += cs[::step][:per_template]
+    if large_per_template:
+        taken = {c.key for c in out}
+        wide = triton_space(problem, "exhaustive")
+        for template in ("mm", "persistent_tma"):
+            cs = [c for c in wide if c.template == template and c.key not in taken]
+            cs.sort(key=lambda c: (-c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"], -c.kwargs["num_stages"], c.key))
+            out += cs[:large_per_template]
     return out
 
 
@@ -71,36 +80,36 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
     return compiled, ops
 
 
-def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
+def collector_times(problem: Problem, cands: list[Candidate], rows: dict, backends=None,
+                    column: str = "collector") -> None:
+    """Our harness on our kernels: `<column>_ms` and `<column>_rel_error` per candidate row.
+    `backends` maps a backend name to the instance to use (default: the registry's)."""
     import torch
-    import triton
 
     from kselect.kernels.backend import get_backend
     from kselect.kernels.operands import reference, relative_error, rotating_operands
     from kselect.kernels.timing import time_runners
 
-    rows = {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"}
-            for c in cands}
-    # collector
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     sets = rotating_operands(problem, l2)
     base = sets[0]
     ref = reference(problem, base)
     for c in cands:
-        backend = get_backend(c.backend)
+        backend = (backends or {}).get(c.backend) or get_backend(c.backend)
         try:
             compiled = backend.compile(c, problem)
             runners = [backend.runner(compiled, s) for s in sets]
             runners[0]()
             torch.cuda.synchronize()
-            rows[c.key]["collector_rel_error"] = relative_error(base.out, ref)
-            rows[c.key]["collector_ms"] = time_runners(runners).median_ms
+            rows[c.key][f"{column}_rel_error"] = relative_error(base.out, ref)
+            rows[c.key][f"{column}_ms"] = time_runners(runners).median_ms
         except Exception as exc:
-            rows[c.key]["collector_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    del sets, base, ref
-    # inductor's own autotune numbers, all candidates together
+            rows[c.key][f"{column}_error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
+def inductor_autotune_times(problem: Problem, cands: list[Candidate], rows: dict) -> None:
+    """Inductor's own autotune number per candidate, all of them benchmarked together."""
     keys = {c.key for c in cands}
-    seen = []
 
     def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
         from kselect.selector.inductor_compat import choice_candidate
@@ -109,13 +118,22 @@ def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
             cand = choice_candidate(ch)
             if cand is not None and cand.key in rows:
                 rows[cand.key]["inductor_ms"] = float(ms)
-        seen.append(name)
 
     try:
         _compile_mm(problem, keep=lambda c: c.key in keys, feedback=saver)
     except Exception as exc:
         log.warning("inductor autotune compile failed for %s: %s", problem.key, exc)
-    # compiled program forced to each choice
+
+
+def compiled_times(problem: Problem, cands: list[Candidate], rows: dict) -> None:
+    """The compiled program forced to each candidate, timed as a user runs it."""
+    import torch
+    import triton
+
+    from kselect.kernels.operands import reference, relative_error, rotating_operands
+    from kselect.kernels.timing import time_runners
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for c in cands:
         try:
             fn, ops = _compile_mm(problem, keep=lambda x, k=c.key: x.key == k)
@@ -132,6 +150,19 @@ def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
                 lambda: fn(ops.a, ops.b), warmup=50, rep=200, return_mode="median")
         except Exception as exc:
             rows[c.key]["compiled_error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
+def candidate_rows(problem: Problem, cands: list[Candidate]) -> dict:
+    return {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"}
+            for c in cands}
+
+
+def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
+    """collector, Inductor's autotune number and the compiled time for each candidate."""
+    rows = candidate_rows(problem, cands)
+    collector_times(problem, cands, rows)
+    inductor_autotune_times(problem, cands, rows)
+    compiled_times(problem, cands, rows)
     return list(rows.values())
 
 
@@ -171,6 +202,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("faithfulness", help="collector time vs compiled-program time vs Inductor autotune")
     p.add_argument("--shapes", default=",".join(DEFAULT_SHAPES), help="comma-separated MxNxK (bf16, x @ W^T)")
     p.add_argument("--per-template", type=int, default=3)
+    p.add_argument("--large-per-template", type=int, default=0,
+                   help="also each tile template's N largest EXHAUSTIVE output tiles")
     p.add_argument("--out", required=True, help="directory for faithfulness.csv and summary.json")
     p.set_defaults(func=run)
 
@@ -188,7 +221,7 @@ def run(args) -> int:
         m, n, k = (int(x) for x in spec.lower().split("x"))
         problem = Problem(m, n, k, "bf16", "nt", "mm")
         t0 = time.time()
-        rows += measure_problem(problem, pick_candidates(problem, args.per_template))
+        rows += measure_problem(problem, pick_candidates(problem, args.per_template, args.large_per_template))
         pd.DataFrame(rows).to_csv(out / "faithfulness.csv", index=False)
         print(f"{problem.key}: {time.time() - t0:.0f} s", flush=True)
     summary = summarize(pd.DataFrame(rows))
