@@ -237,6 +237,8 @@ def load_dataset(path: str | Path, on_corrupt: str = "raise") -> pd.DataFrame:
 
 def summarize(root: str | Path) -> dict:
     """The numbers a dataset card and `kselect dataset summary --json` report."""
+    from .oracle import oracle_shapes_by_class, sample_gap   # oracle needs the collector's lists
+
     ds = DatasetDir(Path(root))
     df = ds.load(on_corrupt="skip")
     fingerprint = ds.read_fingerprint() if ds.fingerprint_path.exists() else {}
@@ -262,6 +264,8 @@ def summarize(root: str | Path) -> dict:
         "candidates_per_shape_median": float(np.median(per_shape)) if len(per_shape) else 0.0,
         "triton_candidates_per_shape_min": int(triton_per_shape.min()) if len(triton_per_shape) else 0,
         "oracle_shapes": int(oracle),
+        "oracle_shapes_by_class": oracle_shapes_by_class(df) if len(df) else {},
+        "sample_gap": sample_gap(df) if oracle else {},
         "shapes_with_aten_and_200_triton_or_full_space": len(floor & aten_ok),
         "shapes_with_aten": len(aten_ok),
         "by_template": {f"{b}:{t}": int(v) for (b, t), v in df.groupby(["backend", "template"]).size().items()},

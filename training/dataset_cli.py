@@ -1,4 +1,4 @@
-"""`kselect dataset summary|compact|card`: inspect and maintain a measured dataset."""
+"""`kselect dataset summary|compact`: inspect and maintain a measured dataset."""
 from __future__ import annotations
 
 import json
@@ -38,6 +38,11 @@ def run_summary(args) -> int:
           f"({summary['failed_rows']} failed, {summary['noisy_rows']} noisy)")
     print(f"  candidates per shape: min {summary['candidates_per_shape_min']}, "
           f"median {summary['candidates_per_shape_median']:.0f}; oracle shapes {summary['oracle_shapes']}")
+    if summary["oracle_shapes"]:
+        gap = summary["sample_gap"]["all"]
+        print(f"  oracle shapes by M class: {summary['oracle_shapes_by_class']}; best of sample:"
+              f"{summary['sample_gap']['n_sample']} vs the whole space: geomean {gap['geomean']:.2%}, "
+              f"max {gap['max']:.2%}, over 1 % on {gap['over_1pct']} of {gap['shapes']}")
     print(f"  templates: {summary['by_template']}")
     print(f"  workloads: {summary['workloads']}")
     print(f"  measured on: {fp.get('gpu_name')} ({fp.get('sm_count')} SMs), torch {fp.get('torch_version')}, "

@@ -32,3 +32,52 @@ def mark_oracle(df: pd.DataFrame, backends=BACKENDS) -> pd.DataFrame:
     out = df.copy()
     out["oracle"] = out["problem_key"].isin(complete_shapes(df, backends))
     return out
+
+
+SHAPE_CLASSES = ("m<=16", "16<m<=256", "m>256")
+
+
+def shape_class(m: int) -> str:
+    """The row class a GEMM's M puts it in (skinny decode, mid batches, large)."""
+    return SHAPE_CLASSES[0] if m <= 16 else SHAPE_CLASSES[1] if m <= 256 else SHAPE_CLASSES[2]
+
+
+def oracle_shapes_by_class(df: pd.DataFrame) -> dict[str, int]:
+    """How many oracle shapes each M class holds (every class named, zeros included)."""
+    shapes = df[df["oracle"]].drop_duplicates("problem_key")
+    counts = shapes["M"].map(shape_class).value_counts()
+    return {c: int(counts.get(c, 0)) for c in SHAPE_CLASSES}
+
+
+def sample_gap(df: pd.DataFrame, n_sample: int = 200, backends=BACKENDS) -> dict:
+    """On the oracle shapes: how much slower the best of the `sample:<n_sample>` subset is
+    than the best of the whole space (gap = t_best_of_sample / t_best - 1), per M class and
+    over all; geomean, median and max of the gap, and the shapes where it is over 1 %."""
+    import numpy as np
+
+    from .collect import candidate_list
+
+    ok = df[df["oracle"] & (df["status"] == "ok")]
+    gaps: dict[str, list[float]] = {c: [] for c in SHAPE_CLASSES}
+    worst = []
+    for key, sub in ok.groupby("problem_key", sort=True):
+        problem = Problem.from_dict(sub.iloc[0].to_dict())
+        sample = {c.key for c in candidate_list(problem, list(backends), "sample", n_sample)}
+        in_sample = sub[sub["candidate_key"].isin(sample)]
+        if in_sample.empty:
+            continue
+        gap = float(in_sample["time_ms"].min() / sub["time_ms"].min() - 1.0)
+        gaps[shape_class(problem.M)].append(gap)
+        worst.append((gap, key))
+
+    def stats(values: list[float]) -> dict:
+        if not values:
+            return {"shapes": 0}
+        v = np.asarray(values)
+        return {"shapes": int(len(v)), "geomean": float(np.exp(np.log1p(v).mean()) - 1.0),
+                "median": float(np.median(v)), "max": float(v.max()),
+                "over_1pct": int((v > 0.01).sum())}
+
+    every = [g for values in gaps.values() for g in values]
+    return {"n_sample": n_sample, "all": stats(every), "by_class": {c: stats(v) for c, v in gaps.items()},
+            "worst": [{"problem_key": k, "gap": g} for g, k in sorted(worst, reverse=True)[:5]]}

@@ -56,7 +56,11 @@ MODELS = {
 
 # Token counts: powers of two and deliberately awkward values (decode batches, ragged prefill).
 TOKEN_COUNTS = (1, 7, 16, 33, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192, 16384)
-WORKLOADS = ("forward", "backward", "attention", "random")
+WORKLOADS = ("forward", "backward", "attention", "random", "large")
+# M of the "large" workload: decode batches and prefill/training token counts above 16.
+LARGE_MID_M = (17, 24, 40, 64, 96, 128, 200, 256)
+LARGE_BIG_M = (333, 512, 1000, 2048, 4096, 8192)
+BF16_ALIGNMENT = 8   # elements: Inductor pads a compute-bound bf16 GEMM's dims to this
 
 
 def forward_shapes(model: str, token_counts=TOKEN_COUNTS, dtype="bf16") -> list[Problem]:
@@ -106,6 +110,57 @@ def random_shapes(n: int = 200, seed: int = 0, dtype="bf16", lo: int = 1, hi: in
     return out
 
 
+def padded_as_compiled(n: int, alignment: int = BF16_ALIGNMENT) -> int:
+    """The size Inductor's mm padding gives a compute-bound GEMM dimension (pad_mm: the next
+    multiple of the dtype's 16-byte alignment; 1 stays 1)."""
+    return n if n == 1 or n % alignment == 0 else (n // alignment + 1) * alignment
+
+
+def large_shapes(seed: int = 0, mid: int = 32, big: int = 40, dtype="bf16") -> list[Problem]:
+    """Seeded GEMMs with M > 16 for whole-space measurement: `mid` with 16 < M <= 256 and `big`
+    with M > 256, drawn from every family's projections (not lm_head, whose vocabulary makes
+    one shape cost as much as ten) in the forward (nt), dX (nn) and dW (tn: M > 256 class,
+    M the layer's width, K the token count) layouts, plus
+    GPT-2's lm_head with its 50257-wide vocabulary padded as Inductor compiles it. The two
+    classes alternate, so any prefix of the list spans both."""
+    rng = np.random.default_rng(seed)
+    pool = []
+    for name, cfg in MODELS.items():
+        for layer, (n, k) in cfg.linears().items():
+            if layer == "lm_head":
+                continue
+            pool.append((name, n, k))
+    gpt2 = MODELS["gpt2"]
+
+    def draw(ms, count):
+        out = []
+        for i in range(count):
+            m = int(ms[i % len(ms)])
+            if i % 10 == 9:    # one in ten: GPT-2's lm_head, N padded as compiled (forward)
+                out.append(Problem(m, padded_as_compiled(gpt2.vocab), gpt2.hidden, dtype, "nt", "mm",
+                                   model="gpt2"))
+                continue
+            name, n, k = pool[int(rng.integers(len(pool)))]
+            # dW's M is the layer's width, not a token count: only in the M > 256 class, and
+            # only where that width stays within the class's range.
+            layouts = ("nt", "nn", "tn") if m > 256 and n <= max(LARGE_BIG_M) else ("nt", "nn")
+            layout = layouts[int(rng.integers(len(layouts)))]
+            if layout == "nt":
+                out.append(Problem(m, n, k, dtype, "nt", "mm", model=name))
+            elif layout == "nn":
+                out.append(Problem(m, k, n, dtype, "nn", "mm", model=name))
+            else:       # dW = dY^T @ X: N x K over m tokens
+                out.append(Problem(n, k, m, dtype, "tn", "mm", model=name))
+        return out
+
+    mids = draw(rng.permutation(LARGE_MID_M), mid)
+    bigs = draw(rng.permutation(LARGE_BIG_M), big)
+    out = []
+    for i in range(max(len(mids), len(bigs))):
+        out += bigs[i:i + 1] + mids[i:i + 1]
+    return dedup(out)
+
+
 def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16",
              token_counts=TOKEN_COUNTS) -> list[Problem]:
     """One named workload set; `models` restricts the model families."""
@@ -121,6 +176,8 @@ def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtyp
         return attention_shapes(dtype)
     if name == "random":
         return random_shapes(n_random, seed, dtype)
+    if name == "large":
+        return large_shapes(seed, dtype=dtype)
     raise ProblemError(f"unknown workload {name!r}: expected one of {WORKLOADS}")
 
 
