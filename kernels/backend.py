@@ -66,10 +66,12 @@ class Backend(ABC):
     def runner(self, compiled, operands) -> Callable[[], "object"]:
         """A zero-argument callable that runs the kernel on `operands` and returns C."""
 
-    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 1) -> dict:
+    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 1,
+                   wait: bool = True) -> dict:
         """Compile many candidates ahead of timing; returns {(candidate, compile_key): error}.
 
-        The default compiles sequentially; backends with expensive compiles override it.
+        The default compiles sequentially (and so always waits); backends with expensive
+        compiles override it, and may compile in the background when `wait` is False.
         """
         errors = {}
         for cand, prob in items:

@@ -132,6 +132,14 @@ def _pool_warmup(plan: LaunchPlan) -> str | None:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
 
 
+def _future_error(fut) -> str | None:
+    """A background compile's outcome: None (compiled) or why it failed."""
+    try:
+        return fut.result()
+    except Exception as exc:  # a worker died (e.g. LLVM abort)
+        return f"compile worker died: {type(exc).__name__}: {exc}"
+
+
 _ALLOCATOR_SET = False
 
 
@@ -156,6 +164,7 @@ class TritonBackend(Backend):
 
     def __init__(self):
         self._compiled: dict[tuple, str | None] = {}   # compile_key -> None (ok) or error
+        self._pending: dict = {}                       # compile_key -> future of a background compile
         self._num_sms = None
 
     def availability(self, device: str = "cuda") -> Availability:
@@ -193,25 +202,37 @@ class TritonBackend(Backend):
         if plan.template == "decompose_k":
             return plan
         key = plan.compile_key
+        if key not in self._compiled and key in self._pending:
+            self._compiled[key] = _future_error(self._pending.pop(key))
         if key not in self._compiled:
             self._compiled[key] = _pool_warmup(plan)
         if self._compiled[key] is not None:
             raise CandidateError("compile", self._compiled[key])
         return plan
 
-    def precompile(self, items, workers: int = 0) -> dict:
-        """Compile every distinct plan once, in parallel processes; returns {key: error}."""
+    def precompile(self, items, workers: int = 0, wait: bool = True) -> dict:
+        """Compile every distinct plan once, in parallel processes; returns {key: error}.
+
+        With `wait=False` the compiles run in the background in the order of `items` and this
+        returns at once ({}): `compile` then waits only for its own plan, so a collector
+        measures the first shape while the later shapes' kernels still compile."""
         plans = {}
         for cand, prob in items:
             try:
                 plan = self.plan(cand, prob)
             except CandidateError:
                 continue
-            if plan.template != "decompose_k" and plan.compile_key not in self._compiled:
+            if (plan.template != "decompose_k" and plan.compile_key not in self._compiled
+                    and plan.compile_key not in self._pending):
                 plans.setdefault(plan.compile_key, plan)
         if not plans:
             return {}
         workers = workers or max(1, min(len(plans), (os.cpu_count() or 2) - 1))
+        if not wait:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+            self._pending.update({key: pool.submit(_pool_warmup, plan) for key, plan in plans.items()})
+            pool.shutdown(wait=False)   # takes no more work; the queued compiles still run
+            return {}
         errors = {}
         try:
             from tqdm import tqdm
@@ -225,10 +246,7 @@ class TritonBackend(Backend):
                 it = tqdm(it, total=len(futures), desc="compile", unit="kernel", mininterval=5)
             for fut in it:
                 key = futures[fut]
-                try:
-                    err = fut.result()
-                except Exception as exc:  # a worker died (e.g. LLVM abort)
-                    err = f"compile worker died: {type(exc).__name__}: {exc}"
+                err = _future_error(fut)
                 self._compiled[key] = err
                 if err:
                     errors[key] = err

@@ -2,6 +2,8 @@
 import pytest
 
 from kselect.kernels import BackendError, Candidate, Problem, ProblemError, get_backend, parse_backends
+from kselect.kernels.triton_backend import launch_plan
+from kselect.kernels.triton_space import triton_space
 
 
 @pytest.mark.parametrize("kwargs, needle", [
@@ -87,3 +89,11 @@ def test_made_candidates_are_interned_and_keep_value_semantics():
     assert sorted([Candidate.make("triton", "mm", BLOCK_M=128), a])[0] is a
     odd = Candidate.make("triton", "mm", tiles=[1, 2])   # an unhashable knob: still usable
     assert odd.key == "triton:mm:tiles[1, 2]" and odd.kwargs == {"tiles": [1, 2]}
+
+
+def test_n_class_joins_the_compile_key():
+    """Our kernels specialise N like Triton does (1, divisible by 16, neither): its class sits
+    in the compile identity beside K's, whatever the layout's strides say."""
+    cand = next(c for c in triton_space(Problem(64, 4096, 4096, "bf16", "nt"), "default") if c.template == "mm")
+    classes = [launch_plan(cand, Problem(64, n, 4096, "bf16", "nt"), 132).stride_spec[-2] for n in (4096, 4099, 1)]
+    assert classes == [16, 0, 1]

@@ -173,11 +173,9 @@ def run_worker(plan: CollectPlan) -> int:
         bar = None
     backends = {n: get_backend(n) for n in plan.backends}
     if "triton" in backends:
-        t0 = time.time()
+        # Compiles run in the background, shape by shape, while the GPU measures.
         items = [(c, p) for p, cs in work for c in cs if c.backend == "triton"]
-        errs = backends["triton"].precompile(items, workers=plan.precompile_workers)
-        log.warning("precompiled %d Triton candidates in %.0f s (%d failed)", len(items),
-                    time.time() - t0, len(errs))
+        backends["triton"].precompile(items, workers=plan.precompile_workers, wait=False)
     if on_gpu:
         warm_gpu()
     fault = FaultInjector.from_env()

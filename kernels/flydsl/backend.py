@@ -61,7 +61,8 @@ class FlyDSLBackend(Backend):
             raise CandidateError("compile", f"{res.status}: {res.reason}")
         return CompiledGemm(p, self.arch, res)
 
-    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 0) -> dict:
+    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 0,
+                   wait: bool = True) -> dict:
         items = list(items)
         builds = [space.kernel_params(c, p) for c, p in items]
         results = fcompile.compile_many(builds, self.arch, workers=workers or None)
