@@ -61,3 +61,18 @@ def test_unknown_workload_and_model():
         workload("nope")
     with pytest.raises(ProblemError, match="unknown model"):
         workload("forward", models=["gpt5"])
+
+
+def test_held_out_families_stay_out_of_training_workloads_and_data():
+    """The unseen benchmark's families appear in no training workload and no shipped dataset."""
+    import pandas as pd
+
+    from kselect.training.shapes import TRAINING_WORKLOADS, UNSEEN_MODELS, unseen_shapes, workload
+
+    unseen = set(UNSEEN_MODELS)
+    for name in TRAINING_WORKLOADS:
+        assert not {p.model for p in workload(name)} & unseen, name
+    data = pd.read_parquet("data/h200-bf16/measurements.parquet", columns=["model"])
+    assert not set(data["model"]) & unseen
+    bench = unseen_shapes()
+    assert len(bench) == 70 and {p.model for p in bench} == unseen

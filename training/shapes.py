@@ -54,9 +54,18 @@ MODELS = {
     "gpt-neox-20b": ModelConfig("gpt-neox-20b", 6144, 64, 64, 24576, 50432, gated_mlp=False),
 }
 
+# Families kept out of every training workload: the held-out benchmark's (`unseen` workload).
+UNSEEN_MODELS = {
+    "qwen2.5-7b": ModelConfig("qwen2.5-7b", 3584, 28, 4, 18944, 152064),
+    "phi3-mini": ModelConfig("phi3-mini", 3072, 32, 32, 8192, 32064),
+}
+UNSEEN_TOKEN_COUNTS = (2, 8, 32, 128, 512, 2048, 8192)
+
 # Token counts: powers of two and deliberately awkward values (decode batches, ragged prefill).
 TOKEN_COUNTS = (1, 7, 16, 33, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192, 16384)
-WORKLOADS = ("forward", "backward", "attention", "random", "large")
+WORKLOADS = ("forward", "backward", "attention", "random", "large", "unseen")
+# What a collection takes when no workload is named: never the held-out families.
+TRAINING_WORKLOADS = ("forward", "backward", "attention", "random", "large")
 # M of the "large" workload: decode batches and prefill/training token counts above 16.
 LARGE_MID_M = (17, 24, 40, 64, 96, 128, 200, 256)
 LARGE_BIG_M = (333, 512, 1000, 2048, 4096, 8192)
@@ -161,6 +170,17 @@ def large_shapes(seed: int = 0, mid: int = 32, big: int = 40, dtype="bf16") -> l
     return dedup(out)
 
 
+def unseen_shapes(dtype="bf16") -> list[Problem]:
+    """The held-out benchmark: every projection GEMM (qkv, attention out, gate/up, down,
+    lm_head) of families absent from the training data, forward, at UNSEEN_TOKEN_COUNTS."""
+    out = []
+    for name, cfg in UNSEEN_MODELS.items():
+        for m in UNSEEN_TOKEN_COUNTS:
+            for n, k in cfg.linears().values():
+                out.append(Problem(m, n, k, dtype, "nt", "mm", model=name))
+    return out
+
+
 def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16",
              token_counts=TOKEN_COUNTS) -> list[Problem]:
     """One named workload set; `models` restricts the model families."""
@@ -178,6 +198,8 @@ def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtyp
         return random_shapes(n_random, seed, dtype)
     if name == "large":
         return large_shapes(seed, dtype=dtype)
+    if name == "unseen":
+        return unseen_shapes(dtype)
     raise ProblemError(f"unknown workload {name!r}: expected one of {WORKLOADS}")
 
 

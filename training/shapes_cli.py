@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import sys
 
-from .shapes import (MODELS, WORKLOADS, dedup, read_shapes_csv, read_workload_column, workload,
-                     write_shapes_csv)
+from .shapes import (MODELS, TRAINING_WORKLOADS, WORKLOADS, dedup, read_shapes_csv, read_workload_column,
+                     workload, write_shapes_csv)
 
 
 def add_shape_args(p) -> None:
     """Shape-selection flags shared by every command that takes shapes."""
     p.add_argument("--workload", action="append", choices=WORKLOADS,
-                   help="named workload set (repeatable; default: all)")
+                   help="named workload set (repeatable; default: all but the held-out 'unseen')")
     p.add_argument("--models", help=f"comma-separated model families ({','.join(MODELS)})")
     p.add_argument("--shapes-file", help="CSV with columns M,N,K (optional op,dtype,layout,batch,model)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random workload")
@@ -28,7 +28,7 @@ def select_shapes(args) -> tuple[list, dict]:
     else:
         problems = []
         models = args.models.split(",") if args.models else None
-        for name in args.workload or WORKLOADS:
+        for name in args.workload or TRAINING_WORKLOADS:
             ps = workload(name, models=models, seed=args.seed, n_random=args.n_random, dtype=args.dtype)
             for p in ps:
                 tags.setdefault(p.key, name)
