@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "train": ("kselect.training.train_cli", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.evaluate_cli", "held-out accuracy of a model on a dataset"),
     "report": ("kselect.training.report_cli", "write an accuracy report with plots"),
+    "retrain": ("kselect.training.retrain_cli", "a cost model for a new GPU in one resumable command"),
     "amd": ("kselect.training.amd_cli", "AMD backend-winner model over tuned-GEMM tables"),
     "flydsl": ("kselect.training.flydsl_cli", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
     "bench": ("kselect.training.bench_cli", "stock max-autotune vs kselect: tuning time and kernel speed"),
