@@ -76,3 +76,11 @@ def test_held_out_families_stay_out_of_training_workloads_and_data():
     assert not set(data["model"]) & unseen
     bench = unseen_shapes()
     assert len(bench) == 70 and {p.model for p in bench} == unseen
+
+
+def test_padding_as_compiled_follows_the_compute_bound_rule():
+    from kselect.training.shapes import padded_as_compiled
+
+    assert padded_as_compiled(2048, 50257, 768) == 50264      # compute-bound: padded to 8
+    assert padded_as_compiled(16, 50257, 768) == 50257        # memory-bound: as written
+    assert padded_as_compiled(2048, 4096, 768) == 4096        # aligned already
