@@ -37,3 +37,4 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     assert result["problems"] == ["mm:64x80x96:fp32:nt"]
     assert result["decisions"] == 1 and result["fallbacks"] == 0, result
     assert result["heavy_modules"] == [], result
+    assert result["cli_status"] == 2, result

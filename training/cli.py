@@ -48,15 +48,33 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     wanted = next((a for a in (argv or []) if a in available), None)
     for name, (module, help_text) in available.items():
         if wanted is None or name == wanted:
-            importlib.import_module(module).add_parser(sub)
+            try:
+                importlib.import_module(module).add_parser(sub)
+            except ModuleNotFoundError as exc:
+                if exc.name not in TRAINING_DEPENDENCIES:
+                    raise
+                raise MissingExtra(f"`kselect {name}` needs {exc.name}, from the training extra: "
+                                   "pip install 'kselect[train]'") from None
         else:  # listed in --help without importing its (possibly heavy) module
             sub.add_parser(name, help=help_text)
     return parser
 
 
+# Modules of the [train] extra: without them only the runtime plug-in works.
+TRAINING_DEPENDENCIES = ("pandas", "pyarrow", "sklearn", "scipy", "xgboost", "matplotlib", "tqdm")
+
+
+class MissingExtra(ImportError):
+    """A subcommand's module needs a dependency of an extra that is not installed."""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except MissingExtra as exc:
+        print(f"kselect: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     args.argv = argv  # reports quote the exact command that produced them
     logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
