@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -115,7 +113,6 @@ def compile_with_table(bench, table) -> tuple[list, str]:
 
 
 @needs_table
-@pytest.mark.slow
 def test_exported_table_alone_picks_what_kselect_picked(inductor, tmp_path):
     stock_runs, _ = compile_once(inductor)
     assert len(stock_runs) == 1 and set(stock_runs[0]) == {"aten:addmm", "aten:bias_addmm"}, stock_runs
@@ -248,23 +245,30 @@ def test_cache_export_resolves_conflicts_and_leaves_out_what_it_cannot_name(tmp_
         lt.export_from_cache(tmp_path, device="devC")
 
 
-def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kselect.training.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+def _cli(capsys, *args):
+    """The `kselect` command line, in this process: (exit status, stdout, stderr)."""
+    from kselect.training.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
 @needs_table
-def test_cli_export_and_import(tmp_path):
+def test_cli_export_and_import(tmp_path, capsys):
     _cache_file(tmp_path / "cache", "aa01", ["aten:mm"])
     out = tmp_path / "table.json"
-    r = _cli("export-lookup-table", "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["entries"] == 1
+    rc, stdout, err = _cli(capsys, "export-lookup-table", "--cache-dir", str(tmp_path / "cache"),
+                           "--out", str(out), "--json")
+    assert rc == 0, err
+    assert json.loads(stdout)["entries"] == 1
     assert list(json.loads(out.read_text()).values()) == [[{"template_id": "aten::mm"}]]
 
     # Inductor's tables hold configs, no times: the import says so and writes nothing
-    r = _cli("import-lookup-table", str(out), "--out", str(tmp_path / "ds"), "--fingerprint-id", "devA")
-    assert r.returncode == 1 and "carries a measured time" in r.stderr and "nothing imported" in r.stderr
+    rc, stdout, err = _cli(capsys, "import-lookup-table", str(out), "--out", str(tmp_path / "ds"),
+                           "--fingerprint-id", "devA")
+    assert rc == 1 and "carries a measured time" in err and "nothing imported" in err
     assert not (tmp_path / "ds").exists()
 
     # a table whose configs carry timings becomes measured rows, once
@@ -274,18 +278,19 @@ def test_cli_export_and_import(tmp_path):
                     "num_stages": 3, "num_warps": 4, "EVEN_K": True, "metadata": {"timing": 0.25}}]}
     (tmp_path / "timed.json").write_text(json.dumps(timed))
     for expected in (2, 0):
-        r = _cli("import-lookup-table", str(tmp_path / "timed.json"), "--out", str(tmp_path / "ds"),
-                 "--fingerprint-id", "devA", "--json")
-        assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["imported"] == expected
+        rc, stdout, err = _cli(capsys, "import-lookup-table", str(tmp_path / "timed.json"),
+                               "--out", str(tmp_path / "ds"), "--fingerprint-id", "devA", "--json")
+        assert rc == 0, err
+        assert json.loads(stdout)["imported"] == expected
     from kselect.training.dataset import DatasetDir
 
     rows = DatasetDir(tmp_path / "ds").load()
-    assert sorted(rows["time_ms"]) == [0.25, 0.5] and set(rows["problem_key"]) == {Problem(64, 80, 96, "fp32", "nn").key}
+    assert sorted(rows["time_ms"]) == [0.25, 0.5]
+    assert set(rows["problem_key"]) == {Problem(64, 80, 96, "fp32", "nn").key}
     assert set(rows["method"]) == {"lookup_table"} and set(rows["fingerprint_id"]) == {"devA"}
 
-    r = _cli("export-lookup-table", "--cache-dir", str(tmp_path / "nowhere"), "--out", str(out))
-    assert r.returncode == 2 and "is not a directory" in r.stderr
+    rc, _, err = _cli(capsys, "export-lookup-table", "--cache-dir", str(tmp_path / "nowhere"), "--out", str(out))
+    assert rc == 2 and "is not a directory" in err
 
 
 def test_missing_lookup_table_is_a_clear_error(monkeypatch):
