@@ -64,6 +64,22 @@ def compiled(cache):
     return {arch: fcompile.compile_many(CONFIGS, arch, workers=2) for arch in ARCHS}
 
 
+def test_installed_flydsl_is_one_the_pin_allows(cache):
+    """The compiles below ran with a FlyDSL the `flydsl` extra allows. CI's set-up installs the
+    newest one (.ci/setup); a 0.4.x is checked by putting it first on PYTHONPATH (docs/flydsl.md),
+    which the compile children inherit and this reports."""
+    tomllib = pytest.importorskip("tomllib")
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pin = Requirement(tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["flydsl"][0])
+    version = toolchain.flydsl_version()
+    assert pin.name == "flydsl" and version in pin.specifier, (version, str(pin))
+    logging.getLogger(__name__).warning("FlyDSL under test: %s (pin %s)", version, pin.specifier)
+
+
 def test_configs_are_distinct_and_valid_on_both_archs():
     assert len(set(CONFIGS)) == len(CONFIGS) >= 20
     for arch in ARCHS:

@@ -25,6 +25,10 @@ SUBCOMMANDS = {
     "retrain": ("kselect.training.retrain_cli", "a cost model for a new GPU in one resumable command"),
     "amd": ("kselect.training.amd_cli", "AMD backend-winner model over tuned-GEMM tables"),
     "flydsl": ("kselect.training.flydsl_cli", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
+    "export-lookup-table": ("kselect.training.lookup_export_cli",
+                            "write kselect's decisions as Inductor's template lookup table"),
+    "import-lookup-table": ("kselect.training.lookup_import_cli",
+                            "read an Inductor lookup table's timed configs into a dataset"),
     "bench": ("kselect.training.bench_cli", "stock max-autotune vs kselect: tuning time and kernel speed"),
 }
 

@@ -27,7 +27,7 @@ def flydsl_version() -> str:
         return importlib.metadata.version("flydsl")
     except importlib.metadata.PackageNotFoundError:
         raise ToolchainError("flydsl is not installed: pip install 'kselect[flydsl]' "
-                             "(flydsl>=0.4,<0.5)") from None
+                             "(flydsl>=0.4,<0.6)") from None
 
 
 def _find_lld() -> str:
