@@ -29,7 +29,7 @@ from .cache import DecisionCache, candidate_set_digest, decision_key
 from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
-from .options import COMPILE_IN, MODES, VERIFY_TIMINGS, read as read_options
+from .options import check_settings, read as read_options
 from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRanker, RankerUnavailable,
                      candidate_keys, choose_kept, unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
@@ -49,39 +49,31 @@ class Selector:
                  release_memory: bool = True, warm_while_compiling: bool = True,
                  compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
                  warm_start: bool = True):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if verify_timing not in VERIFY_TIMINGS:
-            raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
-        self.verify_timing = verify_timing
-        if compile_in not in COMPILE_IN:
-            raise ValueError(f"compile_in must be one of {COMPILE_IN}, got {compile_in!r}")
-        self.compile_in = compile_in                   # where verify's kept templates compile
+        o = check_settings(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten,
+                           ranker=ranker, verify_timing=verify_timing, epilogue_fusion=epilogue_fusion,
+                           adaptive_k=adaptive_k, min_k=min_k, aten_margin=aten_margin,
+                           early_decision=early_decision, release_memory=release_memory,
+                           warm_while_compiling=warm_while_compiling, compile_in=compile_in,
+                           compile_budget=compile_budget, warm_start=warm_start)
+        self.verify_timing = o["verify_timing"]
+        self.compile_in = o["compile_in"]              # where verify's kept templates compile
         # Triton's set-up and the compile workers' warm-up, begun as a compile starts
         # (selector/warm_start.py); verify's templates in workers need warm workers
-        self.warm_start_on = bool(warm_start)
-        self.warm_start = (WarmStart() if mode != "off" and (warm_start or (compile_in == "workers" and mode == "verify"))
-                           else None)
-        if not float(compile_budget) >= 0:
-            raise ValueError(f"compile_budget must be >= 0, got {compile_budget}")
-        self.compile_budget = float(compile_budget)    # verify: policy.CompilePrice's budget (0 = off)
+        self.warm_start_on = o["warm_start"]
+        self.warm_start = (WarmStart() if o["mode"] != "off" and (o["warm_start"] or (
+            o["compile_in"] == "workers" and o["mode"] == "verify")) else None)
+        self.compile_budget = o["compile_budget"]      # verify: policy.CompilePrice's budget (0 = off)
         self._compile_models: dict = {}
-        self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
-        self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
-        self.warm_while_compiling = bool(warm_while_compiling)   # verify_timing.measure's GPU warm-up
-        self.adaptive_k = bool(adaptive_k)             # verify: k from the scores' gaps, or the cap
-        if int(k) < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if int(min_k) < 1:
-            raise ValueError(f"min_k must be >= 1, got {min_k}")
-        self.min_k = int(min_k)                        # verify, adaptive: never fewer kept (cap wins)
-        if not float(aten_margin) >= 0:
-            raise ValueError(f"aten_margin must be >= 0, got {aten_margin}")
-        self.aten_margin = float(aten_margin)          # predict: a template must beat ATen by this (sd)
-        self.early_decision = bool(early_decision)     # decide before Inductor generates (plan_ktcs)
-        self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
-        self.ranker = ranker
-        self.cache = DecisionCache(cache_dir) if cache_dir else None
+        self.epilogue_fusion = o["epilogue_fusion"]    # selector/fusion.py; GPUs, verify mode
+        self.release_memory = o["release_memory"]      # verify_timing.release_gpu_memory after measuring
+        self.warm_while_compiling = o["warm_while_compiling"]   # verify_timing.measure's GPU warm-up
+        self.adaptive_k = o["adaptive_k"]              # verify: k from the scores' gaps, or the cap
+        self.min_k = o["min_k"]                        # verify, adaptive: never fewer kept
+        self.aten_margin = o["aten_margin"]            # predict: a template must beat ATen by this (sd)
+        self.early_decision = o["early_decision"]      # decide before Inductor generates (plan_ktcs)
+        self.mode, self.k, self.model, self.keep_aten = o["mode"], o["k"], o["model"], o["keep_aten"]
+        self.ranker = o["ranker"]
+        self.cache = DecisionCache(o["cache_dir"]) if o["cache_dir"] else None
         self._rankers: dict = {}
         self._lock = threading.Lock()
         self._warmed_graphs = weakref.WeakSet()   # graphs whose GEMMs the ranker was warmed for
@@ -732,17 +724,31 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    settings = dict(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
+                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
+                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
+                    release_memory=release_memory, warm_while_compiling=warm_while_compiling,
+                    compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
+    space = check_settings(search_space=search_space)["search_space"]
+    # every keyword checked (Selector runs options.check_settings) before anything is replaced
+    if mode == "off":
+        check_settings(**settings)
+        sel = None
+    else:
+        sel = Selector(**settings)
     disable()
     reset_warnings()
-    if mode == "off":
+    if sel is None:
         return None
-    sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
-                   verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
-                   min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
-                   release_memory=release_memory, warm_while_compiling=warm_while_compiling,
-                   compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
+    _install(sel, space)
+    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", sel.mode, sel.k, sel.keep_aten,
+             sel.cache.root if sel.cache else None)
+    return sel
+
+
+def _install(sel: Selector, search_space: str | None) -> None:
+    """Make `sel` the active selector of this thread (nothing may be active), widening Inductor's
+    GEMM space to `search_space` (None: left as it is)."""
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
@@ -750,6 +756,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     restore_handler = compat.install_choices(handler)
     restore_space = lambda: None  # noqa: E731
     restore_warmup = _warm_as_compiles_start(sel)
+    sel.stock_space = None
     if search_space:
         previous, restore_space = compat.set_gemm_search_space(search_space)
         if previous.upper() != search_space.upper():
@@ -762,8 +769,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
 
     _state.restore = restore
     _state.selector = sel
-    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", mode, sel.k, keep_aten, cache_dir)
-    return sel
+    _state.search_space = search_space
 
 
 def _warm_as_compiles_start(sel: Selector):
@@ -784,6 +790,7 @@ def disable() -> None:
         sel.cache.flush()  # its queued decisions on disk before anyone else reads the cache
     _state.restore = None
     _state.selector = None
+    _state.search_space = None
 
 
 def current() -> Selector | None:
@@ -792,15 +799,17 @@ def current() -> Selector | None:
 
 @contextlib.contextmanager
 def selecting(mode: str = "verify", **kwargs):
-    """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then as before."""
-    prev = current()
-    sel = enable(mode, **kwargs)
+    """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then the
+    outer configuration again (the same Selector, its stats and loaded model) on any exit: the
+    block returning or raising, or enable() refusing its arguments (which changes nothing)."""
+    prev, prev_space = current(), getattr(_state, "search_space", None)
     try:
-        yield sel
+        yield enable(mode, **kwargs)
     finally:
-        disable()
-        if prev is not None:  # re-install the outer configuration
-            enable(**prev.settings())
+        if current() is not prev or prev is None:
+            disable()
+            if prev is not None:  # re-install the outer configuration
+                _install(prev, prev_space)
 
 
 def enable_from_env(environ=None) -> Selector | None:
