@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import math
 import threading
@@ -37,6 +38,10 @@ from .warn import reset_warnings, warn_once
 from .warm_start import WarmStart
 
 log = logging.getLogger("kselect.selector")
+
+# the sizes a dynamic M is ranked at where Inductor sets no `multi_kernel_hints`: decode-sized
+# to prefill-sized row counts, a factor of 4 apart
+DYNAMIC_M_SIZES = (16, 64, 256, 1024, 4096)
 
 
 class Selector:
@@ -85,6 +90,8 @@ class Selector:
         self.decisions: collections.deque = collections.deque(maxlen=1024)
         # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
         self.measurements: collections.deque = collections.deque(maxlen=1024)
+        # dynamic-M GEMMs: the picks per size and the union kept (stage, problem, per_size, kept)
+        self.dynamic_picks: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
@@ -370,8 +377,10 @@ class Selector:
         return (self.mode == "verify" and planned is not None and planned[0] == problem.key
                 and {c.key for c in cands} <= planned[1])
 
-    def _guarded(self, stage: str, items, signature, to_candidates):
-        """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""
+    def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
+        """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
+        one warning per cause. `restock(space)`: the templates stage's choices as stock Inductor
+        builds them in `space` (the handler regenerates them), for narrowing a fallback."""
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
@@ -392,20 +401,24 @@ class Selector:
             epilogue = self._prices_epilogue(fingerprint)
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
-            kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
-                                      mapped=mapped, as_planned=as_planned)
+            if "M" in fields.get("dynamic", ()) and not as_planned:
+                kept, entry = self._select_per_size(stage, problem, fields, fingerprint, cands, items,
+                                                    epilogue=epilogue, mapped=mapped)
+            else:
+                kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
+                                          mapped=mapped, as_planned=as_planned)
             if epilogue:
                 saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
-            return self._stock_items(stage, items, problem, cands)
+            return self._stock_items(stage, items, restock)
         except Exception as exc:  # noqa: BLE001 -- a selector bug must never break a compile
             self.stats["fallbacks"] += 1
             warn_once(f"error:{type(exc).__name__}",
                       f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning")
             log.debug("kselect %s failure", stage, exc_info=True)
-            return self._stock_items(stage, items, problem, cands)
+            return self._stock_items(stage, items, restock)
         out = [items[i] for i in kept]
         device_type = str(getattr(device, "type", device))
         verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
@@ -509,25 +522,65 @@ class Selector:
             return {}
         return {c.key: round(float(t), 1) for c, t in zip(cands, ms) if t == t and t > 0}
 
-    def _stock_items(self, stage: str, items, problem, cands):
+    def _stock_items(self, stage: str, items, restock=None):
         """What stock Inductor would have built: when enable() widened the search space for
-        the ranker (stock_space set), a fallback narrows the Triton templates back to the
-        user's own space (e.g. DEFAULT's ~20-29 configs, not EXHAUSTIVE's 2,400), so a GEMM
-        kselect cannot rank costs what it costs without kselect."""
-        if stage != "templates" or not self.stock_space or problem is None or cands is None:
+        the ranker (stock_space set), a templates-stage fallback takes the choices Inductor
+        builds for this GEMM in the user's own space (`restock`, e.g. DEFAULT's ~20-29 configs,
+        not EXHAUSTIVE's 2,400) -- also for a GEMM kselect could not even read -- so a GEMM
+        kselect cannot decide costs what it costs without kselect, never more."""
+        if stage != "templates" or not self.stock_space or restock is None:
             return items
         try:
-            from kselect.kernels.triton_space import triton_space
-
-            wanted = {c.key for c in triton_space(problem, self.stock_space.lower())}
-            kept = [it for it, c in zip(items, cands)
-                    if c is None or c.backend != "triton" or c.key in wanted]
-        except Exception as exc:  # noqa: BLE001 -- keep what Inductor built
-            log.debug("kselect: cannot narrow to the %s space: %s", self.stock_space, exc)
+            kept = list(restock(self.stock_space))
+        except Exception as exc:  # noqa: BLE001 -- Inductor's own generation failed: keep its list
+            warn_once(f"restock:{type(exc).__name__}", f"kselect: cannot rebuild the {self.stock_space} "
+                      f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built")
             return items
-        log.info("kselect fallback %s: narrowed %d templates to the %s space's %d", problem.key,
-                 len(items), self.stock_space, len(kept))
+        log.info("kselect fallback: %d template choices narrowed to the %s space's %d", len(items),
+                 self.stock_space, len(kept))
         return kept or items
+
+    # -- dynamic M: a pick per size ------------------------------------------------------
+    def dynamic_m_sizes(self, hint: int) -> list[int]:
+        """The sizes a dynamic M is ranked at: the compile's hint first, then Inductor's
+        `multi_kernel_hints` where set, else kselect's own `DYNAMIC_M_SIZES`."""
+        configured = compat.multi_kernel_hints()
+        sizes = configured if configured else list(DYNAMIC_M_SIZES)
+        return [hint] + [s for s in dict.fromkeys(sizes) if s != hint and s > 0]
+
+    def _select_per_size(self, stage: str, problem, fields: dict, fingerprint: dict, candidates,
+                         items, epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0)):
+        """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
+        benchmark: scores only), and what is kept is the union of those picks.
+
+        Where Inductor generated choices per size (multi-kernel dispatch: each choice carries
+        the size it was built for, `hint_override`), each size's choices are decided at that
+        size and Inductor's dispatch picks among them per size; otherwise the union is the list
+        Inductor tunes at its hint. Verify measures that list once, as any kept set, and caches
+        no verified winner (one measured size cannot settle the others)."""
+        groups: dict = {}
+        for i, item in enumerate(items):
+            groups.setdefault(compat.hint_override_of(item), []).append(i)
+        at = lambda m: dataclasses.replace(problem, M=int(m))  # noqa: E731
+        if set(groups) != {None}:   # Inductor's own per-size choices: each decided at its size
+            plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
+        else:
+            plan = [(m, list(range(len(candidates)))) for m in self.dynamic_m_sizes(problem.M)]
+        per_size, kept = {}, []
+        for n, (m, idx) in enumerate(plan):
+            sub = [candidates[i] for i in idx]
+            picked, _ = self.select(stage, at(m), {**fields, "m_size": m}, fingerprint, sub,
+                                    epilogue=epilogue, mapped=mapped if n == 0 else (0.0, 0.0))
+            per_size[m] = [sub[i].key for i in picked]
+            kept.extend(idx[i] for i in picked if idx[i] not in kept)
+        keys = candidate_keys(candidates)
+        self._plan(stage, problem, keys, kept)
+        self.dynamic_picks.append({"stage": stage, "problem": problem.key, "per_size": per_size,
+                                   "by_inductor_size": set(groups) != {None},
+                                   "kept": [keys[i] for i in kept]})
+        log.info("kselect %s %s: dynamic M, picks per size %s -> kept %d of %d", stage, problem.key,
+                 per_size, len(kept), len(candidates))
+        return kept, None
 
     def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
         """Remember which cache entries Inductor's benchmark of `kept_items` will settle. The
@@ -570,6 +623,8 @@ class Selector:
             problem, fields, device = compat.ktc_signature(kernel_inputs, op_name)
             if getattr(device, "type", None) != "cuda":  # the enumeration is CUDA's space
                 return None
+            if fields.get("dynamic"):  # decided per size over Inductor's choices (_select_per_size)
+                return None
             t_sig = time.perf_counter()
             fingerprint = compat.device_fingerprint(device)
             epilogue = self._prices_epilogue(fingerprint)
@@ -606,9 +661,9 @@ class Selector:
         return out
 
     # -- the two hook points --------------------------------------------------------
-    def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str) -> list:
+    def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
         return self._guarded("templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name),
-                             compat.ktc_candidates)
+                             compat.ktc_candidates, restock)
 
     def select_choices(self, choices: list) -> list:
         return self._guarded("choices", choices, lambda: compat.choices_signature(choices),
