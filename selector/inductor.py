@@ -402,8 +402,10 @@ class Selector:
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
+                stock_size = ((lambda: len(restock(self.stock_space))) if stage == "templates"
+                              and restock is not None and self.stock_space else (lambda: len(items)))
                 kept, entry = self._select_per_size(stage, problem, fields, fingerprint, cands, items,
-                                                    epilogue=epilogue, mapped=mapped)
+                                                    epilogue=epilogue, mapped=mapped, stock_size=stock_size)
             else:
                 kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
                                           mapped=mapped, as_planned=as_planned)
@@ -549,9 +551,12 @@ class Selector:
         return [hint] + [s for s in dict.fromkeys(sizes) if s != hint and s > 0]
 
     def _select_per_size(self, stage: str, problem, fields: dict, fingerprint: dict, candidates,
-                         items, epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0)):
+                         items, epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0),
+                         stock_size=None):
         """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
-        benchmark: scores only), and what is kept is the union of those picks.
+        benchmark: scores only), and what is kept is the union of those picks: each size's
+        first pick, then each size's second, ...; never more than `stock_size()` (how many
+        choices stock Inductor would tune), the ATen safety net kept if any size kept it.
 
         Where Inductor generated choices per size (multi-kernel dispatch: each choice carries
         the size it was built for, `hint_override`), each size's choices are decided at that
@@ -566,13 +571,16 @@ class Selector:
             plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
         else:
             plan = [(m, list(range(len(candidates)))) for m in self.dynamic_m_sizes(problem.M)]
-        per_size, kept = {}, []
+        per_size, picks = {}, []
         for n, (m, idx) in enumerate(plan):
             sub = [candidates[i] for i in idx]
             picked, _ = self.select(stage, at(m), {**fields, "m_size": m}, fingerprint, sub,
                                     epilogue=epilogue, mapped=mapped if n == 0 else (0.0, 0.0))
             per_size[m] = [sub[i].key for i in picked]
-            kept.extend(idx[i] for i in picked if idx[i] not in kept)
+            picks.append([idx[i] for i in picked])
+        kept = _round_robin(picks)
+        if len(kept) > 1 and stock_size is not None:
+            kept = _within(kept, stock_size(), candidates)
         keys = candidate_keys(candidates)
         self._plan(stage, problem, keys, kept)
         self.dynamic_picks.append({"stage": stage, "problem": problem.key, "per_size": per_size,
@@ -678,6 +686,26 @@ class Selector:
                 f"{':epilogue' if self.epilogue_fusion else ''}{f':min{self.min_k}' if self.adaptive_k else ':fixedk'}"
                 f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}"
                 f"{f':compilebudget{self.compile_budget:g}' if self.mode == 'verify' else ''}:{source}")
+
+
+def _round_robin(picks: list[list[int]]) -> list[int]:
+    """Each list's first index, then each list's second, ..., without repeats."""
+    out: list[int] = []
+    for rank in range(max(map(len, picks), default=0)):
+        out.extend(p[rank] for p in picks if rank < len(p) and p[rank] not in out)
+    return out
+
+
+def _within(kept: list[int], limit: int, candidates) -> list[int]:
+    """The first `limit` of `kept` (at least one); with room for two or more, an ATen choice
+    that was kept stays in (verify's safety net) in place of the last."""
+    if len(kept) <= max(limit, 1):
+        return kept
+    head = kept[:max(limit, 1)]
+    aten = next((i for i in kept if candidates[i].backend == "aten"), None)
+    if aten is not None and aten not in head and len(head) > 1:
+        head[-1] = aten
+    return head
 
 
 def _compiles_by_key(compiles: dict, keys: list[str]) -> dict:

@@ -18,6 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import inductor as ksi  # noqa: E402
 from kselect.selector import inductor_compat as compat  # noqa: E402
@@ -268,3 +269,33 @@ def test_symbolic_sizes_read_through_the_torch_versions_hint_api():
         assert compat.size_hint(s0) == 48 and compat.size_hint(2 * s0) == 96
         assert compat.size_hint(s0, hint_override=512) == 512
         assert compat.is_symbolic(s0) and not compat.is_symbolic(sympy.Integer(3))
+
+
+def test_per_size_union_is_never_larger_than_the_stock_list():
+    """verify keeps up to k + ATen at each of six sizes: the union takes each size's first
+    pick, then each size's second, ..., and stops at the size of the list stock Inductor would
+    tune (`restock`, the handler's regeneration of the user's space), ATen still in."""
+    from torch._inductor.kernel.mm import mm_template
+    from torch._inductor.kernel_template_choice import KernelTemplateChoice
+    from torch._inductor.template_heuristics.params import DictKernelTemplateParams
+
+    def ktc(block_m, warps):
+        kw = dict(BLOCK_M=block_m, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_stages=3, num_warps=warps)
+        return KernelTemplateChoice(mm_template, DictKernelTemplateParams(kw), {}, None, None)
+
+    from torch._inductor.kernel.mm import aten_mm
+
+    items = ([ktc(bm, w) for bm in (16, 32, 64, 128) for w in (2, 4, 8)]
+             + [KernelTemplateChoice(aten_mm, DictKernelTemplateParams({}), {}, None, None)])
+    problem = Problem(M=16, N=4096, K=4096, dtype="fp16", layout="nn")
+    fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
+    sel = ksi.Selector("verify", k=4, adaptive_k=False, ranker=_BlockForSize())
+    sel.stock_space = "DEFAULT"
+    stock = items[:3]
+    kept = sel._guarded("templates", items, lambda: (problem, fields, torch.device("cpu")),
+                        compat.ktc_candidates, restock=lambda space: stock)
+    assert len(kept) == len(stock) and kept[-1] is items[-1]           # capped; ATen kept
+    assert ksi._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
+    cands = [Candidate.make("cpp", f"gemm{i}") for i in range(9)] + [Candidate.make("aten", "mm")]
+    assert ksi._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and ksi._within([1, 9], 1, cands) == [1]
+    assert ksi._within([1, 2], 3, cands) == [1, 2]
