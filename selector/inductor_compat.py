@@ -352,8 +352,6 @@ def is_symbolic(expr) -> bool:
     return False
 
 
-_int = size_hint
-
 
 def multi_kernel_hints() -> list[int] | None:
     """Inductor's `multi_kernel_hints` (the sizes its multi-kernel dispatch tunes a dynamic
@@ -373,7 +371,8 @@ def hint_override_of(item) -> int | None:
     kw = getattr(getattr(item, "params", None), "kwargs", None)
     if isinstance(kw, dict) and kw.get("hint_override") is not None:
         return int(kw["hint_override"])
-    ktc = (getattr(item, "annotations", None) or {}).get("ktc") if hasattr(item, "annotations") else None
+    annotations = getattr(item, "annotations", None)
+    ktc = annotations.get("ktc") if isinstance(annotations, dict) else None
     if ktc is not None and ktc is not item:
         return hint_override_of(ktc)
     h = getattr(item, "hint_override", None)
@@ -398,14 +397,14 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     """
     from kselect.kernels.problem import Problem
 
-    out = [_int(s) for s in out_size]
+    out = [size_hint(s) for s in out_size]
     batch = out[0] if len(out) == 3 else 1
     M, N = out[-2], out[-1]
     shaped = []
     for n in nodes:
         try:
-            size = [_int(s) for s in n.get_size()]
-            stride = [_int(s) for s in n.get_stride()]
+            size = [size_hint(s) for s in n.get_size()]
+            stride = [size_hint(s) for s in n.get_stride()]
         except Exception:
             size, stride = [], []
         shaped.append((n, size, stride))
