@@ -1,8 +1,10 @@
 """Persistent decision cache: one small JSON file per decision, so a recompile reuses it.
 
 One file per key means processes compiling at once never share a file; each write goes to
-a private temp file first and `os.replace` publishes it atomically, so a reader sees either
-nothing or a whole decision. A file that does not parse is ignored (one warning), never fatal.
+a private temp file first and `os.replace` publishes it atomically (selector/atomic_write.py),
+so a reader sees either nothing or a whole decision; files get the mode the umask gives. A file
+that is not a decision (bad JSON, not UTF-8, JSON that is not an object) is ignored with one
+warning naming it, never fatal: the GEMM is decided again and the file rewritten.
 The selector's own decisions are written by a background thread (`put_later`): the file
 write costs ~0.5-1 ms, a fifth of the per-GEMM decision budget; this process reads its
 queued decisions back at once, and they are flushed at exit.
@@ -14,11 +16,11 @@ import hashlib
 import json
 import os
 import queue
-import tempfile
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .atomic_write import write_text
 from .identity_memo import IdentityMemo
 from .warn import warn_once
 
@@ -83,15 +85,19 @@ class DecisionCache:
         if queued is not None:
             return queued
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):  # valid JSON, but null, a list, a string...
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
             if data.get("format") != CACHE_FORMAT or not isinstance(data.get("kept"), list) \
                     or not all(isinstance(k, str) for k in data["kept"]) or not data["kept"]:
                 raise ValueError("unexpected content")
             return list(data["kept"])
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
-            warn_once("cache-corrupt", f"kselect: ignoring unreadable decision-cache file {path} ({exc})")
+        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            # a miss: the GEMM is decided again and its decision replaces this file
+            warn_once("cache-corrupt", f"kselect: ignoring unreadable decision-cache file {path} ({exc}); "
+                      "deciding again and rewriting it")
             return None
 
     def put(self, key: str, kept: list[str], fields: Mapping | None = None) -> None:
@@ -102,17 +108,9 @@ class DecisionCache:
             # the key hashes the whole list; the file records its size (~100 KB of keys otherwise)
             fields["candidates"] = f"{len(fields['candidates'])} candidates (hashed into the key)"
         payload = {"format": CACHE_FORMAT, "kept": list(kept), "key_fields": fields}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:  # one write: json.dump's many small ones cost ~1 ms here
-                f.write(json.dumps(payload, sort_keys=True, default=str))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # one write (json.dump's many small ones cost ~1 ms here); mode as the umask gives, so
+        # others sharing the cache directory can read it
+        write_text(path, json.dumps(payload, sort_keys=True, default=str))
 
     def put_later(self, key: str, kept: list[str], fields: Mapping | None = None) -> None:
         """put() on a background writer thread; any cache of this process on the same directory

@@ -24,7 +24,7 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 
-from .model import ModelError, meta_path
+from .model import ModelError, meta_path, read_sidecar, save_model_files
 
 FORMAT = "kselect-compile-cost/1"
 TEMPLATES = ("mm", "persistent_tma")            # the Triton templates with a compile of their own
@@ -125,12 +125,9 @@ class CompileCostModel:
     def save(self, path: str | Path, metadata: Mapping) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.booster_.save_model(str(path))
         meta = {"format": FORMAT, "feature_names": list(COMPILE_FEATURES), "params": self.get_params(),
                 **dict(metadata)}
-        side = meta_path(path)
-        side.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-        return side
+        return save_model_files(self.booster_, path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "CompileCostModel":
@@ -138,11 +135,13 @@ class CompileCostModel:
         from .forest import TreeEnsemble, UnsupportedModel
 
         path = Path(path)
+        meta = read_sidecar(meta_path(path))
         try:
-            meta = json.loads(meta_path(path).read_text())
-            raw = json.loads(path.read_text())
+            raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelError(f"cannot read compile-cost model {path}: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ModelError(f"compile-cost model {path} holds a JSON {type(raw).__name__}, not an object")
         if meta.get("format") != FORMAT or meta.get("feature_names") != list(COMPILE_FEATURES):
             raise ModelError(f"{path} is not a {FORMAT} model with this kselect's compile features")
         try:

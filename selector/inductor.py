@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import math
 import threading
@@ -29,7 +30,7 @@ from .cache import DecisionCache, candidate_set_digest, decision_key
 from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
-from .options import COMPILE_IN, MODES, VERIFY_TIMINGS, read as read_options
+from .options import check_settings, read as read_options
 from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRanker, RankerUnavailable,
                      candidate_keys, choose_kept, unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
@@ -37,6 +38,10 @@ from .warn import reset_warnings, warn_once
 from .warm_start import WarmStart
 
 log = logging.getLogger("kselect.selector")
+
+# the sizes a dynamic M is ranked at where Inductor sets no `multi_kernel_hints`: decode-sized
+# to prefill-sized row counts, a factor of 4 apart
+DYNAMIC_M_SIZES = (16, 64, 256, 1024, 4096)
 
 
 class Selector:
@@ -49,39 +54,31 @@ class Selector:
                  release_memory: bool = True, warm_while_compiling: bool = True,
                  compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
                  warm_start: bool = True):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if verify_timing not in VERIFY_TIMINGS:
-            raise ValueError(f"verify_timing must be one of {VERIFY_TIMINGS}, got {verify_timing!r}")
-        self.verify_timing = verify_timing
-        if compile_in not in COMPILE_IN:
-            raise ValueError(f"compile_in must be one of {COMPILE_IN}, got {compile_in!r}")
-        self.compile_in = compile_in                   # where verify's kept templates compile
+        o = check_settings(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten,
+                           ranker=ranker, verify_timing=verify_timing, epilogue_fusion=epilogue_fusion,
+                           adaptive_k=adaptive_k, min_k=min_k, aten_margin=aten_margin,
+                           early_decision=early_decision, release_memory=release_memory,
+                           warm_while_compiling=warm_while_compiling, compile_in=compile_in,
+                           compile_budget=compile_budget, warm_start=warm_start)
+        self.verify_timing = o["verify_timing"]
+        self.compile_in = o["compile_in"]              # where verify's kept templates compile
         # Triton's set-up and the compile workers' warm-up, begun as a compile starts
         # (selector/warm_start.py); verify's templates in workers need warm workers
-        self.warm_start_on = bool(warm_start)
-        self.warm_start = (WarmStart() if mode != "off" and (warm_start or (compile_in == "workers" and mode == "verify"))
-                           else None)
-        if not float(compile_budget) >= 0:
-            raise ValueError(f"compile_budget must be >= 0, got {compile_budget}")
-        self.compile_budget = float(compile_budget)    # verify: policy.CompilePrice's budget (0 = off)
+        self.warm_start_on = o["warm_start"]
+        self.warm_start = (WarmStart() if o["mode"] != "off" and (o["warm_start"] or (
+            o["compile_in"] == "workers" and o["mode"] == "verify")) else None)
+        self.compile_budget = o["compile_budget"]      # verify: policy.CompilePrice's budget (0 = off)
         self._compile_models: dict = {}
-        self.epilogue_fusion = bool(epilogue_fusion)   # selector/fusion.py; GPUs, verify mode
-        self.release_memory = bool(release_memory)     # verify_timing.release_gpu_memory after measuring
-        self.warm_while_compiling = bool(warm_while_compiling)   # verify_timing.measure's GPU warm-up
-        self.adaptive_k = bool(adaptive_k)             # verify: k from the scores' gaps, or the cap
-        if int(k) < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if int(min_k) < 1:
-            raise ValueError(f"min_k must be >= 1, got {min_k}")
-        self.min_k = int(min_k)                        # verify, adaptive: never fewer kept (cap wins)
-        if not float(aten_margin) >= 0:
-            raise ValueError(f"aten_margin must be >= 0, got {aten_margin}")
-        self.aten_margin = float(aten_margin)          # predict: a template must beat ATen by this (sd)
-        self.early_decision = bool(early_decision)     # decide before Inductor generates (plan_ktcs)
-        self.mode, self.k, self.model, self.keep_aten = mode, int(k), model, bool(keep_aten)
-        self.ranker = ranker
-        self.cache = DecisionCache(cache_dir) if cache_dir else None
+        self.epilogue_fusion = o["epilogue_fusion"]    # selector/fusion.py; GPUs, verify mode
+        self.release_memory = o["release_memory"]      # verify_timing.release_gpu_memory after measuring
+        self.warm_while_compiling = o["warm_while_compiling"]   # verify_timing.measure's GPU warm-up
+        self.adaptive_k = o["adaptive_k"]              # verify: k from the scores' gaps, or the cap
+        self.min_k = o["min_k"]                        # verify, adaptive: never fewer kept
+        self.aten_margin = o["aten_margin"]            # predict: a template must beat ATen by this (sd)
+        self.early_decision = o["early_decision"]      # decide before Inductor generates (plan_ktcs)
+        self.mode, self.k, self.model, self.keep_aten = o["mode"], o["k"], o["model"], o["keep_aten"]
+        self.ranker = o["ranker"]
+        self.cache = DecisionCache(o["cache_dir"]) if o["cache_dir"] else None
         self._rankers: dict = {}
         self._lock = threading.Lock()
         self._warmed_graphs = weakref.WeakSet()   # graphs whose GEMMs the ranker was warmed for
@@ -93,6 +90,8 @@ class Selector:
         self.decisions: collections.deque = collections.deque(maxlen=1024)
         # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
         self.measurements: collections.deque = collections.deque(maxlen=1024)
+        # dynamic-M GEMMs: the picks per size and the union kept (stage, problem, per_size, kept)
+        self.dynamic_picks: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
@@ -378,8 +377,10 @@ class Selector:
         return (self.mode == "verify" and planned is not None and planned[0] == problem.key
                 and {c.key for c in cands} <= planned[1])
 
-    def _guarded(self, stage: str, items, signature, to_candidates):
-        """Run one decision over `items`; any failure -> the items unchanged, one warning per cause."""
+    def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
+        """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
+        one warning per cause. `restock(space)`: the templates stage's choices as stock Inductor
+        builds them in `space` (the handler regenerates them), for narrowing a fallback."""
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
@@ -400,20 +401,26 @@ class Selector:
             epilogue = self._prices_epilogue(fingerprint)
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
-            kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
-                                      mapped=mapped, as_planned=as_planned)
+            if "M" in fields.get("dynamic", ()) and not as_planned:
+                stock_size = ((lambda: len(restock(self.stock_space))) if stage == "templates"
+                              and restock is not None and self.stock_space else (lambda: len(items)))
+                kept, entry = self._select_per_size(stage, problem, fields, fingerprint, cands, items,
+                                                    epilogue=epilogue, mapped=mapped, stock_size=stock_size)
+            else:
+                kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
+                                          mapped=mapped, as_planned=as_planned)
             if epilogue:
                 saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
-            return self._stock_items(stage, items, problem, cands)
+            return self._stock_items(stage, items, restock)
         except Exception as exc:  # noqa: BLE001 -- a selector bug must never break a compile
             self.stats["fallbacks"] += 1
             warn_once(f"error:{type(exc).__name__}",
                       f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning")
             log.debug("kselect %s failure", stage, exc_info=True)
-            return self._stock_items(stage, items, problem, cands)
+            return self._stock_items(stage, items, restock)
         out = [items[i] for i in kept]
         device_type = str(getattr(device, "type", device))
         verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
@@ -517,25 +524,71 @@ class Selector:
             return {}
         return {c.key: round(float(t), 1) for c, t in zip(cands, ms) if t == t and t > 0}
 
-    def _stock_items(self, stage: str, items, problem, cands):
+    def _stock_items(self, stage: str, items, restock=None):
         """What stock Inductor would have built: when enable() widened the search space for
-        the ranker (stock_space set), a fallback narrows the Triton templates back to the
-        user's own space (e.g. DEFAULT's ~20-29 configs, not EXHAUSTIVE's 2,400), so a GEMM
-        kselect cannot rank costs what it costs without kselect."""
-        if stage != "templates" or not self.stock_space or problem is None or cands is None:
+        the ranker (stock_space set), a templates-stage fallback takes the choices Inductor
+        builds for this GEMM in the user's own space (`restock`, e.g. DEFAULT's ~20-29 configs,
+        not EXHAUSTIVE's 2,400) -- also for a GEMM kselect could not even read -- so a GEMM
+        kselect cannot decide costs what it costs without kselect, never more."""
+        if stage != "templates" or not self.stock_space or restock is None:
             return items
         try:
-            from kselect.kernels.triton_space import triton_space
-
-            wanted = {c.key for c in triton_space(problem, self.stock_space.lower())}
-            kept = [it for it, c in zip(items, cands)
-                    if c is None or c.backend != "triton" or c.key in wanted]
-        except Exception as exc:  # noqa: BLE001 -- keep what Inductor built
-            log.debug("kselect: cannot narrow to the %s space: %s", self.stock_space, exc)
+            kept = list(restock(self.stock_space))
+        except Exception as exc:  # noqa: BLE001 -- Inductor's own generation failed: keep its list
+            warn_once(f"restock:{type(exc).__name__}", f"kselect: cannot rebuild the {self.stock_space} "
+                      f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built")
             return items
-        log.info("kselect fallback %s: narrowed %d templates to the %s space's %d", problem.key,
-                 len(items), self.stock_space, len(kept))
+        log.info("kselect fallback: %d template choices narrowed to the %s space's %d", len(items),
+                 self.stock_space, len(kept))
         return kept or items
+
+    # -- dynamic M: a pick per size ------------------------------------------------------
+    def dynamic_m_sizes(self, hint: int) -> list[int]:
+        """The sizes a dynamic M is ranked at: the compile's hint first, then Inductor's
+        `multi_kernel_hints` where set, else kselect's own `DYNAMIC_M_SIZES`."""
+        configured = compat.multi_kernel_hints()
+        sizes = configured if configured else list(DYNAMIC_M_SIZES)
+        return [hint] + [s for s in dict.fromkeys(sizes) if s != hint and s > 0]
+
+    def _select_per_size(self, stage: str, problem, fields: dict, fingerprint: dict, candidates,
+                         items, epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0),
+                         stock_size=None):
+        """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
+        benchmark: scores only), and what is kept is the union of those picks: each size's
+        first pick, then each size's second, ...; never more than `stock_size()` (how many
+        choices stock Inductor would tune), the ATen safety net kept if any size kept it.
+
+        Where Inductor generated choices per size (multi-kernel dispatch: each choice carries
+        the size it was built for, `hint_override`), each size's choices are decided at that
+        size and Inductor's dispatch picks among them per size; otherwise the union is the list
+        Inductor tunes at its hint. Verify measures that list once, as any kept set, and caches
+        no verified winner (one measured size cannot settle the others)."""
+        groups: dict = {}
+        for i, item in enumerate(items):
+            groups.setdefault(compat.hint_override_of(item), []).append(i)
+        at = lambda m: dataclasses.replace(problem, M=int(m))  # noqa: E731
+        if set(groups) != {None}:   # Inductor's own per-size choices: each decided at its size
+            plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
+        else:
+            plan = [(m, list(range(len(candidates)))) for m in self.dynamic_m_sizes(problem.M)]
+        per_size, picks = {}, []
+        for n, (m, idx) in enumerate(plan):
+            sub = [candidates[i] for i in idx]
+            picked, _ = self.select(stage, at(m), {**fields, "m_size": m}, fingerprint, sub,
+                                    epilogue=epilogue, mapped=mapped if n == 0 else (0.0, 0.0))
+            per_size[m] = [sub[i].key for i in picked]
+            picks.append([idx[i] for i in picked])
+        kept = _round_robin(picks)
+        if len(kept) > 1 and stock_size is not None:
+            kept = _within(kept, stock_size(), candidates)
+        keys = candidate_keys(candidates)
+        self._plan(stage, problem, keys, kept)
+        self.dynamic_picks.append({"stage": stage, "problem": problem.key, "per_size": per_size,
+                                   "by_inductor_size": set(groups) != {None},
+                                   "kept": [keys[i] for i in kept]})
+        log.info("kselect %s %s: dynamic M, picks per size %s -> kept %d of %d", stage, problem.key,
+                 per_size, len(kept), len(candidates))
+        return kept, None
 
     def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
         """Remember which cache entries Inductor's benchmark of `kept_items` will settle. The
@@ -578,6 +631,8 @@ class Selector:
             problem, fields, device = compat.ktc_signature(kernel_inputs, op_name)
             if getattr(device, "type", None) != "cuda":  # the enumeration is CUDA's space
                 return None
+            if fields.get("dynamic"):  # decided per size over Inductor's choices (_select_per_size)
+                return None
             t_sig = time.perf_counter()
             fingerprint = compat.device_fingerprint(device)
             epilogue = self._prices_epilogue(fingerprint)
@@ -614,9 +669,9 @@ class Selector:
         return out
 
     # -- the two hook points --------------------------------------------------------
-    def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str) -> list:
+    def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
         return self._guarded("templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name),
-                             compat.ktc_candidates)
+                             compat.ktc_candidates, restock)
 
     def select_choices(self, choices: list) -> list:
         return self._guarded("choices", choices, lambda: compat.choices_signature(choices),
@@ -631,6 +686,26 @@ class Selector:
                 f"{':epilogue' if self.epilogue_fusion else ''}{f':min{self.min_k}' if self.adaptive_k else ':fixedk'}"
                 f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}"
                 f"{f':compilebudget{self.compile_budget:g}' if self.mode == 'verify' else ''}:{source}")
+
+
+def _round_robin(picks: list[list[int]]) -> list[int]:
+    """Each list's first index, then each list's second, ..., without repeats."""
+    out: list[int] = []
+    for rank in range(max(map(len, picks), default=0)):
+        out.extend(p[rank] for p in picks if rank < len(p) and p[rank] not in out)
+    return out
+
+
+def _within(kept: list[int], limit: int, candidates) -> list[int]:
+    """The first `limit` of `kept` (at least one); with room for two or more, an ATen choice
+    that was kept stays in (verify's safety net) in place of the last."""
+    if len(kept) <= max(limit, 1):
+        return kept
+    head = kept[:max(limit, 1)]
+    aten = next((i for i in kept if candidates[i].backend == "aten"), None)
+    if aten is not None and aten not in head and len(head) > 1:
+        head[-1] = aten
+    return head
 
 
 def _compiles_by_key(compiles: dict, keys: list[str]) -> dict:
@@ -732,17 +807,31 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
     GEMM kselect cannot rank is narrowed back to the user's own space.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    settings = dict(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
+                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
+                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
+                    release_memory=release_memory, warm_while_compiling=warm_while_compiling,
+                    compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
+    space = check_settings(search_space=search_space)["search_space"]
+    # every keyword checked (Selector runs options.check_settings) before anything is replaced
+    if mode == "off":
+        check_settings(**settings)
+        sel = None
+    else:
+        sel = Selector(**settings)
     disable()
     reset_warnings()
-    if mode == "off":
+    if sel is None:
         return None
-    sel = Selector(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
-                   verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
-                   min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
-                   release_memory=release_memory, warm_while_compiling=warm_while_compiling,
-                   compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
+    _install(sel, space)
+    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", sel.mode, sel.k, sel.keep_aten,
+             sel.cache.root if sel.cache else None)
+    return sel
+
+
+def _install(sel: Selector, search_space: str | None) -> None:
+    """Make `sel` the active selector of this thread (nothing may be active), widening Inductor's
+    GEMM space to `search_space` (None: left as it is)."""
     sel.flydsl.prepare()
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
     handler.kselect_selector = sel
@@ -750,6 +839,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     restore_handler = compat.install_choices(handler)
     restore_space = lambda: None  # noqa: E731
     restore_warmup = _warm_as_compiles_start(sel)
+    sel.stock_space = None
     if search_space:
         previous, restore_space = compat.set_gemm_search_space(search_space)
         if previous.upper() != search_space.upper():
@@ -762,8 +852,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
 
     _state.restore = restore
     _state.selector = sel
-    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", mode, sel.k, keep_aten, cache_dir)
-    return sel
+    _state.search_space = search_space
 
 
 def _warm_as_compiles_start(sel: Selector):
@@ -784,6 +873,7 @@ def disable() -> None:
         sel.cache.flush()  # its queued decisions on disk before anyone else reads the cache
     _state.restore = None
     _state.selector = None
+    _state.search_space = None
 
 
 def current() -> Selector | None:
@@ -792,15 +882,17 @@ def current() -> Selector | None:
 
 @contextlib.contextmanager
 def selecting(mode: str = "verify", **kwargs):
-    """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then as before."""
-    prev = current()
-    sel = enable(mode, **kwargs)
+    """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then the
+    outer configuration again (the same Selector, its stats and loaded model) on any exit: the
+    block returning or raising, or enable() refusing its arguments (which changes nothing)."""
+    prev, prev_space = current(), getattr(_state, "search_space", None)
     try:
-        yield sel
+        yield enable(mode, **kwargs)
     finally:
-        disable()
-        if prev is not None:  # re-install the outer configuration
-            enable(**prev.settings())
+        if current() is not prev or prev is None:
+            disable()
+            if prev is not None:  # re-install the outer configuration
+                _install(prev, prev_space)
 
 
 def enable_from_env(environ=None) -> Selector | None:

@@ -326,13 +326,57 @@ def caller_candidates(choices) -> list:
     return [caller_candidate(c) for c in choices]
 
 
-def _int(x) -> int:
+def size_hint(expr, hint_override: int | None = None) -> int:
+    """A size as the int Inductor itself tunes with: a static size as is; a symbolic one by the
+    lowering graph's hint (at `hint_override` where given, as Inductor's multi-kernel dispatch
+    reads its sizes). torch 2.13's SizeVarAllocator answers `optimization_hint(_with_override)`;
+    2.11's `size_hint(expr, fallback=, hint_override=)`."""
     try:
-        return int(x)
-    except TypeError:  # symbolic: use the hint Inductor itself would benchmark with
-        from torch._inductor.virtualized import V
+        return int(expr)
+    except TypeError:
+        pass
+    from torch._inductor.virtualized import V
 
-        return int(V.graph.sizevars.size_hint(x))
+    sizevars = V.graph.sizevars
+    if hasattr(sizevars, "optimization_hint_with_override"):   # torch 2.13
+        return int(sizevars.optimization_hint_with_override(expr, hint_override))
+    return int(sizevars.size_hint(expr, hint_override=hint_override))   # torch 2.11
+
+
+def is_symbolic(expr) -> bool:
+    """Whether a size is symbolic (a dynamic dimension) rather than a plain int."""
+    try:
+        int(expr)
+    except TypeError:
+        return True
+    return False
+
+
+
+def multi_kernel_hints() -> list[int] | None:
+    """Inductor's `multi_kernel_hints` (the sizes its multi-kernel dispatch tunes a dynamic
+    dimension at), or None where this torch has no such setting."""
+    from torch._inductor import config
+
+    for owner in (config, getattr(config, "triton", None)):
+        hints = getattr(owner, "multi_kernel_hints", None) if owner is not None else None
+        if hints is not None:
+            return [int(h) for h in hints]
+    return None
+
+
+def hint_override_of(item) -> int | None:
+    """The size Inductor generated a choice (KTC or ChoiceCaller) for under multi-kernel
+    dispatch (its `hint_override`), or None for a choice of the compile's own hint."""
+    kw = getattr(getattr(item, "params", None), "kwargs", None)
+    if isinstance(kw, dict) and kw.get("hint_override") is not None:
+        return int(kw["hint_override"])
+    annotations = getattr(item, "annotations", None)
+    ktc = annotations.get("ktc") if isinstance(annotations, dict) else None
+    if ktc is not None and ktc is not item:
+        return hint_override_of(ktc)
+    h = getattr(item, "hint_override", None)
+    return int(h) if isinstance(h, int) and not isinstance(h, bool) else None
 
 
 def _layout_char(stride, rows: int, cols: int) -> str:
@@ -353,14 +397,14 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     """
     from kselect.kernels.problem import Problem
 
-    out = [_int(s) for s in out_size]
+    out = [size_hint(s) for s in out_size]
     batch = out[0] if len(out) == 3 else 1
     M, N = out[-2], out[-1]
     shaped = []
     for n in nodes:
         try:
-            size = [_int(s) for s in n.get_size()]
-            stride = [_int(s) for s in n.get_stride()]
+            size = [size_hint(s) for s in n.get_size()]
+            stride = [size_hint(s) for s in n.get_stride()]
         except Exception:
             size, stride = [], []
         shaped.append((n, size, stride))
@@ -393,7 +437,22 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
                       op=op, batch=batch)
     fields = {"op": op_name or op, "out": out, "dtype": str(dtype),
               "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped]}
+    dynamic = _dynamic_dims(out_size, shaped[a_i][0])
+    if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
+        fields["dynamic"] = dynamic
     return problem, fields, device
+
+
+def _dynamic_dims(out_size, a_node) -> list[str]:
+    """The GEMM dimensions ("batch", "M", "N", "K") whose sizes are symbolic."""
+    names = (["batch"] if len(out_size) == 3 else []) + ["M", "N"]
+    dims = [name for name, s in zip(names, out_size) if is_symbolic(s)]
+    try:
+        if is_symbolic(a_node.get_size()[-1]):
+            dims.append("K")
+    except Exception:  # noqa: BLE001 -- sizes were read above; only the K mark is at stake
+        pass
+    return dims
 
 
 def lowering_graph():
@@ -522,7 +581,9 @@ def flydsl_builds(ktcs) -> list:
 
 def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None):
     """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
-    `select_ktcs(ktcs, kernel_inputs, op_name) -> list` (before any code generation).
+    `select_ktcs(ktcs, kernel_inputs, op_name, restock=) -> list` (before any code generation;
+    `restock(space)` gives the KTCs stock Inductor finalizes for this GEMM in another GEMM search
+    space, for a fallback to the user's own).
 
     `plan_ktcs(kernel_inputs, templates, op_name, generate) -> candidates | None` (optional)
     decides before Inductor generates the space (`generate(template)` gives Inductor's own
@@ -573,8 +634,24 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
                 return pick_ktcs(template_choices, wanted)
             stock = list(super()._finalize_template_configs(template_choices, kernel_inputs, templates,
                                                             op_name, kwarg_overrides))
-            kept = select_ktcs(list(stock), kernel_inputs, op_name)
+
+            def restock(space: str) -> list:  # what stock Inductor builds in `space`
+                return self._in_space(space, kernel_inputs, templates, op_name, kwarg_overrides)
+
+            kept = select_ktcs(list(stock), kernel_inputs, op_name, restock=restock)
             return join.finalize(kept, stock) if join is not None else kept
+
+        def _in_space(self, space, kernel_inputs, templates, op_name, kwarg_overrides=None) -> list:
+            """This GEMM's KTCs as stock Inductor finalizes them with `space` as its GEMM search
+            space (its own generators and finalizing, run again under that setting)."""
+            from torch._inductor import config
+
+            overrides = kwarg_overrides or {}
+            with config.patch(max_autotune_gemm_search_space=space.upper()):
+                regenerated = {t.uid: iter(list(self.get_ktc(kernel_inputs, t, op_name, overrides.get(t.uid, {}))))
+                               for t in templates}
+                return list(base._finalize_template_configs(self, regenerated, kernel_inputs, templates,
+                                                            op_name, kwarg_overrides))
 
         def _need_to_fix_layout(self, adjusted_choices, op_name):
             # FlyDSL writes a contiguous output; a flexible layout could be re-strided later

@@ -24,6 +24,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .atomic_write import replacing
 from .features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -275,9 +276,8 @@ class CostModel:
             "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
             "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
         })
-        self.booster_.save_model(str(path))
-        mp = meta_path(path)
-        mp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=_json_default) + "\n")
+        mp = save_model_files(self.booster_, path, json.dumps(meta, indent=2, sort_keys=True,
+                                                               default=_json_default) + "\n")
         self.metadata_ = meta
         return mp
 
@@ -291,10 +291,7 @@ class CostModel:
         mp = meta_path(path)
         if not mp.exists():
             raise ModelError(f"model {path} has no sidecar {mp.name}: cannot check its schema or device")
-        try:
-            meta = json.loads(mp.read_text())
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"{mp} is not valid JSON: {exc}") from None
+        meta = read_sidecar(mp)
         if meta.get("format") != MODEL_FORMAT:
             raise ModelError(f"{mp} is not a {MODEL_FORMAT} sidecar (format={meta.get('format')!r})")
         check_schema(meta, source=str(path))
@@ -322,6 +319,33 @@ class CostModel:
         check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force)
 
 
+def save_model_files(booster, path: Path, sidecar_text: str) -> Path:
+    """Save an XGBoost booster to `path` and `sidecar_text` to its `.meta.json`, whole or not at
+    all: both go to temp files first and the sidecar is published last, so a reader (or a save
+    killed or failing midway) never meets a half-written booster, and a failed save leaves the
+    previous model as it was. Returns the sidecar path."""
+    mp = meta_path(path)
+    with replacing(mp) as meta_tmp:
+        meta_tmp.write_text(sidecar_text, encoding="utf-8")
+        with replacing(path, suffix=path.suffix) as booster_tmp:   # XGBoost reads the format off it
+            booster.save_model(str(booster_tmp))
+    return mp
+
+
+def read_sidecar(mp: Path) -> dict:
+    """A model's `.meta.json` as a dict; ModelError naming the file when it cannot be read, is
+    not UTF-8 or not JSON, or holds something other than a JSON object."""
+    try:
+        meta = json.loads(Path(mp).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read model sidecar {mp}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"model sidecar {mp} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ModelError(f"model sidecar {mp} holds a JSON {type(meta).__name__}, not an object")
+    return meta
+
+
 def _read_booster(path: Path):
     import xgboost as xgb
 
@@ -341,9 +365,11 @@ def _read_forest(path: Path):
     if path.suffix != ".json":
         return None
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(f"{path} is not an XGBoost model: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ModelError(f"{path} is not an XGBoost model: a JSON {type(raw).__name__}, not an object")
     try:
         forest = TreeEnsemble(raw)
     except UnsupportedModel as exc:
@@ -398,9 +424,9 @@ def shipped_models() -> list[Path]:
         if p.name.endswith(".meta.json") or not meta_path(p).exists():
             continue
         try:
-            if json.loads(meta_path(p).read_text()).get("format") == MODEL_FORMAT:
+            if read_sidecar(meta_path(p)).get("format") == MODEL_FORMAT:
                 out.append(p)
-        except (OSError, json.JSONDecodeError):
+        except ModelError:
             continue
     return out
 
@@ -415,7 +441,7 @@ def load_shipped(name: str | None = None, fingerprint: Mapping | None = None,
     if fingerprint is None:
         raise ModelError("load_shipped needs a model name or a device fingerprint")
     for path in shipped_models():
-        meta = json.loads(meta_path(path).read_text())
+        meta = read_sidecar(meta_path(path))
         try:
             check_device(meta, fingerprint)
             check_schema(meta, source=str(path))

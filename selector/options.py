@@ -1,10 +1,15 @@
-"""Every KSELECT_* environment option of the selector, declared once, typed, with its help.
+"""The selector's settings, declared and checked once: every KSELECT_* environment option
+(typed, with its help) and every enable() / Selector() keyword.
 
 Modelled on FlyDSL's env manager: one table is the single source of truth, `read()` parses
 the environment against it (bad values raise, naming the variable) and `describe()` prints it.
+`check_settings()` checks the keywords (types, ranges, choices, `min_k <= k`) and expands
+`~` and environment variables in paths; enable() calls it before touching the active selector.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -114,6 +119,109 @@ OPTIONS: tuple[Option, ...] = (
            "and warm Inductor's compile workers, so neither waits on the compile's first Triton kernel "
            "(selector/warm_start.py; off: the compile pays that set-up itself, as stock does)"),
 )
+
+
+# -- the keywords of enable() / Selector(), checked in one place ----------------------------
+SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
+
+
+class SettingError(ValueError):
+    """An enable() / Selector() keyword of the wrong type, outside its range or choices."""
+
+
+def expand_path(path) -> str:
+    """A path as the user meant it: `~` and environment variables ($HOME, ${XDG_CACHE_HOME})
+    expanded."""
+    return os.path.expandvars(os.path.expanduser(os.fspath(path)))
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _positive(name: str, v) -> int:
+    if not _is_int(v):
+        raise SettingError(f"{name} must be an int >= 1, got {type(v).__name__} {v!r}")
+    if v < 1:
+        raise SettingError(f"{name} must be >= 1, got {v}")
+    return int(v)
+
+
+def _non_negative(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise SettingError(f"{name} must be a number >= 0, got {type(v).__name__} {v!r}")
+    if not (math.isfinite(v) and v >= 0):
+        raise SettingError(f"{name} must be a finite number >= 0, got {v}")
+    return float(v)
+
+
+def _flag(name: str, v) -> bool:
+    if isinstance(v, bool) or type(v).__name__ == "bool_":   # numpy's bool too; never "off" or 0
+        return bool(v)
+    raise SettingError(f"{name} must be True or False, got {type(v).__name__} {v!r}")
+
+
+def _one_of(name: str, choices: tuple):
+    def check(_n, v):
+        if not isinstance(v, str) or v not in choices:
+            raise SettingError(f"{name} must be one of {choices}, got {v!r}")
+        return v
+    return check
+
+
+def _path_or_none(name: str, v):
+    if v is None or v == "":
+        return None
+    if isinstance(v, (str, os.PathLike)):
+        return expand_path(v)
+    raise SettingError(f"{name} must be a path (str or os.PathLike) or None, got {type(v).__name__}")
+
+
+def _model(name: str, v):
+    """A booster path (expanded), a loaded model object, or None (the shipped model)."""
+    if isinstance(v, (str, os.PathLike)) or v is None or v == "":
+        return _path_or_none(name, v)
+    if isinstance(v, (bytes, numbers.Number, list, tuple, dict)):
+        raise SettingError(f"model must be a path, a loaded CostModel or None, got {type(v).__name__}")
+    return v
+
+
+def _ranker(name: str, v):
+    if v is not None and not callable(getattr(v, "rank", None)):
+        raise SettingError(f"ranker must have a rank(problem, candidates) method, got {type(v).__name__}")
+    return v
+
+
+def _search_space(name: str, v):
+    if v is None or v == "":
+        return None
+    if not isinstance(v, str) or v.upper() not in SEARCH_SPACES:
+        raise SettingError(f"search_space must be one of {SEARCH_SPACES} or None, got {v!r}")
+    return v.upper()
+
+
+# keyword -> check(name, value) -> the value the selector uses (paths expanded, numbers typed)
+SETTINGS: dict[str, Callable[[str, Any], Any]] = {
+    "mode": _one_of("mode", MODES), "k": _positive, "model": _model, "cache_dir": _path_or_none,
+    "keep_aten": _flag, "ranker": _ranker, "search_space": _search_space,
+    "verify_timing": _one_of("verify_timing", VERIFY_TIMINGS), "epilogue_fusion": _flag,
+    "adaptive_k": _flag, "min_k": _positive, "aten_margin": _non_negative, "early_decision": _flag,
+    "release_memory": _flag, "warm_while_compiling": _flag, "compile_in": _one_of("compile_in", COMPILE_IN),
+    "compile_budget": _non_negative, "warm_start": _flag,
+}
+
+
+def check_settings(**given) -> dict:
+    """The keywords of enable() / Selector(), each checked (type, range, choices; `min_k <= k`)
+    and normalised (paths with `~` and environment variables expanded); raises SettingError
+    naming the first bad one. Nothing is touched: call it before changing any state."""
+    unknown = sorted(set(given) - set(SETTINGS))
+    if unknown:
+        raise SettingError(f"unknown setting(s) {unknown}: expected some of {sorted(SETTINGS)}")
+    out = {name: SETTINGS[name](name, value) for name, value in given.items()}
+    if "k" in out and "min_k" in out and out["min_k"] > out["k"]:
+        raise SettingError(f"min_k ({out['min_k']}) must not exceed k ({out['k']})")
+    return out
 
 
 def read(environ=None) -> dict:

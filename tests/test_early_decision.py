@@ -215,7 +215,7 @@ def test_a_plan_inductor_cannot_honour_takes_the_usual_path():
     bogus = Candidate.make("triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8,
                            num_stages=1, num_warps=1)
 
-    def keep_aten(ktcs, kernel_inputs, op_name):
+    def keep_aten(ktcs, kernel_inputs, op_name, restock=None):
         seen.append(len(ktcs))
         return [k for k in ktcs if compat.ktc_candidate(k).backend == "aten"]
 

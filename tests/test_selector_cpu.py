@@ -661,39 +661,6 @@ class _Unavailable:
         raise RankerUnavailable("test-unavailable", "kselect: test ranker unavailable -- stock")
 
 
-def test_fallback_narrows_widened_space_back_to_stock_default(tmp_path):
-    """kselect widens Inductor's GEMM space to EXHAUSTIVE for its ranker; a GEMM it cannot
-    rank must cost what stock DEFAULT costs, not 2,400 benchmarks."""
-    from kselect.kernels.triton_space import triton_space
-
-    problem = Problem(M=256, N=4096, K=4096, layout="nt")
-    exhaustive = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
-    default = {c.key for c in triton_space(problem, "default")}
-    sel = ksi.Selector(mode="predict", ranker=_Unavailable())
-    sel.stock_space = "DEFAULT"
-    reset_warnings()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        kept = sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), list)
-    assert len(exhaustive) > 1000 and sel.stats["fallbacks"] == 1
-    assert kept[0] == exhaustive[0]                               # ATen stays
-    assert {c.key for c in kept[1:]} == default and len(kept) == len(default) + 1
-    assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
-    # the same when the ranker cannot even load (here: no model file), which happens before
-    # the choices are mapped
-    no_model = ksi.Selector(mode="predict", model=str(tmp_path / "no-such-model.json"))
-    no_model.stock_space = "DEFAULT"
-    reset_warnings()
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        kept = no_model._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")), list)
-    assert no_model.stats["fallbacks"] == 1 and len(kept) == len(default) + 1
-    # without a widened space (or in the choices stage) the fallback is the list unchanged
-    sel.stock_space = None
-    assert sel._guarded("templates", exhaustive, lambda: (problem, {}, torch.device("cpu")),
-                        list) == exhaustive
-
-
 def test_enable_widens_search_space_and_disable_restores_it():
     from torch._inductor import config
 
