@@ -30,6 +30,7 @@ from .cache import DecisionCache, candidate_set_digest, decision_key
 from .flydsl_join import FlyDSLJoin
 from .fusion import effective_ms, epilogue_saving_ms
 from .gil import short_switch_interval
+from .logs import log_decision, register_with_torch_logs
 from .options import check_settings, read as read_options
 from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRanker, RankerUnavailable,
                      candidate_keys, choose_kept, unseen_backends, verified_keep)
@@ -266,7 +267,7 @@ class Selector:
             cached = self.cache.get(key)
             if cached is not None and set(cached) <= set(keys):
                 self.stats["cache_hits"] += 1
-                log.info("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
+                log_decision("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
                 kept = [keys.index(k) for k in cached]
                 self._plan(stage, problem, keys, kept)
                 return kept, entry
@@ -304,7 +305,7 @@ class Selector:
                                "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
                                "map_ms": map_s * 1e3, "why": why, "early": early, "phases_ms": phases,
                                "setup_ms": round(setup_ms, 3)})
-        log.info("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
+        log_decision("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
                  stage, problem.key, len(candidates), len(kept),
                  f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,
                  ms, [keys[i] for i in kept])
@@ -353,7 +354,7 @@ class Selector:
                 nfields = {**cfields, "candidates": seen}
                 self.cache.put_later(decision_key(nfields), kept, {**nfields, "verified": True})
         self.stats["verified"] += 1
-        log.info("kselect verified %s: %d kept choices measured; cached %s",
+        log_decision("kselect verified %s: %d kept choices measured; cached %s",
                  cfields.get("problem", {}).get("out"), len(measured), kept)
 
     def _plan(self, stage: str, problem, keys, kept) -> None:
@@ -503,7 +504,7 @@ class Selector:
             record["epilogue_saving_ms"] = saving_ms
             record["bare_winner"] = keys[got.best]
         self.measurements.append(record)
-        log.info("kselect verify %s: measured %s (%s) in %.0f ms%s -> %s", problem.key,
+        log_decision("kselect verify %s: measured %s (%s) in %.0f ms%s -> %s", problem.key,
                  ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)), got.method, wall_ms,
                  f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "", keys[best])
         if entry is not None:
@@ -538,7 +539,7 @@ class Selector:
             warn_once(f"restock:{type(exc).__name__}", f"kselect: cannot rebuild the {self.stock_space} "
                       f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built")
             return items
-        log.info("kselect fallback: %d template choices narrowed to the %s space's %d", len(items),
+        log_decision("kselect fallback: %d template choices narrowed to the %s space's %d", len(items),
                  self.stock_space, len(kept))
         return kept or items
 
@@ -586,7 +587,7 @@ class Selector:
         self.dynamic_picks.append({"stage": stage, "problem": problem.key, "per_size": per_size,
                                    "by_inductor_size": set(groups) != {None},
                                    "kept": [keys[i] for i in kept]})
-        log.info("kselect %s %s: dynamic M, picks per size %s -> kept %d of %d", stage, problem.key,
+        log_decision("kselect %s %s: dynamic M, picks per size %s -> kept %d of %d", stage, problem.key,
                  per_size, len(kept), len(candidates))
         return kept, None
 
@@ -823,6 +824,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     reset_warnings()
     if sel is None:
         return None
+    register_with_torch_logs()
     _install(sel, space)
     log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", sel.mode, sel.k, sel.keep_aten,
              sel.cache.root if sel.cache else None)
