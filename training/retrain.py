@@ -113,9 +113,9 @@ def load_or_start(plan: RetrainPlan) -> RetrainPlan:
 
 
 def save(plan: RetrainPlan) -> None:
-    from .e2e_spec import write_json
+    from kselect.selector.atomic_write import write_text
 
-    write_json(plan.root / STATE_FILE, asdict(plan))
+    write_text(plan.root / STATE_FILE, json.dumps(asdict(plan), indent=1, sort_keys=True) + "\n")
 
 
 def _eta(plan: RetrainPlan, stage: str, rows: int) -> float:
