@@ -9,7 +9,9 @@ Layout of a dataset directory:
 
 One row = one (problem, candidate) measurement, including failures. Rows are identified
 by (problem_key, candidate_key); a collector skips identities already on disk, so a rerun
-after a crash neither loses nor duplicates rows.
+after a crash neither loses nor duplicates rows. Should two rows of one identity exist (two
+directories merged, a dataset written by an older collector), loading keeps one by a fixed
+rule: a measured `ok` row beats a failure, otherwise the newest.
 """
 from __future__ import annotations
 
@@ -84,12 +86,28 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _atomic_write_parquet(df: pd.DataFrame, path: Path) -> None:
+def _atomic_write_parquet(df: pd.DataFrame, path: Path, before_publish=None) -> None:
+    """Write to a hidden temp file, fsync, rename over `path`: readers see all or nothing.
+    `before_publish()` runs between the write and the rename (a fault-injection point)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     df.to_parquet(tmp, index=False, compression="zstd")
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
+    if before_publish is not None:
+        before_publish()
     os.replace(tmp, path)
+
+
+def preferred_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per identity: a measured `ok` row beats a failure; among equals the newest
+    (`collected_at`) wins, then the later file. Rows keep their original order."""
+    if not len(df):
+        return df
+    rank = pd.DataFrame({"ok": df["status"] == "ok", "at": df["collected_at"].fillna(-np.inf),
+                         "pos": np.arange(len(df))}, index=df.index)
+    best = rank.sort_values(["ok", "at", "pos"], ascending=False)
+    keep = best.index[~df.loc[best.index].duplicated(KEY, keep="first").to_numpy()]
+    return df.loc[sorted(keep)].reset_index(drop=True)
 
 
 @dataclass
@@ -116,14 +134,22 @@ class DatasetDir:
         return self.compact_path.exists() or any(self.parts_dir.glob("*.parquet"))
 
     # -- writing ---------------------------------------------------------------------
-    def append(self, rows: list[dict], tag: str) -> Path | None:
+    def append(self, rows: list[dict], tag: str, before_publish=None) -> Path | None:
         """Write rows as one new part file, atomically; returns its path."""
         if not rows:
             return None
         self.parts_dir.mkdir(parents=True, exist_ok=True)
         path = self.parts_dir / f"{tag}-{uuid.uuid4().hex[:12]}.parquet"
-        _atomic_write_parquet(conform(pd.DataFrame(rows)), path)
+        _atomic_write_parquet(conform(pd.DataFrame(rows)), path, before_publish)
         return path
+
+    def remove_temp_files(self, tag: str) -> int:
+        """Delete half-written part files a killed writer `tag` left behind (never visible
+        to loading); only call while no process writes as `tag`. Returns the count."""
+        stale = list(self.parts_dir.glob(f".{tag}-*.tmp")) if self.parts_dir.is_dir() else []
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return len(stale)
 
     def write_fingerprint(self, fingerprint: dict) -> None:
         """Record the fingerprint; refuse to mix measurements from different machines."""
@@ -158,7 +184,8 @@ class DatasetDir:
             raise DatasetError(f"{type(exc).__name__}: {exc}") from None
 
     def load(self, on_corrupt: str = "raise") -> pd.DataFrame:
-        """All rows, deduplicated by identity (first copy wins).
+        """All rows, one per identity (`preferred_rows`: a measured `ok` row beats a
+        failure, otherwise the newest).
 
         on_corrupt: 'raise' -> CorruptShardError naming every bad file (good rows are
         untouched on disk); 'skip' -> warn once and return the good rows; 'quarantine'
@@ -191,8 +218,7 @@ class DatasetDir:
                         "; ".join(f"{p.name} ({r})" for p, r in zip(bad, reasons)))
         if not frames:
             return empty_frame()
-        df = pd.concat(frames, ignore_index=True)
-        return df.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+        return preferred_rows(pd.concat(frames, ignore_index=True))
 
     @property
     def corrupt_files(self) -> list[Path]:
@@ -210,12 +236,13 @@ class DatasetDir:
         removed, and loading deduplicates, so a crash in between duplicates nothing.
         `transform(df) -> df` may recompute derived columns (the oracle flag) on the way.
         """
+        # Only parts listed before loading are removed: one a collector adds meanwhile stays.
+        parts = sorted(self.parts_dir.glob("*.parquet"))
         df = self.load(on_corrupt="raise")
         if transform is not None:
             df = conform(transform(df))
         df = df.sort_values(["problem_key", "candidate_key"]).reset_index(drop=True)
         self.root.mkdir(parents=True, exist_ok=True)
-        parts = sorted(self.parts_dir.glob("*.parquet"))
         _atomic_write_parquet(df, self.compact_path)
         for p in parts:
             p.unlink()
