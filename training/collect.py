@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -348,9 +349,9 @@ class FaultInjector:
       "STAGE:N:MARKER"  the N-th time it reaches STAGE, once; collection's stages are
                         `setup` (a shape's operands), `unit` (a candidate), `write` (a part
                         file written, not yet renamed into place) and `written` (renamed)
-      "at:TEXT"         every time it reaches a point whose "STAGE LABEL" contains TEXT
+      "at:REGEX"        every time it reaches a point whose "STAGE LABEL" matches REGEX
                         (labels: the problem key, or "problem_key candidate_key" for a unit):
-                        a unit that always crashes, as a faulting kernel does
+                        units that always crash, as a faulting kernel does
     """
 
     def __init__(self, after: int = 0, marker: str = "", stage: str = "unit", at: str = ""):
@@ -375,7 +376,7 @@ class FaultInjector:
         self.point("unit", label)
 
     def point(self, stage: str, label: str = "") -> None:
-        if self.at and self.at in f"{stage} {label}":
+        if self.at and re.search(self.at, f"{stage} {label}"):
             os._exit(137)
         if not self.after or stage != self.stage:
             return
@@ -446,12 +447,14 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
     inflight = inflight_path(plan)
     if (stale := inflight_unit(read_inflight(inflight))) is not None:
         log.warning("%s: a previous collector stopped while %s was in flight; measuring it again",
-                    plan.worker, stale[1].key if stale[1] else stale[0].key)
+                    plan.worker, f"{stale[0].key} {stale[1].key}" if stale[1] else stale[0].key)
     inflight.unlink(missing_ok=True)
     DatasetDir(Path(plan.out)).remove_temp_files(plan.worker)
     deaths: dict[tuple[str, str], list[str]] = {}
 
     def charge_inflight(code: int) -> bool:
+        # the worker's group is dead: no process writes as this worker any more
+        DatasetDir(Path(plan.out)).remove_temp_files(plan.worker)
         unit = inflight_unit(read_inflight(inflight))
         inflight.unlink(missing_ok=True)
         if unit is None:

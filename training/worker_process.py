@@ -65,8 +65,17 @@ def kill_all_workers() -> None:
 atexit.register(kill_all_workers)
 
 
+def _signal_all_workers() -> None:
+    """SIGKILL every live worker group without waiting: a signal handler may have interrupted
+    a `Popen.wait`, whose lock a second wait would spin on; the interrupted code reaps them."""
+    for proc in list(_live):
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _on_stop_signal(signum, frame):
-    kill_all_workers()
+    _signal_all_workers()
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
