@@ -30,9 +30,10 @@ from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton_space import shared_memory_bytes
 
-from .dataset import DatasetDir
+from .dataset import KEY, DatasetDir
 from .dataset_lock import collector_lock
-from .worker_process import die_with_supervisor, kill_worker, start_worker, workers_die_with_this_process
+from .worker_process import (die_with_supervisor, kill_worker, raise_if_stopping, start_worker,
+                             workers_die_with_this_process)
 
 log = logging.getLogger(__name__)
 MAX_RESTARTS = 100          # worker deaths one supervisor handles (each unit is tried twice)
@@ -398,16 +399,24 @@ def exit_reason(code: int) -> str:
     return f"exit code {code}"
 
 
+@dataclass
+class SupervisedRun:
+    """How one supervised worker ended: its crash count, and whether it ran to its end
+    (exit 0; a worker also exits 0 when it stops at the plan's deadline)."""
+    crashes: int
+    finished: bool
+
+
 def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
-                   max_restarts: int = MAX_RESTARTS, max_idle_crashes: int = MAX_IDLE_CRASHES) -> int:
+                   max_restarts: int = MAX_RESTARTS, max_idle_crashes: int = MAX_IDLE_CRASHES) -> SupervisedRun:
     """Write `plan` (a dataclass with `out`, `worker`, `deadline`) to `plan_path(plan)` and run
     `python -m module <that file>` in a child process on `gpu` until it exits 0; after each
     crash call `on_crash(exit code)` and restart. `on_crash` charges the crash to the work in
     flight (so the restarted worker retries or skips it) and returns False when there was
     none to charge; the loop gives up after `max_restarts` crashes, `max_idle_crashes` such
     uncharged crashes in a row, or past the plan's deadline. The worker runs in its own
-    process group and dies with this process (training/worker_process.py). Returns the crash
-    count. One loop for every crash-safe worker: collection and re-timing."""
+    process group and dies with this process (training/worker_process.py). One loop for every
+    crash-safe worker: collection and re-timing."""
     env = dict(env)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -422,28 +431,28 @@ def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
                 code = proc.wait()
             finally:
                 kill_worker(proc)
+            raise_if_stopping()
             if code == 0:
-                return crashes
+                return SupervisedRun(crashes, finished=True)
             crashes += 1
             idle = idle + 1 if on_crash(code) is False else 0
             if crashes > max_restarts or idle >= max_idle_crashes or (plan.deadline and time.time() > plan.deadline):
                 log.error("%s: giving up after %d crashes (%d in a row with no work in flight)",
                           plan.worker, crashes, idle)
-                return crashes
+                return SupervisedRun(crashes, finished=False)
 
 
 def _identities(ds: DatasetDir, problem_key: str) -> set[str]:
     """Candidate keys of `problem_key` on disk (compact file and every part)."""
-    df = ds.load(on_corrupt="skip") if ds.exists() else None
-    if df is None:
+    if not ds.exists():
         return set()
+    df = ds.load(on_corrupt="skip", columns=KEY)
     return set(df.loc[df["problem_key"] == problem_key, "candidate_key"])
 
 
-def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> int:
+def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> SupervisedRun:
     """Run one worker in a child process on `gpu`; when it dies, retry the unit in flight once
-    in a fresh worker, and record it as failed (both exit reasons) if it dies again. Returns
-    the number of crashes handled."""
+    in a fresh worker, and record it as failed (both exit reasons) if it dies again."""
     inflight = inflight_path(plan)
     if (stale := inflight_unit(read_inflight(inflight))) is not None:
         log.warning("%s: a previous collector stopped while %s was in flight; measuring it again",
@@ -543,20 +552,24 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
              for w, g in enumerate(gpus)]
     t0 = time.time()
     with collector_lock(out, parse_shard(shard)), workers_die_with_this_process():
-        crashes = supervise_all(plans, gpus, supervise)
-    result = {"problems": len(mine), "workers": len(plans), "crashes": sum(crashes),
+        runs = supervise_all(plans, gpus, supervise)
+    timed_out = bool(deadline) and time.time() > deadline
+    # A worker that ran to its end measured every shape of its plan, unless the deadline stopped it.
+    unsure = [Problem.from_dict(d) for plan, run in zip(plans, runs) if timed_out or not run.finished
+              for d in plan.problems]
+    result = {"problems": len(mine), "workers": len(plans), "crashes": sum(r.crashes for r in runs),
               "seconds": time.time() - t0}
-    result.update(outcome(ds, mine, backend_names, space_name, n_sample,
-                          timed_out=bool(deadline) and time.time() > deadline))
+    result.update(outcome(ds, mine, unsure, backend_names, space_name, n_sample, timed_out))
     return result
 
 
-def outcome(ds: DatasetDir, problems: list[Problem], backend_names: list[str], space: str, n_sample: int,
-            timed_out: bool) -> dict:
+def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], backend_names: list[str],
+            space: str, n_sample: int, timed_out: bool) -> dict:
     """Per-shape result of a collection: complete (a row for every candidate, measured or
-    failed), failed before its first candidate (SHAPE_FAILED rows), or unfinished -- left by the time limit, else lost
-    (the worker gave up). `ok` is False when shapes were lost or failed."""
-    df = ds.load(on_corrupt="skip") if ds.exists() else None
+    failed), failed before its first candidate (SHAPE_FAILED rows), or unfinished -- left by the
+    time limit, else lost (the worker gave up); only the `unsure` shapes (those of a worker that
+    did not run to its end) can be unfinished. `ok` is False when shapes were lost or failed."""
+    df = ds.load(on_corrupt="skip", columns=["error"]) if ds.exists() else None
     have: dict[str, set[str]] = {}
     failed: set[str] = set()
     if df is not None and len(df):
@@ -568,7 +581,7 @@ def outcome(ds: DatasetDir, problems: list[Problem], backend_names: list[str], s
         crashed_candidates = int(df["error"].str.startswith("worker died while running").sum())
     else:
         crashed_candidates = 0
-    unfinished = [p.key for p in problems
+    unfinished = [p.key for p in unsure
                   if not {c.key for c in candidate_list(p, backend_names, space, n_sample)} <= have.get(p.key, set())]
     lost = [] if timed_out else unfinished
     return {"shapes_complete": len(problems) - len(unfinished) - len(failed), "shapes_failed": sorted(failed),

@@ -253,7 +253,7 @@ def _supervise(plan: RetimePlan, gpu: int | None) -> int:
         inflight.unlink()
         log.warning("%s: %s (%s)", plan.worker, why, key)
 
-    crashes = run_supervised("kselect.training.retime", plan, gpu, env, record_inflight, MAX_RESTARTS)
+    crashes = run_supervised("kselect.training.retime", plan, gpu, env, record_inflight, MAX_RESTARTS).crashes
     plan_path(plan).unlink(missing_ok=True)
     return crashes
 

