@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 MAX_RESTARTS = 100          # worker deaths one supervisor handles (each unit is tried twice)
 MAX_IDLE_CRASHES = 3        # deaths in a row that no unit of work can be charged with
 SHAPE_FAILED = "shape failed before its first candidate: "
+CANDIDATE_DIED = "worker died while running this candidate"
 FLUSH_ROWS = 400
 FLUSH_SECONDS = 30.0
 
@@ -262,6 +263,8 @@ def run_worker(plan: CollectPlan) -> int:
             sets = rotating_operands(p, l2, plan.device)
             ref = reference(p, sets[0])
         except Exception as exc:  # noqa: BLE001 -- e.g. operands too large to allocate
+            if not _device_usable(plan.device):
+                raise   # a poisoned CUDA context: die, so a fresh worker retries this shape
             why = f"{type(exc).__name__}: {exc}"
             log.warning("%s: %s%s", p.key, SHAPE_FAILED, why)
             save(shape_failure_rows(p, cands, why, common_p))
@@ -290,6 +293,18 @@ def run_worker(plan: CollectPlan) -> int:
     if bar is not None:
         bar.close()
     return 0
+
+
+def _device_usable(device: str) -> bool:
+    """Whether the device still runs work after an error: a sticky CUDA error fails every later
+    shape of this process, which must not be recorded as those shapes' fault."""
+    import torch
+
+    try:
+        torch.ones(1, device=device).add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 -- any error here means the context is unusable
+        return False
 
 
 def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
@@ -477,14 +492,14 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
             log.warning("%s: worker died (%s) after %s was saved; restarting it",
                         plan.worker, exit_reason(code), cand.key)
             return True
-        what = "running this candidate" if cand is not None else "setting up this shape"
+        died = CANDIDATE_DIED if cand is not None else "worker died while setting up this shape"
         tries = deaths.setdefault((p.key, cand.key if cand else ""), [])
         tries.append(exit_reason(code))
         if len(tries) < 2:
-            log.warning("%s: worker died (%s) while %s (%s); retrying it once in a fresh worker",
-                        plan.worker, tries[0], what, f"{p.key} {cand.key}" if cand else p.key)
+            log.warning("%s: %s (%s): %s; retrying it once in a fresh worker",
+                        plan.worker, died, f"{p.key} {cand.key}" if cand else p.key, tries[0])
             return True
-        why = f"worker died while {what} ({tries[0]}), and again in a fresh worker ({tries[1]})"
+        why = f"{died} ({tries[0]}), and again in a fresh worker ({tries[1]})"
         common = dict(oracle=plan.space == "exhaustive", space=plan.space, fingerprint_id=plan.fingerprint_id,
                       worker=plan.worker, workload=plan.workloads.get(p.key, ""))
         if cand is not None:
@@ -499,9 +514,9 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
     return run_supervised("kselect.training.collect", plan, gpu, os.environ, charge_inflight, max_restarts)
 
 
-def supervise_all(plans: list, gpus: list, supervisor) -> list[int]:
+def supervise_all(plans: list, gpus: list, supervisor) -> list:
     """Run `supervisor(plan, gpu)` for each plan and its GPU at once (one worker per GPU);
-    each one's crash count, in plan order."""
+    each one's result, in plan order."""
     if len(plans) == 1:
         return [supervisor(plans[0], gpus[0])]
     from concurrent.futures import ThreadPoolExecutor
@@ -578,7 +593,7 @@ def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], back
         for key, group in df.groupby("problem_key"):
             have[str(key)] = set(group["candidate_key"])
         failed = set(df.loc[df["error"].str.startswith(SHAPE_FAILED), "problem_key"])
-        crashed_candidates = int(df["error"].str.startswith("worker died while running").sum())
+        crashed_candidates = int(df["error"].str.startswith(CANDIDATE_DIED).sum())
     else:
         crashed_candidates = 0
     unfinished = [p.key for p in unsure
