@@ -46,17 +46,19 @@ def start_worker(cmd: list[str], env: dict) -> subprocess.Popen:
     """Start `cmd` in a new process group, registered for killing when this process stops."""
     raise_if_stopping()
     env = dict(env, **{SUPERVISOR_PID_ENV: str(os.getpid())})
-    proc = subprocess.Popen(cmd, env=env, process_group=0)
+    # a group of its own (Python < 3.11 has no process_group: a session of its own is one too)
+    own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+    proc = subprocess.Popen(cmd, env=env, **own_group)
     with _live_lock:
         _live.add(proc)
     return proc
 
 
 def kill_worker(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (if still there) and reap the worker."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL the worker's whole process group -- it, and whatever it started and left behind
+    when it died (Linux keeps a group's id from reuse while any member lives) -- and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         proc.wait(timeout=30)
     forget_worker(proc)

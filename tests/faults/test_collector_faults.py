@@ -212,3 +212,25 @@ def _cmdline(pid: int) -> bytes:
         return open(f"/proc/{pid}/cmdline", "rb").read()
     except OSError:
         return b""
+
+
+_LEAVES_A_CHILD = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+time.sleep(120)
+"""
+
+
+def test_what_a_dead_worker_started_dies_with_its_group():
+    from kselect.training.worker_process import kill_worker, start_worker
+
+    proc = start_worker([sys.executable, "-c", _LEAVES_A_CHILD], dict(os.environ))
+    try:
+        child = wait_for(lambda: descendants(proc.pid), 30, "the worker's child")[0]
+        kill(proc.pid)                       # the worker dies from outside; its child lives on
+        proc.wait(timeout=30)
+        assert alive(child)
+        kill_worker(proc)                    # what the supervisor does after every worker exit
+        wait_for(lambda: not alive(child), 10, "the worker's child to die with its group")
+    finally:
+        stop_tree(proc)
