@@ -200,6 +200,8 @@ def run_worker(plan: CollectPlan) -> int:
     from kselect.kernels.operands import reference, rotating_operands
     from kselect.kernels.timing import warm_gpu
 
+    fault = FaultInjector.from_env()
+    fault.point("start", plan.worker)
     ds = DatasetDir(Path(plan.out))
     done = ds.done_keys()
     inflight = inflight_path(plan)
@@ -235,7 +237,6 @@ def run_worker(plan: CollectPlan) -> int:
                     time.time() - t0, len(errs))
     if on_gpu:
         warm_gpu()
-    fault = FaultInjector.from_env()
     rows: list[dict] = []
     last_flush = time.time()
 
@@ -363,8 +364,9 @@ class FaultInjector:
       "N:MARKER"        when its N-th unit of work (collection: candidate; re-timing: shape)
                         is in flight, once (MARKER, a file, records that it fired)
       "STAGE:N:MARKER"  the N-th time it reaches STAGE, once; collection's stages are
-                        `setup` (a shape's operands), `unit` (a candidate), `write` (a part
-                        file written, not yet renamed into place) and `written` (renamed)
+                        `start` (the worker, nothing in flight yet), `setup` (a shape's
+                        operands), `unit` (a candidate), `write` (a part file written, not yet
+                        renamed into place) and `written` (renamed)
       "at:REGEX"        every time it reaches a point whose "STAGE LABEL" matches REGEX
                         (labels: the problem key, or "problem_key candidate_key" for a unit):
                         units that always crash, as a faulting kernel does
@@ -598,7 +600,7 @@ def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], back
         crashed_candidates = 0
     unfinished = [p.key for p in unsure
                   if not {c.key for c in candidate_list(p, backend_names, space, n_sample)} <= have.get(p.key, set())]
-    lost = [] if timed_out else unfinished
+    lost = [] if timed_out else sorted(unfinished)
     return {"shapes_complete": len(problems) - len(unfinished) - len(failed), "shapes_failed": sorted(failed),
             "shapes_unfinished_time_limit": len(unfinished) if timed_out else 0, "shapes_lost": lost,
             "candidates_failed_by_crash": crashed_candidates, "ok": not (failed or lost)}

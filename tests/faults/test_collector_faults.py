@@ -234,3 +234,28 @@ def test_what_a_dead_worker_started_dies_with_its_group():
         wait_for(lambda: not alive(child), 10, "the worker's child to die with its group")
     finally:
         stop_tree(proc)
+
+
+def test_a_worker_that_dies_at_start_up_gives_up_and_reports_the_shapes_lost(tmp_path):
+    """Deaths with nothing in flight are charged to no candidate; after three in a row the
+    collection stops, exits 1 and names the shapes it did not measure (a rerun resumes them)."""
+    shapes, out = tmp_path / "s.csv", tmp_path / "ds"
+    keys = write_shapes(shapes, 3, seed=5)
+    env = {**os.environ, FAULT_ENV: "at:^start "}
+    res = subprocess.run(collect_cmd(shapes, out), env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stderr[-3000:]
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    assert result["crashes"] == 3 and result["shapes_lost"] == sorted(keys) and result["shapes_complete"] == 0
+    assert "3 shape(s) not measured: the worker kept dying" in res.stderr
+    assert not (out / "parts").exists() or not list((out / "parts").glob("*.parquet"))
+
+
+def test_shapes_left_by_the_time_limit_are_not_an_error(tmp_path):
+    shapes, out = tmp_path / "s.csv", tmp_path / "ds"
+    write_shapes(shapes, 3, seed=6)
+    res = subprocess.run([*collect_cmd(shapes, out), "--max-minutes", "0.0001"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    result = json.loads(res.stdout.strip().splitlines()[-1])
+    assert result["ok"] is True and result["shapes_lost"] == []
+    assert result["shapes_unfinished_time_limit"] == 3 - result["shapes_complete"] > 0
