@@ -46,7 +46,7 @@ def start_worker(cmd: list[str], env: dict) -> subprocess.Popen:
     """Start `cmd` in a new process group, registered for killing when this process stops."""
     raise_if_stopping()
     env = dict(env, **{SUPERVISOR_PID_ENV: str(os.getpid())})
-    # a group of its own (Python < 3.11 has no process_group: a session of its own is one too)
+    # a group of its own (Python < 3.11 has no process_group; setsid() also makes one)
     own_group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
     proc = subprocess.Popen(cmd, env=env, **own_group)
     with _live_lock:

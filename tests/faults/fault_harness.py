@@ -40,7 +40,7 @@ def collect_cmd(shapes: Path, out: Path, target_ms: float = 0.02, shard: str = "
 
 
 def start(cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
-    """The collector in a session of its own (so the test's own group is never signalled)."""
+    """The collector in a process group of its own, via setsid() (so no signal reaches the test)."""
     fh = open(log, "ab")
     return subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=fh, stderr=fh, start_new_session=True)
 
