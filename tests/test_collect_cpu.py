@@ -51,8 +51,9 @@ def test_worker_crash_mid_collection_loses_and_duplicates_nothing(tmp_path):
     df = DatasetDir(out).load()
     assert sorted(df["problem_key"]) == sorted(p.key for p in SHAPES)   # nothing lost
     assert not df.duplicated(["problem_key", "candidate_key"]).any()    # nothing twice
-    died = df[df["status"] != "ok"]
-    assert len(died) == 1 and "worker died with exit code 137" in died["error"].iloc[0]
+    # one death may come from outside: the candidate is retried in a fresh worker and measured
+    assert (df["status"] == "ok").all()
+    assert "retrying it once in a fresh worker" in res.stderr
 
 
 def test_killed_run_resumes_on_rerun(tmp_path):

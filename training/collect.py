@@ -2,18 +2,24 @@
 
 Work split: the problem list is sorted by key; `--shard i/n` keeps problems[i::n] (any
 scheduler can run the n shards: Slurm arrays, Ray, Kubernetes jobs); within a shard one
-worker process per visible GPU takes every g-th problem. Each worker writes its rows to
-new atomic part files; before a candidate runs it records it as "in flight", so if the
-worker dies (a CUDA fault poisons the context, LLVM aborts) the supervisor records that
-candidate as failed with the exit reason and restarts the worker, which skips everything
-already on disk. Rerunning the same command after a kill resumes the same way.
+worker process per visible GPU takes every g-th problem.
+
+Crash safety (docs/measurement.md, "Crash safety"): a worker writes its rows to new atomic
+part files and keeps an "in flight" record of the shape it is setting up or the candidate it
+is running, cleared once that candidate's row is on disk. If the worker dies, the supervisor
+retries that unit once in a fresh worker (the death may have come from outside) and records
+it as failed, with both exit reasons, only if it dies again; a shape that dies before its
+first candidate is recorded as a shape-level failure and skipped. The worker dies with its
+supervisor, and one collector at a time holds a dataset directory (training/dataset_lock.py).
+Rerunning the same command after a kill resumes: every run skips identities already on disk.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import subprocess
+import re
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,10 +30,16 @@ from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton_space import shared_memory_bytes
 
-from .dataset import DatasetDir
+from .dataset import KEY, DatasetDir
+from .dataset_lock import collector_lock
+from .worker_process import (die_with_supervisor, kill_worker, raise_if_stopping, start_worker,
+                             workers_die_with_this_process)
 
 log = logging.getLogger(__name__)
-MAX_RESTARTS = 50
+MAX_RESTARTS = 100          # worker deaths one supervisor handles (each unit is tried twice)
+MAX_IDLE_CRASHES = 3        # deaths in a row that no unit of work can be charged with
+SHAPE_FAILED = "shape failed before its first candidate: "
+CANDIDATE_DIED = "worker died while running this candidate"
 FLUSH_ROWS = 400
 FLUSH_SECONDS = 30.0
 
@@ -138,6 +150,49 @@ def plan_path(plan) -> Path:
     return Path(plan.out) / "inflight" / f"{plan.worker}.plan.json"
 
 
+def write_inflight(path: Path, record: dict) -> None:
+    """Replace the in-flight record atomically: a reader sees the old or the new one whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+
+
+def read_inflight(path: Path) -> dict | None:
+    """The in-flight record, or None when there is none or it cannot be read (a torn or
+    foreign file is reported, never fatal: the unit it named is simply measured again)."""
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable in-flight record %s (%s)", path, exc)
+        return None
+    if not isinstance(record, dict):
+        log.warning("ignoring in-flight record %s: not a JSON object", path)
+        return None
+    return record
+
+
+def inflight_unit(record: dict | None) -> tuple[Problem, Candidate | None] | None:
+    """(problem, candidate or None while the shape is being set up) of a collection's
+    in-flight record; None when there is none or it does not name one."""
+    if record is None:
+        return None
+    try:
+        problem = Problem.from_dict(record["problem"])
+        cand = Candidate.from_json(record["candidate"]) if record.get("candidate") else None
+    except Exception as exc:  # noqa: BLE001 -- any malformed record is ignored alike
+        log.warning("ignoring in-flight record that names no unit (%s: %s)", type(exc).__name__, exc)
+        return None
+    return problem, cand
+
+
+def shape_failure_rows(problem: Problem, cands: list[Candidate], why: str, common: dict) -> list[dict]:
+    """One failed row per candidate of a shape that could not be set up, so it is skipped."""
+    error = (SHAPE_FAILED + why)[:500]
+    return [row_for(problem, c, status="launch_error", error=error, **common) for c in cands]
+
+
 def run_worker(plan: CollectPlan) -> int:
     """Measure the plan's problems on this process's GPU; returns 0 when done or timed out."""
     import torch
@@ -145,6 +200,8 @@ def run_worker(plan: CollectPlan) -> int:
     from kselect.kernels.operands import reference, rotating_operands
     from kselect.kernels.timing import warm_gpu
 
+    fault = FaultInjector.from_env()
+    fault.point("start", plan.worker)
     ds = DatasetDir(Path(plan.out))
     done = ds.done_keys()
     inflight = inflight_path(plan)
@@ -178,14 +235,18 @@ def run_worker(plan: CollectPlan) -> int:
         backends["triton"].precompile(items, workers=plan.precompile_workers, wait=False)
     if on_gpu:
         warm_gpu()
-    fault = FaultInjector.from_env()
     rows: list[dict] = []
     last_flush = time.time()
+
+    def save(batch: list[dict]) -> None:
+        ds.append(batch, plan.worker, before_publish=lambda: fault.point("write", plan.worker))
+        fault.point("written", plan.worker)
+        inflight.unlink(missing_ok=True)   # the unit in flight has its row on disk now
 
     def flush(force=False):
         nonlocal rows, last_flush
         if rows and (force or len(rows) >= FLUSH_ROWS or time.time() - last_flush > FLUSH_SECONDS):
-            ds.append(rows, plan.worker)
+            save(rows)
             rows, last_flush = [], time.time()
 
     common = {"oracle": plan.space == "exhaustive", "space": plan.space,
@@ -194,14 +255,26 @@ def run_worker(plan: CollectPlan) -> int:
         if plan.deadline and time.time() > plan.deadline:
             log.warning("deadline reached; stopping before %s", p.key)
             break
-        sets = rotating_operands(p, l2, plan.device)
-        ref = reference(p, sets[0])
-        aten_ms = None
         common_p = dict(common, workload=plan.workloads.get(p.key, ""))
+        write_inflight(inflight, {"problem": p.to_dict(), "candidate": None})
+        fault.point("setup", p.key)
+        try:
+            sets = rotating_operands(p, l2, plan.device)
+            ref = reference(p, sets[0])
+        except Exception as exc:  # noqa: BLE001 -- e.g. operands too large to allocate
+            if not _device_usable(plan.device):
+                raise   # a poisoned CUDA context: die, so a fresh worker retries this shape
+            why = f"{type(exc).__name__}: {exc}"
+            log.warning("%s: %s%s", p.key, SHAPE_FAILED, why)
+            save(shape_failure_rows(p, cands, why, common_p))
+            if bar is not None:
+                bar.update(len(cands))
+            continue
+        aten_ms = None
         # ATen first: its time bounds how long a hopeless candidate may be timed.
         for cand in sorted(cands, key=lambda c: c.backend != "aten"):
-            inflight.write_text(json.dumps({"problem": p.to_dict(), "candidate": cand.to_json()}))
-            fault.tick()
+            write_inflight(inflight, {"problem": p.to_dict(), "candidate": cand.to_json()})
+            fault.tick(f"{p.key} {cand.key}")
             rows.append(_measure(p, cand, backends[cand.backend], sets, ref, smem_limit,
                                  plan.target_ms, aten_ms, common_p, plan.device))
             if cand.backend == "aten" and rows[-1]["status"] == "ok":
@@ -211,6 +284,7 @@ def run_worker(plan: CollectPlan) -> int:
             flush()
         del sets, ref
         flush(force=True)
+        inflight.unlink(missing_ok=True)
         if on_gpu:
             torch.cuda.empty_cache()
     flush(force=True)
@@ -218,6 +292,18 @@ def run_worker(plan: CollectPlan) -> int:
     if bar is not None:
         bar.close()
     return 0
+
+
+def _device_usable(device: str) -> bool:
+    """Whether the device still runs work after an error: a sticky CUDA error fails every later
+    shape of this process, which must not be recorded as those shapes' fault."""
+    import torch
+
+    try:
+        torch.ones(1, device=device).add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001 -- any error here means the context is unusable
+        return False
 
 
 def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
@@ -270,23 +356,45 @@ FAULT_ENV = "KSELECT_COLLECT_FAULT"
 
 
 class FaultInjector:
-    """Test hook: KSELECT_COLLECT_FAULT="N:MARKER" kills the worker (exit 137, as SIGKILL
-    would) when its N-th unit of work (collection: candidate; re-timing: shape) is in flight,
-    once: MARKER records that it fired."""
+    """Test hook: KSELECT_COLLECT_FAULT kills the worker (exit 137, as SIGKILL would) at a
+    chosen point of its work.
 
-    def __init__(self, after: int = 0, marker: str = ""):
-        self.after, self.marker, self.count = after, marker, 0
+      "N:MARKER"        when its N-th unit of work (collection: candidate; re-timing: shape)
+                        is in flight, once (MARKER, a file, records that it fired)
+      "STAGE:N:MARKER"  the N-th time it reaches STAGE, once; collection's stages are
+                        `start` (the worker, nothing in flight yet), `setup` (a shape's
+                        operands), `unit` (a candidate), `write` (a part file written, not yet
+                        renamed into place) and `written` (renamed)
+      "at:REGEX"        every time it reaches a point whose "STAGE LABEL" matches REGEX
+                        (labels: the problem key, or "problem_key candidate_key" for a unit):
+                        units that always crash, as a faulting kernel does
+    """
+
+    def __init__(self, after: int = 0, marker: str = "", stage: str = "unit", at: str = ""):
+        self.after, self.marker, self.stage, self.at = after, marker, stage, at
+        self.count = 0
 
     @classmethod
     def from_env(cls) -> "FaultInjector":
         spec = os.environ.get(FAULT_ENV, "")
         if not spec:
             return cls()
-        after, _, marker = spec.partition(":")
-        return cls(int(after), marker)
+        if spec.startswith("at:"):
+            return cls(at=spec[3:])
+        head, _, rest = spec.partition(":")
+        if head.isdigit():
+            return cls(int(head), rest)
+        after, _, marker = rest.partition(":")
+        return cls(int(after), marker, stage=head)
 
-    def tick(self) -> None:
-        if not self.after:
+    def tick(self, label: str = "") -> None:
+        """A unit of work is in flight."""
+        self.point("unit", label)
+
+    def point(self, stage: str, label: str = "") -> None:
+        if self.at and re.search(self.at, f"{stage} {label}"):
+            os._exit(137)
+        if not self.after or stage != self.stage:
             return
         self.count += 1
         if self.count == self.after and not (self.marker and os.path.exists(self.marker)):
@@ -296,54 +404,119 @@ class FaultInjector:
 
 
 # ------------------------------------------------------------------------ supervisor
+def exit_reason(code: int) -> str:
+    """A worker's exit status in words: 'killed by SIGKILL' or 'exit code 1'."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+@dataclass
+class SupervisedRun:
+    """How one supervised worker ended: its crash count, and whether it ran to its end
+    (exit 0; a worker also exits 0 when it stops at the plan's deadline)."""
+    crashes: int
+    finished: bool
+
+
 def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
-                   max_restarts: int = MAX_RESTARTS) -> int:
+                   max_restarts: int = MAX_RESTARTS, max_idle_crashes: int = MAX_IDLE_CRASHES) -> SupervisedRun:
     """Write `plan` (a dataclass with `out`, `worker`, `deadline`) to `plan_path(plan)` and run
     `python -m module <that file>` in a child process on `gpu` until it exits 0; after each
-    crash call `on_crash(exit code)` (which records the work in flight as failed, so the
-    restarted worker skips it) and restart, until `max_restarts` or the plan's deadline.
-    Returns the crash count. One loop for every crash-safe worker: collection and re-timing."""
+    crash call `on_crash(exit code)` and restart. `on_crash` charges the crash to the work in
+    flight (so the restarted worker retries or skips it) and returns False when there was
+    none to charge; the loop gives up after `max_restarts` crashes, `max_idle_crashes` such
+    uncharged crashes in a row, or past the plan's deadline. The worker runs in its own
+    process group and dies with this process (training/worker_process.py). One loop for every
+    crash-safe worker: collection and re-timing."""
     env = dict(env)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     path = plan_path(plan)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(plan)))
-    crashes = 0
-    while True:
-        proc = subprocess.run([sys.executable, "-m", module, str(path)], env=env)
-        if proc.returncode == 0:
-            return crashes
-        crashes += 1
-        on_crash(proc.returncode)
-        if crashes > max_restarts or (plan.deadline and time.time() > plan.deadline):
-            log.error("%s: giving up after %d crashes", plan.worker, crashes)
-            return crashes
+    crashes = idle = 0
+    with workers_die_with_this_process():
+        while True:
+            proc = start_worker([sys.executable, "-m", module, str(path)], env)
+            try:
+                code = proc.wait()
+            finally:
+                kill_worker(proc)
+            raise_if_stopping()
+            if code == 0:
+                return SupervisedRun(crashes, finished=True)
+            crashes += 1
+            idle = idle + 1 if on_crash(code) is False else 0
+            if crashes > max_restarts or idle >= max_idle_crashes or (plan.deadline and time.time() > plan.deadline):
+                log.error("%s: giving up after %d crashes (%d in a row with no work in flight)",
+                          plan.worker, crashes, idle)
+                return SupervisedRun(crashes, finished=False)
 
 
-def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> int:
-    """Run one worker in a child process on `gpu`; on a crash record the in-flight
-    candidate as failed and restart. Returns the number of crashes handled."""
-    def record_inflight(code: int) -> None:
-        inflight = inflight_path(plan)
-        if not inflight.exists():
-            return
-        info = json.loads(inflight.read_text())
-        p, cand = Problem.from_dict(info["problem"]), Candidate.from_json(info["candidate"])
-        reason = f"worker died with exit code {code} while running this candidate"
-        DatasetDir(Path(plan.out)).append([row_for(
-            p, cand, status="launch_error", error=reason, oracle=plan.space == "exhaustive",
-            space=plan.space, fingerprint_id=plan.fingerprint_id, worker=plan.worker,
-            workload=plan.workloads.get(p.key, ""))], plan.worker)
-        inflight.unlink()
-        log.warning("%s: %s (%s)", plan.worker, reason, cand.key)
-
-    return run_supervised("kselect.training.collect", plan, gpu, os.environ, record_inflight, max_restarts)
+def _identities(ds: DatasetDir, problem_key: str) -> set[str]:
+    """Candidate keys of `problem_key` on disk (compact file and every part)."""
+    if not ds.exists():
+        return set()
+    df = ds.load(on_corrupt="skip", columns=KEY)
+    return set(df.loc[df["problem_key"] == problem_key, "candidate_key"])
 
 
-def supervise_all(plans: list, gpus: list, supervisor) -> list[int]:
+def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTARTS) -> SupervisedRun:
+    """Run one worker in a child process on `gpu`; when it dies, retry the unit in flight once
+    in a fresh worker, and record it as failed (both exit reasons) if it dies again."""
+    inflight = inflight_path(plan)
+    if (stale := inflight_unit(read_inflight(inflight))) is not None:
+        log.warning("%s: a previous collector stopped while %s was in flight; measuring it again",
+                    plan.worker, f"{stale[0].key} {stale[1].key}" if stale[1] else stale[0].key)
+    inflight.unlink(missing_ok=True)
+    DatasetDir(Path(plan.out)).remove_temp_files(plan.worker)
+    deaths: dict[tuple[str, str], list[str]] = {}
+
+    def charge_inflight(code: int) -> bool:
+        # the worker's group is dead: no process writes as this worker any more
+        DatasetDir(Path(plan.out)).remove_temp_files(plan.worker)
+        unit = inflight_unit(read_inflight(inflight))
+        inflight.unlink(missing_ok=True)
+        if unit is None:
+            log.warning("%s: worker died (%s) with no unit in flight; restarting it",
+                        plan.worker, exit_reason(code))
+            return False
+        p, cand = unit
+        ds = DatasetDir(Path(plan.out))
+        on_disk = _identities(ds, p.key)
+        if cand is not None and cand.key in on_disk:
+            log.warning("%s: worker died (%s) after %s was saved; restarting it",
+                        plan.worker, exit_reason(code), cand.key)
+            return True
+        died = CANDIDATE_DIED if cand is not None else "worker died while setting up this shape"
+        tries = deaths.setdefault((p.key, cand.key if cand else ""), [])
+        tries.append(exit_reason(code))
+        if len(tries) < 2:
+            log.warning("%s: %s (%s): %s; retrying it once in a fresh worker",
+                        plan.worker, died, f"{p.key} {cand.key}" if cand else p.key, tries[0])
+            return True
+        why = f"{died} ({tries[0]}), and again in a fresh worker ({tries[1]})"
+        common = dict(oracle=plan.space == "exhaustive", space=plan.space, fingerprint_id=plan.fingerprint_id,
+                      worker=plan.worker, workload=plan.workloads.get(p.key, ""))
+        if cand is not None:
+            rows = [row_for(p, cand, status="launch_error", error=why, **common)]
+        else:
+            todo = [c for c in candidate_list(p, plan.backends, plan.space, plan.n_sample) if c.key not in on_disk]
+            rows = shape_failure_rows(p, todo, why, common)
+        ds.append(rows, plan.worker)
+        log.warning("%s: %s (%s): recorded as failed", plan.worker, why, f"{p.key} {cand.key}" if cand else p.key)
+        return True
+
+    return run_supervised("kselect.training.collect", plan, gpu, os.environ, charge_inflight, max_restarts)
+
+
+def supervise_all(plans: list, gpus: list, supervisor) -> list:
     """Run `supervisor(plan, gpu)` for each plan and its GPU at once (one worker per GPU);
-    each one's crash count, in plan order."""
+    each one's result, in plan order."""
     if len(plans) == 1:
         return [supervisor(plans[0], gpus[0])]
     from concurrent.futures import ThreadPoolExecutor
@@ -393,11 +566,45 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
                          precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1))
              for w, g in enumerate(gpus)]
     t0 = time.time()
-    crashes = supervise_all(plans, gpus, supervise)
-    return {"problems": len(mine), "workers": len(plans), "crashes": sum(crashes),
-            "seconds": time.time() - t0}
+    with collector_lock(out, parse_shard(shard)), workers_die_with_this_process():
+        runs = supervise_all(plans, gpus, supervise)
+    timed_out = bool(deadline) and time.time() > deadline
+    # A worker that ran to its end measured every shape of its plan, unless the deadline stopped it.
+    unsure = [Problem.from_dict(d) for plan, run in zip(plans, runs) if timed_out or not run.finished
+              for d in plan.problems]
+    result = {"problems": len(mine), "workers": len(plans), "crashes": sum(r.crashes for r in runs),
+              "seconds": time.time() - t0}
+    result.update(outcome(ds, mine, unsure, backend_names, space_name, n_sample, timed_out))
+    return result
+
+
+def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], backend_names: list[str],
+            space: str, n_sample: int, timed_out: bool) -> dict:
+    """Per-shape result of a collection: complete (a row for every candidate, measured or
+    failed), failed before its first candidate (SHAPE_FAILED rows), or unfinished -- left by the
+    time limit, else lost (the worker gave up); only the `unsure` shapes (those of a worker that
+    did not run to its end) can be unfinished. `ok` is False when shapes were lost or failed."""
+    df = ds.load(on_corrupt="skip", columns=["error"]) if ds.exists() else None
+    have: dict[str, set[str]] = {}
+    failed: set[str] = set()
+    if df is not None and len(df):
+        keys = {p.key for p in problems}
+        df = df[df["problem_key"].isin(keys)]
+        for key, group in df.groupby("problem_key"):
+            have[str(key)] = set(group["candidate_key"])
+        failed = set(df.loc[df["error"].str.startswith(SHAPE_FAILED), "problem_key"])
+        crashed_candidates = int(df["error"].str.startswith(CANDIDATE_DIED).sum())
+    else:
+        crashed_candidates = 0
+    unfinished = [p.key for p in unsure
+                  if not {c.key for c in candidate_list(p, backend_names, space, n_sample)} <= have.get(p.key, set())]
+    lost = [] if timed_out else sorted(unfinished)
+    return {"shapes_complete": len(problems) - len(unfinished) - len(failed), "shapes_failed": sorted(failed),
+            "shapes_unfinished_time_limit": len(unfinished) if timed_out else 0, "shapes_lost": lost,
+            "candidates_failed_by_crash": crashed_candidates, "ok": not (failed or lost)}
 
 
 if __name__ == "__main__":  # worker entry point: python -m kselect.training.collect PLAN.json
+    die_with_supervisor()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sys.exit(run_worker(CollectPlan(**json.loads(Path(sys.argv[1]).read_text()))))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from .shapes_cli import add_shape_args, select_shapes
 
@@ -36,4 +37,20 @@ def run(args) -> int:
                      max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms,
                      device=args.device)
     print(json.dumps(result))
+    if not result["ok"]:
+        print(failure_summary(result), file=sys.stderr)
+        return 1
     return 0
+
+
+def failure_summary(result: dict) -> str:
+    """What a collection left undone, for the user (the JSON line has the details)."""
+    lines = [f"kselect collect: {result['shapes_complete']} of {result['problems']} shapes complete"]
+    if result["shapes_failed"]:
+        lines.append(f"  {len(result['shapes_failed'])} shape(s) failed before their first candidate "
+                     f"(recorded, skipped on rerun): {', '.join(result['shapes_failed'][:10])}")
+    if result["shapes_lost"]:
+        lines.append(f"  {len(result['shapes_lost'])} shape(s) not measured: the worker kept dying "
+                     f"({result['crashes']} crashes); rerun the same command to resume: "
+                     f"{', '.join(result['shapes_lost'][:10])}")
+    return "\n".join(lines)

@@ -9,7 +9,9 @@ Layout of a dataset directory:
 
 One row = one (problem, candidate) measurement, including failures. Rows are identified
 by (problem_key, candidate_key); a collector skips identities already on disk, so a rerun
-after a crash neither loses nor duplicates rows.
+after a crash neither loses nor duplicates rows. Should two rows of one identity exist (two
+directories merged, a dataset written by an older collector), loading keeps one by a fixed
+rule: a measured `ok` row beats a failure, otherwise the newest.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +87,28 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _atomic_write_parquet(df: pd.DataFrame, path: Path) -> None:
+def _atomic_write_parquet(df: pd.DataFrame, path: Path, before_publish=None) -> None:
+    """Write to a hidden temp file, fsync, rename over `path`: readers see all or nothing.
+    `before_publish()` runs between the write and the rename (a fault-injection point)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     df.to_parquet(tmp, index=False, compression="zstd")
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
+    if before_publish is not None:
+        before_publish()
     os.replace(tmp, path)
+
+
+def preferred_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per identity: a measured `ok` row beats a failure; among equals the newest
+    (`collected_at`) wins, then the later file. Rows keep their original order."""
+    if not len(df):
+        return df
+    rank = pd.DataFrame({"ok": df["status"] == "ok", "at": df["collected_at"].fillna(-np.inf),
+                         "pos": np.arange(len(df))}, index=df.index)
+    best = rank.sort_values(["ok", "at", "pos"], ascending=False)
+    keep = best.index[~df.loc[best.index].duplicated(KEY, keep="first").to_numpy()]
+    return df.loc[sorted(keep)].reset_index(drop=True)
 
 
 @dataclass
@@ -116,14 +135,22 @@ class DatasetDir:
         return self.compact_path.exists() or any(self.parts_dir.glob("*.parquet"))
 
     # -- writing ---------------------------------------------------------------------
-    def append(self, rows: list[dict], tag: str) -> Path | None:
+    def append(self, rows: list[dict], tag: str, before_publish=None) -> Path | None:
         """Write rows as one new part file, atomically; returns its path."""
         if not rows:
             return None
         self.parts_dir.mkdir(parents=True, exist_ok=True)
         path = self.parts_dir / f"{tag}-{uuid.uuid4().hex[:12]}.parquet"
-        _atomic_write_parquet(conform(pd.DataFrame(rows)), path)
+        _atomic_write_parquet(conform(pd.DataFrame(rows)), path, before_publish)
         return path
+
+    def remove_temp_files(self, tag: str) -> int:
+        """Delete half-written part files a killed writer `tag` left behind (never visible
+        to loading); only call while no process writes as `tag`. Returns the count."""
+        stale = list(self.parts_dir.glob(f".{tag}-*.tmp")) if self.parts_dir.is_dir() else []
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return len(stale)
 
     def write_fingerprint(self, fingerprint: dict) -> None:
         """Record the fingerprint; refuse to mix measurements from different machines."""
@@ -157,12 +184,28 @@ class DatasetDir:
         except Exception as exc:  # pyarrow raises many types for a damaged file
             raise DatasetError(f"{type(exc).__name__}: {exc}") from None
 
-    def load(self, on_corrupt: str = "raise") -> pd.DataFrame:
-        """All rows, deduplicated by identity (first copy wins).
+    def _read_columns(self, path: Path, columns: list[str]) -> pd.DataFrame:
+        """Just `columns` of a file that has the whole schema (far cheaper than a full read)."""
+        try:
+            pf = pq.ParquetFile(path)
+            missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
+            if missing:
+                raise DatasetError(f"rows are missing column(s) {missing}")
+            return pf.read(columns=columns).to_pandas()
+        except DatasetError:
+            raise
+        except Exception as exc:  # pyarrow raises many types for a damaged file
+            raise DatasetError(f"{type(exc).__name__}: {exc}") from None
+
+    def load(self, on_corrupt: str = "raise", columns: list[str] | None = None) -> pd.DataFrame:
+        """All rows, one per identity (`preferred_rows`: a measured `ok` row beats a
+        failure, otherwise the newest).
 
         on_corrupt: 'raise' -> CorruptShardError naming every bad file (good rows are
         untouched on disk); 'skip' -> warn once and return the good rows; 'quarantine'
         -> move bad part files to quarantine/ and return the good rows.
+        columns: only these columns (plus those that pick the preferred row), as stored:
+        what a resume or a progress count needs, at a fraction of a full load's cost.
         """
         if on_corrupt not in ("raise", "skip", "quarantine"):
             raise ValueError(f"on_corrupt must be raise|skip|quarantine, got {on_corrupt!r}")
@@ -170,10 +213,11 @@ class DatasetDir:
             raise DatasetError(f"dataset directory {self.root} does not exist")
         files = ([self.compact_path] if self.compact_path.exists() else []) + \
             sorted(self.parts_dir.glob("*.parquet"))
+        wanted = None if columns is None else list(dict.fromkeys([*KEY, "status", "collected_at", *columns]))
         frames, bad, reasons = [], [], []
         for path in files:
             try:
-                frames.append(self._read_one(path))
+                frames.append(self._read_one(path) if wanted is None else self._read_columns(path, wanted))
             except DatasetError as exc:
                 bad.append(path)
                 reasons.append(str(exc))
@@ -190,9 +234,8 @@ class DatasetDir:
             log.warning("skipped %d corrupt part file(s): %s", len(bad),
                         "; ".join(f"{p.name} ({r})" for p, r in zip(bad, reasons)))
         if not frames:
-            return empty_frame()
-        df = pd.concat(frames, ignore_index=True)
-        return df.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+            return empty_frame() if wanted is None else empty_frame()[wanted]
+        return preferred_rows(pd.concat(frames, ignore_index=True))
 
     @property
     def corrupt_files(self) -> list[Path]:
@@ -200,7 +243,7 @@ class DatasetDir:
 
     def done_keys(self) -> set[tuple[str, str]]:
         """Identities already measured (for resume); corrupt parts are quarantined."""
-        df = self.load(on_corrupt="quarantine")
+        df = self.load(on_corrupt="quarantine", columns=KEY)
         return set(zip(df["problem_key"], df["candidate_key"]))
 
     def compact(self, transform=None) -> int:
@@ -210,12 +253,13 @@ class DatasetDir:
         removed, and loading deduplicates, so a crash in between duplicates nothing.
         `transform(df) -> df` may recompute derived columns (the oracle flag) on the way.
         """
+        # Only parts listed before loading are removed: one a collector adds meanwhile stays.
+        parts = sorted(self.parts_dir.glob("*.parquet"))
         df = self.load(on_corrupt="raise")
         if transform is not None:
             df = conform(transform(df))
         df = df.sort_values(["problem_key", "candidate_key"]).reset_index(drop=True)
         self.root.mkdir(parents=True, exist_ok=True)
-        parts = sorted(self.parts_dir.glob("*.parquet"))
         _atomic_write_parquet(df, self.compact_path)
         for p in parts:
             p.unlink()

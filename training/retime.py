@@ -37,7 +37,7 @@ import pandas as pd
 from kselect.kernels.problem import Problem
 
 from .collect import (FAULT_ENV, CollectError, FaultInjector, inflight_path, parse_shard, plan_path,
-                      run_supervised, shard_problems, supervise_all)
+                      read_inflight, run_supervised, shard_problems, supervise_all, write_inflight)
 from .dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ def run_worker(plan: RetimePlan) -> int:
             if plan.deadline and time.time() > plan.deadline:
                 log.warning("time budget spent; stopping before %s", problem.key)
                 break
-            inflight.write_text(json.dumps(s["problem"]))
+            write_inflight(inflight, s["problem"])
             fault.tick()
             t0 = time.time()
             try:
@@ -243,16 +243,17 @@ def _supervise(plan: RetimePlan, gpu: int | None) -> int:
 
     def record_inflight(code: int) -> None:
         inflight = inflight_path(plan)
-        if not inflight.exists():
+        record = read_inflight(inflight)
+        if record is None:
             return
-        key = Problem.from_dict(json.loads(inflight.read_text())).key
+        key = Problem.from_dict(record).key
         shape = next(s for s in plan.shapes if Problem.from_dict(s["problem"]).key == key)
         why = f"worker died with exit code {code} while re-timing this shape"
         DatasetDir(Path(plan.out)).append(result_rows(shape["rows"], None, why, _provenance(plan)), plan.worker)
         inflight.unlink()
         log.warning("%s: %s (%s)", plan.worker, why, key)
 
-    crashes = run_supervised("kselect.training.retime", plan, gpu, env, record_inflight, MAX_RESTARTS)
+    crashes = run_supervised("kselect.training.retime", plan, gpu, env, record_inflight, MAX_RESTARTS).crashes
     plan_path(plan).unlink(missing_ok=True)
     return crashes
 
@@ -315,5 +316,8 @@ def _jsonable(row: dict) -> dict:
 
 
 if __name__ == "__main__":  # worker entry point: python -m kselect.training.retime PLAN.json
+    from .worker_process import die_with_supervisor
+
+    die_with_supervisor()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sys.exit(run_worker(RetimePlan(**json.loads(Path(sys.argv[1]).read_text()))))
