@@ -1,6 +1,6 @@
 """Why kselect kept cuBLAS alone on 8x9216x3072 (section 4): the shipped model's scores.
 
-    python reports/h200-session7/why_8x9216.py
+    python reports/2026-12-03-early-decision/why_8x9216.py
 """
 import numpy as np
 import pandas as pd

@@ -1,10 +1,10 @@
 """The compile-cost model (fitted on this CPU's compiles of our kernel) against what verify's
 compiles of Inductor's own templates took on the H200's host, per template, in every
-per-template compile record the device has returned (reports/h200-session20: the one-layer
+per-template compile record the device has returned (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait: the one-layer
 decode and 8-layer prefill runs, and the GPU tests' verify measurements).
 
 Run from the repository root (seconds):
-    .venv/bin/python reports/compile-cost-sm90/h200_calibration.py reports/compile-cost-sm90/h200-calibration.json
+    .venv/bin/python reports/2026-12-05-compile-cost-sm90/h200_calibration.py reports/2026-12-05-compile-cost-sm90/h200-calibration.json
 """
 import json
 import sys
@@ -17,9 +17,9 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton_space import triton_space
 from kselect.selector.compile_cost import shipped_compile_cost
 
-SOURCES = ("reports/h200-session20/call1/d/decode1/results.json",
-           "reports/h200-session20/call2/d/prefill8target/results.json",
-           "reports/h200-session20/call1/d/gpu_report.json")
+SOURCES = ("reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call1/d/decode1/results.json",
+           "reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call2/d/prefill8target/results.json",
+           "reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call1/d/gpu_report.json")
 
 
 def records(obj):

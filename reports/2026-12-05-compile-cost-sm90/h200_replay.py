@@ -4,7 +4,7 @@ compile budget: does the price change the kept set, and did any kept set's measu
 the H200 fall among the templates it passes over?
 
 Run from the repository root (~1 min):
-    .venv/bin/python reports/compile-cost-sm90/h200_replay.py reports/compile-cost-sm90/h200-replay.json
+    .venv/bin/python reports/2026-12-05-compile-cost-sm90/h200_replay.py reports/2026-12-05-compile-cost-sm90/h200-replay.json
 """
 import sys
 import json, glob, collections

@@ -4,17 +4,17 @@ verify process of the nineteenth and twentieth sessions' one-layer decode and 8-
 runs (8x128256x4096 nt).
 
 Run from the repository root (seconds):
-    .venv/bin/python reports/compile-cost-sm90/lm_head_measured.py reports/compile-cost-sm90/lm-head-measured.json
+    .venv/bin/python reports/2026-12-05-compile-cost-sm90/lm_head_measured.py reports/2026-12-05-compile-cost-sm90/lm-head-measured.json
 """
 import json
 import sys
 
 import numpy as np
 
-SOURCES = ("reports/h200-session19/call3/d/prefill8target/results.json",
-           "reports/h200-session19/call4/d/decode1/results.json",
-           "reports/h200-session20/call1/d/decode1/results.json",
-           "reports/h200-session20/call2/d/prefill8target/results.json")
+SOURCES = ("reports/2026-12-04-memory-release-warm-up/call3/d/prefill8target/results.json",
+           "reports/2026-12-04-memory-release-warm-up/call4/d/decode1/results.json",
+           "reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call1/d/decode1/results.json",
+           "reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call2/d/prefill8target/results.json")
 SLOW = "triton:mm:BK256-BM16-BN128-G8-S3-W2"
 
 sets = []

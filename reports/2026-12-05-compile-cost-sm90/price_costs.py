@@ -4,7 +4,7 @@ compile), and what pricing adds to verify's decision (`choose_kept` with the shi
 priced and unpriced, on lm_head and on two GEMMs that keep one ranked candidate).
 
 Run from the repository root on an otherwise idle machine (~1 min on the 2-core dev machine):
-    .venv/bin/python reports/compile-cost-sm90/price_costs.py reports/compile-cost-sm90/price-costs.json
+    .venv/bin/python reports/2026-12-05-compile-cost-sm90/price_costs.py reports/2026-12-05-compile-cost-sm90/price-costs.json
 """
 import json
 import os

@@ -6,7 +6,7 @@ time-unit scores: a reg:log model (predicts log(time / shape's best)) with the s
 hyper-parameters, whose gaps adaptive_k reads as time ratios (its `margin` rule).
 
 Run from the repository root:
-    python reports/cost-model-h200-bf16/adaptive_k_eval.py OUT.json OUT_REGLOG.json
+    python reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py OUT.json OUT_REGLOG.json
 (about 2 min on the 2-core dev machine; wrote adaptive-k.json and adaptive-k-reglog.json
 beside this file)."""
 import json
@@ -102,6 +102,6 @@ REGLOG_RULES = [(f"reg:log fixed k={k}", lambda s, k=k: k) for k in (1, 2, 4)]
 REGLOG_RULES += [(f"reg:log margin {m:g} cap {cap}", lambda s, m=m, cap=cap: adaptive_k(s, cap, True, margin=m))
                  for m in (0.01, 0.02, 0.05, 0.1, 0.2) for cap in (2, 4)]
 
-if __name__ == "__main__":   # importable: reports/h200-session16/dev-cpu/kept_families_eval.py reuses it
+if __name__ == "__main__":   # importable: reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families_eval.py reuses it
     sweep(held_out("rank:ndcg"), RULES, sys.argv[1] if len(sys.argv) > 1 else "/tmp/adaptive_k.json")
     sweep(held_out("reg:log"), REGLOG_RULES, sys.argv[2] if len(sys.argv) > 2 else "/tmp/adaptive_k_reglog.json")

@@ -1,6 +1,6 @@
 """Held-out (family folds) % of oracle for cascade settings, ranking each shape on its own.
 
-Run from the repository root: python reports/cost-model-h200-bf16/cascade_eval.py OUT.json
+Run from the repository root: python reports/2026-12-05-cost-model-h200-bf16/cascade_eval.py OUT.json
 (about 1 min on the 2-core dev machine; wrote cascade-per-shape.json beside this file)."""
 import json, sys, time
 import numpy as np

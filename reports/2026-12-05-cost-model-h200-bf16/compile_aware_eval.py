@@ -1,6 +1,6 @@
 """Compile-aware predict, held out: keep cuBLAS unless a Triton kernel is predicted to beat it
 by a margin, since every Triton GEMM predict picks is compiled (~0.5 s on the H200,
-reports/h200-session6) while ATen compiles nothing.
+reports/2026-12-03-predict-decision-cost-exhaustive-end-to-end) while ATen compiles nothing.
 
 For each shape (leave-one-family-out, as the other reports here), with the shipped rank:ndcg
 model's per-shape selection cost and a reg:log model's plain predictions (log time over the
@@ -20,7 +20,7 @@ geomean measured speed-up over ATen of the pick, on all shapes with an ATen row 
 oracle shapes.
 
 Run from the repository root:
-    python reports/cost-model-h200-bf16/compile_aware_eval.py OUT.json
+    python reports/2026-12-05-cost-model-h200-bf16/compile_aware_eval.py OUT.json
 (about 2 min on the 2-core dev machine; wrote compile-aware.json beside this file).
 """
 import json

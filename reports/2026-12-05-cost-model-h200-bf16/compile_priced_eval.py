@@ -13,7 +13,7 @@ Then the shipped model's own decision on the one-layer decode's lm_head (8x12825
 the EXHAUSTIVE space): what it keeps with and without the price.
 
 Run from the repository root (~3 min on the 2-core dev machine):
-    .venv/bin/python reports/cost-model-h200-bf16/compile_priced_eval.py OUT.json
+    .venv/bin/python reports/2026-12-05-cost-model-h200-bf16/compile_priced_eval.py OUT.json
 """
 import importlib.util
 import json
@@ -30,7 +30,7 @@ from kselect.selector.compile_cost import CompileCostModel, compile_fields
 from kselect.selector.policy import CompilePrice, choose_kept
 from kselect.training.compile_cost import H200_SMS, PlannedCompile
 
-_spec = importlib.util.spec_from_file_location("adaptive_k_eval", "reports/cost-model-h200-bf16/adaptive_k_eval.py")
+_spec = importlib.util.spec_from_file_location("adaptive_k_eval", "reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py")
 orig = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(orig)   # the data and held-out machinery; its sweeps run only as a script
 

@@ -7,7 +7,7 @@ GEMMs (M = 8): with the fixed warm-up (one 4096^3 GEMM's space: what the selecto
 the twenty-second session), with the warm-up for the graph's own GEMMs (what it does since),
 and with none.
 
-Usage: python reports/ranker-load-dev-cpu/load_parts.py OUT.json [--runs 3]
+Usage: python reports/2026-12-05-ranker-load-dev-cpu/load_parts.py OUT.json [--runs 3]
 """
 from __future__ import annotations
 

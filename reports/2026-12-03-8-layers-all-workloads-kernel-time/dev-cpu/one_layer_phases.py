@@ -7,9 +7,9 @@ import statistics
 
 from scipy.stats import mannwhitneyu
 
-FILES = ["reports/h200-session10/call2/b/decode/results.json",
-         "reports/h200-session10/call3/c/decode/results.json",
-         "reports/h200-session11/call1/decode/results.json"]
+FILES = ["reports/2026-12-03-predict-compile-first-decision-forest-serving/call2/b/decode/results.json",
+         "reports/2026-12-03-predict-compile-first-decision-forest-serving/call3/c/decode/results.json",
+         "reports/2026-12-03-verify-measurement-8-layer-model-fp32-check/call1/decode/results.json"]
 runs = {"plain": [], "kselect-predict": []}
 for f in FILES:
     for r in json.load(open(f))["runs"]:

@@ -8,8 +8,8 @@ import statistics
 
 from scipy.stats import mannwhitneyu
 
-FILES = sorted(glob.glob("reports/h200-session11/call[23]/*8/results.json")
-               + glob.glob("reports/h200-session12/call*/*/*8/results.json"))
+FILES = sorted(glob.glob("reports/2026-12-03-verify-measurement-8-layer-model-fp32-check/call[23]/*8/results.json")
+               + glob.glob("reports/2026-12-03-8-layers-all-workloads-kernel-time/call*/*/*8/results.json"))
 pool: dict = {}
 for f in FILES:
     for r in json.load(open(f))["runs"]:

@@ -7,21 +7,21 @@ they did with their measurement's memory: kept (before the nineteenth session's
 `release_memory`) or released. The runs with `--warmup-s 10` are fitted apart (a different
 timing). A run that holds a variant only once still informs the others through its run term.
 
-Run from the repo root: .venv/bin/python reports/h200-session19/dev-cpu/variant_effects.py
+Run from the repo root: .venv/bin/python reports/2026-12-04-memory-release-warm-up/dev-cpu/variant_effects.py
 """
 import json
 from pathlib import Path
 
 import numpy as np
 
-FILES = ["reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
-         "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8",
-         "reports/h200-session16/call2/b/prefill8", "reports/h200-session16/call4/d/prefill8",
-         "reports/h200-session17/call1/a/prefill8", "reports/h200-session17/call4/d/prefill8vp",
-         "reports/h200-session18/call1/a/prefill8vp", "reports/h200-session18/call2/b/prefill8m0",
-         "reports/h200-session18/call4/d/prefill8m0b", "reports/h200-session19/call1/d/prefill8mem",
-         "reports/h200-session19/call3/d/prefill8target"]
-WARM_FILES = ["reports/h200-session19/call2/d/prefill8warm"]
+FILES = ["reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+         "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8", "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8",
+         "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call2/b/prefill8", "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call4/d/prefill8",
+         "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call1/a/prefill8", "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call4/d/prefill8vp",
+         "reports/2026-12-04-prefill-gap-process-not-tile/call1/a/prefill8vp", "reports/2026-12-04-prefill-gap-process-not-tile/call2/b/prefill8m0",
+         "reports/2026-12-04-prefill-gap-process-not-tile/call4/d/prefill8m0b", "reports/2026-12-04-memory-release-warm-up/call1/d/prefill8mem",
+         "reports/2026-12-04-memory-release-warm-up/call3/d/prefill8target"]
+WARM_FILES = ["reports/2026-12-04-memory-release-warm-up/call2/d/prefill8warm"]
 BASELINE = "kselect-predict"
 
 

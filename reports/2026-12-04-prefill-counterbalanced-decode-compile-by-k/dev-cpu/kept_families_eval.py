@@ -1,5 +1,5 @@
 """Dedupe-by-family variants of verify's adaptive k, next to the rows of
-reports/cost-model-h200-bf16/adaptive_k_eval.py (rank:ndcg part only).
+reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py (rank:ndcg part only).
 
 It imports that script (its data, held-out costs and metrics: shapes, held_out, RULES), so
 the rows of today's rule here are computed exactly as there.
@@ -8,12 +8,12 @@ Family key: backend:template + every params field except GROUP_M, num_stages, nu
 (mm / persistent_tma -> BLOCK_M, BLOCK_N, BLOCK_K; decompose_k -> k_split; aten:mm alone).
 
 Why: verify's adaptive k kept 4 tiles on the one-layer decode's lm_head, two pairs that differ
-only in warps or stages; each kept tile costs 0.15-0.45 s of compile (reports/h200-session16).
+only in warps or stages; each kept tile costs 0.15-0.45 s of compile (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k).
 Does keeping one tile per family, or a lower cap, lose held-out quality?
 
 Run from the repository root (~2 min on 2 cores):
-    .venv/bin/python reports/h200-session16/dev-cpu/kept_families_eval.py \
-        reports/h200-session16/dev-cpu/kept_families.json
+    .venv/bin/python reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families_eval.py \
+        reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families.json
 """
 import importlib.util
 import json
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-SRC = "reports/cost-model-h200-bf16/adaptive_k_eval.py"
+SRC = "reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py"
 _spec = importlib.util.spec_from_file_location("adaptive_k_eval", SRC)
 orig = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(orig)   # loads the data; its sweeps run only as a script
@@ -113,12 +113,12 @@ RULES = [
   + [(f"today: cap {c}, spread 0.5", today(cap=c)) for c in (2, 3)] + [(f"dedupe families: cap {c}, spread 0.5", dedupe_families(cap=c)) for c in (2, 3)]
 
 if __name__ == "__main__":
-    out_path = sys.argv[1] if len(sys.argv) > 1 else "reports/h200-session16/dev-cpu/kept_families.json"
+    out_path = sys.argv[1] if len(sys.argv) > 1 else "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families.json"
     n_fam = [len(np.unique(fam[a:b])) for a, b in zip(shapes.starts, ends)]
     print(f"{len(np.unique(fam))} families overall; per shape: rows mean {np.mean(np.diff(np.r_[shapes.starts, len(fam)])):.0f}, "
           f"families mean {np.mean(n_fam):.0f}", flush=True)
     cost = orig.held_out("rank:ndcg")
-    ref = json.load(open("reports/cost-model-h200-bf16/adaptive-k.json"))
+    ref = json.load(open("reports/2026-12-05-cost-model-h200-bf16/adaptive-k.json"))
     # today's and the dedupe rules through the family-aware kept_quality (the CHECK lines at
     # the end compare today's rows with adaptive-k.json's)
     out, famstats = {}, {}

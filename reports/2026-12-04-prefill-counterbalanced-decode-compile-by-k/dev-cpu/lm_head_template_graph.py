@@ -7,13 +7,13 @@ Per process this prints the GPU-only step, the profiled kernel total where there
 and the replay time outside those kernels. Then the medians of the two groups, and
 verify against predict round by round.
 
-Run from the repository root: python reports/h200-session16/dev-cpu/lm_head_template_graph.py
+Run from the repository root: python reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/lm_head_template_graph.py
 """
 import json
 import statistics
 from pathlib import Path
 
-RUNS = ["reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8"]
+RUNS = ["reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8"]
 CUBLAS_LM_HEAD = {"plain", "kselect-predict"}
 
 

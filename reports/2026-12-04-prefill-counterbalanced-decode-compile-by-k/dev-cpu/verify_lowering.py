@@ -1,4 +1,4 @@
-"""Where verify's extra lowering goes on the one-layer decode (reports/h200-session16 s3).
+"""Where verify's extra lowering goes on the one-layer decode (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s3).
 
 1. Per process, at k = 1, 2 and 4: compile, `GraphLowering.run`, `GraphLowering.codegen`
    and verify's one measurement (lm_head) with its compile wait, from results.json.
@@ -6,17 +6,17 @@
    choices' code generation and of the one-time Triton source hash inside it, which plain
    pays later, in its codegen.
 
-Run from the repository root: python reports/h200-session16/dev-cpu/verify_lowering.py
+Run from the repository root: python reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/verify_lowering.py
 """
 import json
 import pstats
 import statistics
 from pathlib import Path
 
-RUNS = {"k=1": "reports/h200-session16/call1/a/decode1-k1",
-        "k=2": "reports/h200-session16/call3/c/decode1-k2",
-        "k=4": "reports/h200-session15/call2/q/decode1"}
-PROF = Path("reports/h200-session16/call1/a/decode1-prof/logs/decode-kselect-verify.prof")
+RUNS = {"k=1": "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call1/a/decode1-k1",
+        "k=2": "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call3/c/decode1-k2",
+        "k=4": "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call2/q/decode1"}
+PROF = Path("reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call1/a/decode1-prof/logs/decode-kselect-verify.prof")
 WATCH = {"select_algorithm.py:1928(generate_code)": "kept choices' code generation (4 choices)",
          "triton.py:5283(inductor_meta_common)": "  of which: kernel metadata (calls the hash)",
          "_triton.py:196(triton_hash_with_backend)": "  of which: Triton source hash, once per process"}

@@ -2,7 +2,7 @@
 processes on the 30 bench shapes, and against their per-shape median: geomean kernel-time ratios,
 over all 30 shapes and over the 26 that DEFAULT autotunes (benchmarked > 0).
 
-    python reports/h200-session14/dev-cpu/default_processes.py
+    python reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/dev-cpu/default_processes.py
 """
 import json
 import math
@@ -17,10 +17,10 @@ def geomean(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
-s13 = rows("reports/h200-session13/call3/z/gemm30/results.jsonl")
+s13 = rows("reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call3/z/gemm30/results.jsonl")
 defaults = {"s13": [r for r in s13 if r["variant"] == "default"],
-            "s14 callB": rows("reports/h200-session14/callB/b/default30/results.jsonl"),
-            "s14 callC": rows("reports/h200-session14/callC/c/default30/results.jsonl")}
+            "s14 callB": rows("reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/callB/b/default30/results.jsonl"),
+            "s14 callC": rows("reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/callC/c/default30/results.jsonl")}
 verify = {r["problem"]: r["kernel_ms"] for r in s13 if r["variant"] == "kselect-verify" and r.get("kernel_ms")}
 plain = {r["problem"]: r["kernel_ms"] for r in s13 if r["variant"] == "plain" and r.get("kernel_ms")}
 per_shape = {}

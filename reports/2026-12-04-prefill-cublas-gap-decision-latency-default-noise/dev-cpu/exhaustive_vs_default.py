@@ -1,7 +1,7 @@
 """Per shape measured over the whole EXHAUSTIVE space (data/h200-bf16, space == "exhaustive"):
 how much faster the best Triton candidate is than the best of Inductor's DEFAULT space.
 
-    python reports/h200-session14/dev-cpu/exhaustive_vs_default.py
+    python reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/dev-cpu/exhaustive_vs_default.py
 """
 import pandas as pd
 

@@ -1,6 +1,6 @@
 """The shipped model's ranking of one GEMM's whole EXHAUSTIVE space (ATen + Triton), best first.
 
-    python reports/h200-session14/dev-cpu/rank_one.py MxNxK [layout] [candidate keys to locate...]
+    python reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/dev-cpu/rank_one.py MxNxK [layout] [candidate keys to locate...]
 """
 import json, sys, numpy as np
 import kselect.selector.inductor as ksi

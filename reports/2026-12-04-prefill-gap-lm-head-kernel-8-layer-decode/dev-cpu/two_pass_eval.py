@@ -3,14 +3,14 @@ adaptive top-k families + ATen; then the choices stage (selector/inductor.py `_g
 ranks those kept choices again and applies the same adaptive rule to them alone. Its spread
 is 0.5 standard deviations *of the kept set's scores*, not of the whole space's, so the second
 pass can drop what the first kept: on the one-layer decode's lm_head 4 families + ATen became
-2 + ATen (reports/h200-session17 s4). The held-out numbers (adaptive-k.json,
+2 + ATen (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode s4). The held-out numbers (adaptive-k.json,
 kept_families.json) model one pass. What does the second pass do to them?
 
-Same data, held-out costs and metrics as reports/cost-model-h200-bf16/adaptive_k_eval.py
-(imported), families as reports/h200-session16/dev-cpu/kept_families_eval.py (imported).
+Same data, held-out costs and metrics as reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py
+(imported), families as reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families_eval.py (imported).
 
 Run from the repository root (~2 min on 2 cores):
-    .venv/bin/python reports/h200-session17/dev-cpu/two_pass_eval.py reports/h200-session17/dev-cpu/two_pass.json
+    .venv/bin/python reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/dev-cpu/two_pass_eval.py reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/dev-cpu/two_pass.json
 """
 import importlib.util
 import json
@@ -29,7 +29,7 @@ def _load(name, path):
     return mod
 
 
-fam_eval = _load("kept_families_eval", "reports/h200-session16/dev-cpu/kept_families_eval.py")
+fam_eval = _load("kept_families_eval", "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/dev-cpu/kept_families_eval.py")
 orig, fam, first_of_family = fam_eval.orig, fam_eval.fam, fam_eval.first_of_family
 
 
@@ -65,7 +65,7 @@ RULES = [(f"{label}, {p} pass{'es' if p > 1 else ''}", rule(passes=p, **kw))
          for p in (1, 2)]
 
 if __name__ == "__main__":
-    out_path = sys.argv[1] if len(sys.argv) > 1 else "reports/h200-session17/dev-cpu/two_pass.json"
+    out_path = sys.argv[1] if len(sys.argv) > 1 else "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/dev-cpu/two_pass.json"
     cost = orig.held_out("rank:ndcg")
     out = {}
     for key, sel in RULES:

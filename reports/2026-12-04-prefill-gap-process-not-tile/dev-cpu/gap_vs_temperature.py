@@ -8,17 +8,17 @@ read before the steps. If a warmer start explains verify's gap, its coefficient 
 once the temperature is in. The same for the SM clock sampled during the timed replays
 (recorded since the eighteenth session's runs only).
 
-Run from the repo root: .venv/bin/python reports/h200-session18/dev-cpu/gap_vs_temperature.py
+Run from the repo root: .venv/bin/python reports/2026-12-04-prefill-gap-process-not-tile/dev-cpu/gap_vs_temperature.py
 """
 import json
 from pathlib import Path
 
 import numpy as np
 
-FILES = ["reports/h200-session16/call2/b/prefill8", "reports/h200-session16/call4/d/prefill8",
-         "reports/h200-session17/call1/a/prefill8", "reports/h200-session17/call4/d/prefill8vp",
-         "reports/h200-session18/call1/a/prefill8vp", "reports/h200-session18/call2/b/prefill8m0",
-         "reports/h200-session18/call4/d/prefill8m0b"]
+FILES = ["reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call2/b/prefill8", "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call4/d/prefill8",
+         "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call1/a/prefill8", "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call4/d/prefill8vp",
+         "reports/2026-12-04-prefill-gap-process-not-tile/call1/a/prefill8vp", "reports/2026-12-04-prefill-gap-process-not-tile/call2/b/prefill8m0",
+         "reports/2026-12-04-prefill-gap-process-not-tile/call4/d/prefill8m0b"]
 BASELINE = "kselect-predict"
 
 

@@ -2,19 +2,19 @@
 that the budget stopped) against the cuBLAS kernels verify ran for those GEMMs (verify's
 profiled steps: GPU time per call).
 
-Run from the repo root: python reports/h200-session15/dev-cpu/decode_exhaustive_vs_verify.py
+Run from the repo root: python reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/dev-cpu/decode_exhaustive_vs_verify.py
 
 The GEMM of each cuBLAS kernel is told by its call count (8 = once per layer) and its time: at
 M = 8 each GEMM streams its weight once, so time follows weight bytes (N x K x 2).
 Inductor times Triton templates within ~6 % of how they run in the compiled program on the H200
-(reports/faithfulness-h200); it mis-times cuBLAS 1.22-1.57x slow, which is why its table is
+(reports/2026-12-02-faithfulness-h200); it mis-times cuBLAS 1.22-1.57x slow, which is why its table is
 not used for ATen here.
 """
 import json
 import re
 from pathlib import Path
 
-RUN = Path("reports/h200-session15/call3/m/decode8x")
+RUN = Path("reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call3/m/decode8x")
 log = (RUN / "logs" / "decode-exhaustive.log").read_text()
 best = {}
 for m in re.finditer(r"AUTOTUNE mm\(8x(\d+), (\d+)x(\d+)\)\n.*\n.*\n\s+(\S+) ([0-9.]+) ms", log):

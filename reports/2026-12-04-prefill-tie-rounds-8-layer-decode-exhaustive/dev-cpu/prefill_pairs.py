@@ -1,14 +1,14 @@
 """8-layer prefill, verify vs DEFAULT: each same-run, same-round pair of processes side by side.
 
-Run from the repo root: python reports/h200-session15/dev-cpu/prefill_pairs.py
+Run from the repo root: python reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/dev-cpu/prefill_pairs.py
 Reads the bench e2e results.json of every prefill run that had both variants.
 """
 import json
 import statistics
 from pathlib import Path
 
-RUNS = ["reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
-        "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8"]
+RUNS = ["reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+        "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8", "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8"]
 
 diffs = {"step_ms": [], "graph_step_ms": [], "gemm": [], "total": []}
 print(f"{'run':<34} {'round':>5} {'step D':>8} {'step V':>8} {'graph D':>8} {'graph V':>8} "

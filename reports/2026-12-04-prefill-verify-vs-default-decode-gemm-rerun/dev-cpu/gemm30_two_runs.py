@@ -8,8 +8,8 @@ import json
 import math
 from pathlib import Path
 
-RUNS = {"s9 callA": "reports/h200-session9/callA/a/bench/results.jsonl",
-        "s13 call3": "reports/h200-session13/call3/z/gemm30/results.jsonl"}
+RUNS = {"s9 callA": "reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/callA/a/bench/results.jsonl",
+        "s13 call3": "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call3/z/gemm30/results.jsonl"}
 
 
 def geomean(xs):

@@ -9,10 +9,10 @@ import statistics
 
 from scipy.stats import mannwhitneyu
 
-FILES = {"s10": ["reports/h200-session10/call2/b/decode/results.json",
-                 "reports/h200-session10/call3/c/decode/results.json"],
-         "s11": ["reports/h200-session11/call1/decode/results.json"],
-         "s13": ["reports/h200-session13/call2/y/decode1/results.json"]}
+FILES = {"s10": ["reports/2026-12-03-predict-compile-first-decision-forest-serving/call2/b/decode/results.json",
+                 "reports/2026-12-03-predict-compile-first-decision-forest-serving/call3/c/decode/results.json"],
+         "s11": ["reports/2026-12-03-verify-measurement-8-layer-model-fp32-check/call1/decode/results.json"],
+         "s13": ["reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call2/y/decode1/results.json"]}
 med = statistics.median
 
 

@@ -12,7 +12,7 @@ process has) and compiled nothing:
         source key and the backend's hash), timed apart;
   warm  the same after one small warm-up compile (the session-20 script's 64x16x32 tile),
         timed apart.
-The compiles and their specialisation are those of reports/h200-session20/dev-cpu/
+The compiles and their specialisation are those of reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/dev-cpu/
 triton_compile_gil.py (this project's mm_kernel, target cuda:90, no GPU needed); every set
 starts from an empty Triton cache. Modes alternate, each (mode, repeat) in its own process.
 
@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("cold", "keyed", "warm")
-GIL = os.path.join(HERE, "..", "..", "h200-session20", "dev-cpu", "triton_compile_gil.py")
+GIL = os.path.join(HERE, "..", "..", "2026-12-04-prefill-target-warm-up-lm-head-compile-wait", "dev-cpu", "triton_compile_gil.py")
 
 
 def _load_gil():
