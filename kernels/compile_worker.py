@@ -58,7 +58,7 @@ class ChildOutcome:
 
 
 class Worker:
-    """One compile child running `python -m <module>` (own session, so a timeout kills exactly
+    """One compile child running `python -m <module>` (own OS process session, so a timeout kills exactly
     it and its children). The caller starts a new Worker after a crash or timeout."""
 
     def __init__(self, module: str, env: dict, log_dir: Path):
@@ -94,7 +94,7 @@ class Worker:
 
     def kill(self) -> None:
         if self.alive:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker's own session: only what we started
+            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker's own OS process session: only what we started
 
     def close(self) -> None:
         if self.alive:

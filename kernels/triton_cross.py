@@ -2,7 +2,7 @@
 
 Verify compiles every Triton template it keeps before timing it, and a set of kept templates
 compiles in parallel, so the slowest compile of the set is what a GEMM's measurement waits
-for (reports/h200-session20 s3). How long a tile takes to compile depends on its config, not
+for (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3). How long a tile takes to compile depends on its config, not
 on the GPU being present: Triton lowers to PTX and runs ptxas on the host. So compile cost is
 measured on any machine, here, against a named target (default sm_90, the H200).
 

@@ -1,7 +1,7 @@
 """A Triton candidate's predicted compile cost: what verify pays to keep it.
 
 Verify compiles its kept templates in parallel before timing them, so a GEMM's measurement
-waits for the slowest of them (reports/h200-session20 s3: lm_head's BK256 two-warp tile, ~1 s,
+waits for the slowest of them (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3: lm_head's BK256 two-warp tile, ~1 s,
 every time, and it never won). The model predicts a template's compile CPU time (Triton's
 front end and LLVM in the thread, plus ptxas) from its config alone, so the policy can price
 a kept template before anything compiles (policy.choose_kept's `compile_budget`).

@@ -4,7 +4,7 @@ Why: kselect times each kept choice as a bare GEMM. Inductor can fuse a followin
 op (bias, residual add, SwiGLU's mul, a cast) into a Triton template's store, but never into
 an ATen (cuBLAS) call, which then needs a separate kernel that re-reads the GEMM's output.
 On the H200 that separate kernel is what made verify's decode step 1.16x slower than stock
-DEFAULT (reports/e2e-h200): ATen won each bare GEMM by ~3 %, DEFAULT's templates won the step.
+DEFAULT (reports/2026-12-02-e2e-h200): ATen won each bare GEMM by ~3 %, DEFAULT's templates won the step.
 Stock Inductor settles this by compiling and timing fused kernels in the scheduler; we price
 it instead, from first principles, when the kept set is measured:
 
@@ -13,7 +13,7 @@ it instead, from first principles, when the kept set is measured:
 
 So a template wins when  template_ms < extern_ms + epilogue_saving_ms. The fixed cost is an
 estimate (a minimal elementwise kernel plus its launch gap on an H100/H200-class GPU, a few
-microseconds); reports/e2e-h200 records what it buys end to end.
+microseconds); reports/2026-12-02-e2e-h200 records what it buys end to end.
 """
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ class Selector:
         seconds that took, which are not the decision's: like the model load, they are reported
         apart (the decision records them as `setup_ms`). Called before the candidates are mapped
         or enumerated, since the warm-up also fills the memos those use -- the first decision of
-        a process otherwise enumerated cold (map 17.6 ms on the H200, ninth session). Verify's
+        a process otherwise enumerated cold (map 17.6 ms on the H200, reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels). Verify's
         compile-cost model loads here too (~20 ms once), not in a decision."""
         t0, c0 = time.perf_counter(), time.thread_time()
         if self.warm_start is not None and not self.warm_start.started:
@@ -198,7 +198,7 @@ class Selector:
     def _warm_for_graph(self, ranker) -> None:
         """Warm `ranker` (CostModelRanker.warm_up) for the GEMMs of the graph Inductor is lowering,
         at its first GEMM: a decode graph then encodes only its small size class, not the large
-        one it never uses (reports/ranker-load-dev-cpu). Once per graph; with no graph in sight,
+        one it never uses (reports/2026-12-05-ranker-load-dev-cpu). Once per graph; with no graph in sight,
         or none of its GEMMs readable, the default warm-up, once per process. A failure costs
         only the first decisions' latency."""
         warm_up = getattr(ranker, "warm_up", None)
@@ -370,7 +370,7 @@ class Selector:
         Why: ranking the kept set again with the same adaptive rule cut it further -- the rule's
         spread is 0.5 standard deviations of the scores it sees, and a few kept choices plus
         ATen spread wider than the whole space. The one-layer decode's lm_head kept four tile
-        families and measured two. Held out (reports/h200-session17/dev-cpu/two_pass_eval.py,
+        families and measured two. Held out (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/dev-cpu/two_pass_eval.py,
         404 shapes), the second pass took the default from 94.39 % of the best to 93.88 %
         (oracle shapes 93.04 -> 91.32 %, within 1 % 60.4 -> 51.9 %), hardly above top-1's 93.79."""
         planned = getattr(self._local, "planned", None)
@@ -787,7 +787,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     release_memory: after verify measures a kept set on a GPU, free the cuBLAS workspace its
     stream made and the caching allocator's unused blocks (verify_timing.release_gpu_memory),
     so the program runs without the measurement's memory (31 MiB allocated, 0.25 GiB reserved
-    on the H200's 8-layer prefill, reports/h200-session18).
+    on the H200's 8-layer prefill, reports/2026-12-04-prefill-gap-process-not-tile).
     warm_while_compiling: while the kept templates compile, keep the GPU busy (its clocks are up
     when the timing starts, and the warm-up costs no wall time); False lets it idle and warms it
     for 100 ms before the timing: ~0.1 s more per measured set, a tenth of the heat just before
@@ -795,7 +795,7 @@ def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_at
     compile_in: where verify compiles its kept Triton templates -- "threads" of this process
     (default) or "workers": Inductor's compile-worker processes, warmed as a compile starts
     (selector/template_compiles.py; slower than threads on the H200's one-layer decode, 2 of 4
-    pairs faster, reports/h200-session22; "workers" turns the warm start on).
+    pairs faster, reports/2026-12-05-decode-compile-test-prefill-steady-state; "workers" turns the warm start on).
     warm_start: on CUDA, as each compile starts (once per selector), prepare Triton's target in
     a background thread and then warm Inductor's compile workers (selector/warm_start.py): the
     one-time set-up the compiling thread and the workers otherwise pay on their first Triton

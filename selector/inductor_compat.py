@@ -807,7 +807,7 @@ def output_feeds_pointwise() -> bool:
 
 def broken_templates(problem) -> frozenset:
     """Templates this torch builds but cannot run for `problem`: on torch 2.11, every bf16
-    decompose-k choice fails inside Inductor (reports/faithfulness-h200). Never kept."""
+    decompose-k choice fails inside Inductor (reports/2026-12-02-faithfulness-h200). Never kept."""
     import torch
 
     if problem.dtype == "bf16" and torch.__version__.startswith("2.11"):

@@ -90,18 +90,18 @@ OPTIONS: tuple[Option, ...] = (
            "model's score gaps (on), or always KSELECT_K (off)"),
     Option("KSELECT_MIN_K", _positive_int, 1, "verify mode, adaptive: never keep fewer ranked candidates "
            "(2: held out 98.5 % of the measured best kernel vs 94.4 % at 1, for ~1 s more compile per "
-           "GEMM on the H200; reports/cost-model-h200-bf16/adaptive-k.json, reports/h200-session5)"),
+           "GEMM on the H200; reports/2026-12-05-cost-model-h200-bf16/adaptive-k.json, reports/2026-12-03-decode-launch-time-verify-k-decision-latency)"),
     Option("KSELECT_ATEN_MARGIN", _non_negative_float, 2.0, "predict mode: pick a Triton template only "
            "if it out-scores ATen by this many standard deviations of the GEMM's scores (0 = the top-1 "
            "whatever it is); held out on the re-timed labels 2 keeps template picks (each compiled, "
            "~0.6 s on the H200) to 0.25 % of GEMMs at 92.33 % of the best kernel; 0.5: 3.5 %, 92.50 %; "
-           "0: 5.7 %, 93.79 % (reports/cost-model-h200-bf16/compile-aware.json)"),
+           "0: 5.7 %, 93.79 % (reports/2026-12-05-cost-model-h200-bf16/compile-aware.json)"),
     Option("KSELECT_EARLY_DECISION", _on_off, True, "on CUDA: decide over kselect's own enumeration of "
            "the GEMM space before Inductor generates it, so only the kept configs are built (off: decide "
            "over Inductor's ~2,400 generated choices; same decision, more compile time)"),
     Option("KSELECT_RELEASE_MEMORY", _on_off, True, "verify mode on GPUs: after measuring a kept set, free "
            "the cuBLAS workspace its stream made and the caching allocator's unused blocks (off: keep them, "
-           "as before the eighteenth session)"),
+           "the behaviour without the release)"),
     Option("KSELECT_WARM_WHILE_COMPILING", _on_off, True, "verify mode on GPUs: keep the GPU busy while "
            "the kept templates compile, so its clocks are up when the timing starts (off: it idles through "
            "the compile and warms for 100 ms before the timing: ~0.1 s more per measured set, a tenth of "
@@ -109,7 +109,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("KSELECT_COMPILE_IN", str.lower, "threads", "verify mode on GPUs: where the kept Triton "
            "templates compile -- threads of the compiling process, or workers: Inductor's compile-worker "
            "processes, warmed as a compile starts (turns KSELECT_WARM_START on; slower than threads on "
-           "the H200's one-layer decode, reports/h200-session22)", COMPILE_IN),
+           "the H200's one-layer decode, reports/2026-12-05-decode-compile-test-prefill-steady-state)", COMPILE_IN),
     Option("KSELECT_COMPILE_BUDGET", _non_negative_float, 1.5, "verify mode on CUDA GPUs: pass over a kept "
            "Triton template predicted to compile more than this many times as long as the top-1 (or the "
            "median compile, when the top-1 is quicker), for the next candidate; the kept set compiles in "

@@ -107,7 +107,7 @@ class CostModelRanker:
         `problems`: the GEMMs of the graph being compiled (the selector reads them when the
         graph's first GEMM is lowered). A decode graph then warms only its small class, ~20 ms
         on the dev CPU, not the large one it never uses (~55 ms more;
-        reports/ranker-load-dev-cpu). None: the large class of every dtype the model knows
+        reports/2026-12-05-ranker-load-dev-cpu). None: the large class of every dtype the model knows
         (4096^3; every smaller class's tiles are among its own) and the smaller row-block
         classes' tile spaces -- what a process warms when no graph is visible. Returns the
         candidates ranked (the selector primes its other caches with them)."""
@@ -205,15 +205,15 @@ def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.1
     than `floor`: a clear winner keeps `floor`, a close race keeps up to `cap`.
 
     Verify passes floor = the selector's `min_k` (default 1). Held out on the H200 data
-    (reports/cost-model-h200-bf16/adaptive-k.json, leave-one-family-out, ATen safety net
+    (reports/2026-12-05-cost-model-h200-bf16/adaptive-k.json, leave-one-family-out, ATen safety net
     included) the shipped rank:ndcg model's gaps barely predict who wins: floor 1 (cap 4,
     spread 0.5) keeps 1.33 candidates per GEMM for 94.4 % of the measured best, hardly above
     top-1's 93.8 %; floor 2 keeps 2.21 for 98.5 % (fixed top-2: 2.05 for 98.4 %; re-timed labels,
-    ninth session; on the collector's labels 1.43 / 94.8 % and 2.28 / 99.0 %). But each
+    reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels; on the collector's labels 1.43 / 94.8 % and 2.28 / 99.0 %). But each
     extra kept Triton template is compiled during lowering, one GEMM after another: on the
     H200 a Llama-3-8B decode step compiled in 11.3 s with top-2 against 7.8 s (plain
     torch.compile: 5.0 s) for the same GPU step time, 0.410 vs 0.412 ms
-    (reports/h200-session5). Hence floor 1 by default, `min_k=2` where kernel time matters more.
+    (reports/2026-12-03-decode-launch-time-verify-k-decision-latency). Hence floor 1 by default, `min_k=2` where kernel time matters more.
     """
     s = np.sort(np.asarray(scores, dtype=np.float64))
     if len(s) == 0:
@@ -273,17 +273,17 @@ def prefer_aten(candidates: Sequence[Candidate], scores: np.ndarray, top: int, m
     """predict: ATen's index when the top-1 is a template that does not out-score ATen by
     `margin_sd` standard deviations of the finite scores (else None, keep the top-1).
 
-    Every template predict picks is compiled (~0.5 s per GEMM on the H200, reports/h200-session6)
+    Every template predict picks is compiled (~0.5 s per GEMM on the H200, reports/2026-12-03-predict-decision-cost-exhaustive-end-to-end)
     while ATen compiles nothing, and a close call is where the model is most often wrong. Held
-    out on the re-timed labels (reports/cost-model-h200-bf16/compile-aware.json, leave-one-
+    out on the re-timed labels (reports/2026-12-05-cost-model-h200-bf16/compile-aware.json, leave-one-
     family-out, the selector's own scores) the top-1 alone gets 93.79 % of the measured best,
     picks a template for 5.7 % of the GEMMs and is slower than cuBLAS on 0.74 %; with a 0.5 sd
     margin 92.50 %, 3.5 % and 0.50 %; 1 sd 92.42 %, 2.2 %, 0.50 %; 2 sd 92.33 %, 0.25 %, 0 %
     (cuBLAS always: 92.29 %). So the templates the model is 0.5-2 sd sure of buy ~0.2 % of
     kernel time for ~3 % of GEMMs compiling a template each. Predict's promise is plain
-    torch.compile's compile time, hence 2 sd by default (tenth session; 0.5 before): on the
+    torch.compile's compile time, hence 2 sd by default (reports/2026-12-03-predict-compile-first-decision-forest-serving; 0.5 was the earlier default): on the
     Llama-3-8B decode graph the one such pick (lm_head, 1.3 sd) cost ~0.6 s of a 5.7 s compile
-    for 0.8 % of the GPU step (reports/h200-session8). 0 = the top-1, for kernel quality."""
+    for 0.8 % of the GPU step (reports/2026-12-03-decision-per-size-class-predict-compile). 0 = the top-1, for kernel quality."""
     if margin_sd <= 0 or is_aten(candidates[top]):
         return None
     aten = aten_indices(candidates)
@@ -315,7 +315,7 @@ def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], 
 
     Why families: the model's near-ties are mostly one tile with other warps or stages. Of the 49
     held-out GEMMs where the adaptive rule keeps two or more, 35 kept two members of one family
-    (reports/h200-session16 s3: lm_head kept BN256 S3 with 8 and with 4 warps, 0.2 % apart,
+    (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s3: lm_head kept BN256 S3 with 8 and with 4 warps, 0.2 % apart,
     each a ~0.2-0.4 s compile). Held out (404 shapes, leave-one-family-out), keeping one per
     family at the same count: fixed top 4 gets 99.15 % of the best instead of 99.01 (oracle
     shapes 97.84 vs 97.36, within 1 % 71.7 vs 69.8 %), top 3 98.92 vs 98.73, top 2 98.46 vs
@@ -340,7 +340,7 @@ COMPILE_BUDGET = 1.5
 
 class CompilePrice:
     """Verify's price on a kept template's compile. The kept templates compile in parallel,
-    so a GEMM's measurement waits for the slowest (reports/h200-session20 s3); the ranker's
+    so a GEMM's measurement waits for the slowest (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3); the ranker's
     top-1 is compiled whatever happens (predict would compile it too), so another kept template
     may cost at most `budget` times the top-1's predicted compile -- or the typical compile's,
     when the top-1 is quicker than that. `predict(indices) -> ms` (NaN: unknown, never passed
@@ -430,7 +430,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
 
 
 # Inductor's autotune times cuBLAS up to 1.57x slower than it really runs on the H200
-# (reports/faithfulness-h200); Triton choices it times within ~6%.
+# (reports/2026-12-02-faithfulness-h200); Triton choices it times within ~6%.
 ATEN_MISREAD_GPU = 1.6
 
 

@@ -3,13 +3,13 @@ runs ATen and keeps the GPU warm, each compile timed so that the record says whe
 
 Two places to compile (`COMPILE_IN`):
 - "threads" (the default): threads of this process, as Inductor's own precompile does without
-  workers. On the H200's one-layer decode (reports/h200-session20 s3) lm_head's four tiles
+  workers. On the H200's one-layer decode (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3) lm_head's four tiles
   started together and each thread ran on a CPU for only 38-71 % of its wall time: 1.5-1.7 of
   the four ran at once on a 16-core host. Part of the rest is each tile's ptxas (a child
   process); bare Triton holds the GIL only in its Python front end (dev-cpu there).
 - "workers": Inductor's compile-worker processes, as stock max-autotune precompiles its Triton
   templates, then a load here from Triton's cache (`choice.precompile()` hits it). Processes
-  do not share a GIL. The eleventh session read them slower for these 1-4 templates (1.26-1.32 s
+  do not share a GIL. The H200 runs of reports/2026-12-03-verify-measurement-8-layer-model-fp32-check read them slower for these 1-4 templates (1.26-1.32 s
   for four), with workers that had compiled nothing yet; whether warm workers win is what
   bench e2e's `kselect-verify-workers` variant measures (docs/device-plan.md). A choice that
   cannot go to a worker (not a GPU Triton template, no pool up yet, a failed submission) is

@@ -1,7 +1,7 @@
 """Verify mode's own measurement of the kept choices: the collector's harness, not Inductor's.
 
 Why: on the H200 Inductor's autotune times ATen (cuBLAS) 1.22-1.57x slower than it runs in
-the compiled program (host dispatch gaps; reports/faithfulness-h200), so a verified set that
+the compiled program (host dispatch gaps; reports/2026-12-02-faithfulness-h200), so a verified set that
 holds ATen and a close Triton kernel is settled by an artefact -- stock picked a 1.29x slower
 kernel on 333x7168x5120 that way. Here every kept choice runs on the same operands, is
 checked against the ATen result (a wrong kernel is dropped, never picked), and is timed by
@@ -30,7 +30,7 @@ MAX_ROTATION_BYTES = 1 << 30      # operand copies for L2-cold timing, at most t
 MAX_SETS = 8
 # GPU work before the first timing: compiling the kept set leaves the GPU idle for seconds and
 # its clocks drop, so whichever choice was timed first ran slower. On the H200 (kselect retime,
-# reports/h200-session9) the first-timed choice -- verify's top-ranked one -- read 1.5 % slower
+# reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels) the first-timed choice -- verify's top-ranked one -- read 1.5 % slower
 # in median than its neighbours, up to 15 % (skinny GEMMs with N or K = 128256), against the collector,
 # which warms the GPU once and then keeps it busy.
 WARM_MS = 100.0
@@ -199,7 +199,7 @@ def release_gpu_memory() -> bool:
     (handle, stream) for the process's life, from the caching allocator (32 MiB by default on
     Hopper); the operand copies stay reserved. On the 8-layer prefill every verify process
     started its steps with 31 MiB more allocated and 0.25 GiB more reserved than predict's, and
-    replayed identical kernels slower in 8 of 10 pairs (reports/h200-session18; whether this
+    replayed identical kernels slower in 8 of 10 pairs (reports/2026-12-04-prefill-gap-process-not-tile; whether this
     memory is the cause is what bench e2e's kselect-verify-keep variant measures). Inductor
     clears the workspaces the same way around CUDA-graph recording
     (torch._inductor.cudagraph_trees); a workspace still needed is made again at the next

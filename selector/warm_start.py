@@ -5,14 +5,14 @@ Why (the one-layer Llama-3-8B decode on the H200, a cold process and cold caches
 - The first Triton template or kernel of a process asks Triton for the GPU target
   (`torch.utils._triton.triton_hash_with_backend`). With a cold Triton cache that builds Triton's
   CUDA utilities with the C compiler: 0.34 s on the compiling thread (cProfile,
-  reports/h200-session16 call1; `CudaUtils.__init__` -> `compile_module_from_src` -> `_build`).
+  reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k call1; `CudaUtils.__init__` -> `compile_module_from_src` -> `_build`).
   Plain torch.compile pays it in code generation, verify at its first kept template, during
   lowering. The build is a child process: a background thread waits for it without holding
   the GIL while Dynamo and AOTAutograd trace on the compiling thread.
 - Inductor's compile workers pay their first Triton compile's set-up (imports, the backend) on
   the graph's first kernels. With the workers warmed as the compile started, the decode graph's
   wait for its kernels (`async_compile.wait`) was 0.36-0.52 s against 0.63-0.83 s without
-  (verify-workers vs verify, 4 processes each, reports/h200-session22 s2).
+  (verify-workers vs verify, 4 processes each, reports/2026-12-05-decode-compile-test-prefill-steady-state s2).
 
 Once per selector, on CUDA only (CUDA already initialised: a CPU compile never starts it),
 and every failure costs only the set-up it would have saved: the compile then does it itself.

@@ -3,7 +3,7 @@ starts (selector/warm_start.py), so that the graph's kernels and verify's templa
 workers that have imported Triton and Inductor's runtime and initialised Triton's backend.
 
 Why: a worker's first Triton compile pays that setup. On this project's 2-core dev machine
-(Triton 3.6, an sm_90 target, reports/h200-session20/dev-cpu) importing Triton took 0.12 s and
+(Triton 3.6, an sm_90 target, reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/dev-cpu) importing Triton took 0.12 s and
 the first compile 0.64 s against 0.51 s for the next; four cold processes compiled lm_head's four
 tiles in 2.47 s, four warm ones in 1.28 s. In a one-layer compile nothing reaches the workers
 before lowering ends, so the first kernels meet cold workers. The warm-up runs in the workers,

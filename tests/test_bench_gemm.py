@@ -3,7 +3,7 @@
 On the CPU, max-autotune does not tune a plain (unfrozen) mm and the shipped model refuses the
 device, so kselect falls back to stock; what this checks is the pipeline: every variant runs in
 its own process, each shape yields a correct compiled result, a time and a report. The numbers
-that matter come from the GPU (reports/bench-gemm-h200).
+that matter come from the GPU (reports/2026-12-02-bench-gemm-h200).
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from kselect.training.compile_cost_fit import CompileDataError, fit_compile_cost
 from conftest import REPO
 
 LM_HEAD = Problem(8, 128256, 4096, "bf16", "nt")
-# verify's four kept lm_head families on the H200's one-layer decode (reports/h200-session20 s3)
+# verify's four kept lm_head families on the H200's one-layer decode (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3)
 LM_HEAD_KEPT = ("triton:mm:BK128-BM16-BN256-G8-S3-W8", "triton:mm:BK128-BM16-BN64-G8-S4-W2",
                 "triton:mm:BK128-BM16-BN128-G8-S4-W2", "triton:mm:BK256-BM16-BN128-G8-S3-W2")
 DATA = REPO / "data" / "triton-compile-sm90"

@@ -147,11 +147,11 @@ def test_a_file_that_is_not_bench_results_is_a_clear_error(tmp_path, capsys, con
 
 
 def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
-    """The tenth, eleventh and thirteenth sessions' one-layer decode benches: 18 plain and 17
-    predict processes (reports/h200-session13/dev-cpu/pooled_one_layer.txt), profiled run left out."""
-    files = [REPO / p for p in ("reports/h200-session10/call2/b/decode", "reports/h200-session10/call3/c/decode",
-                                "reports/h200-session11/call1/decode", "reports/h200-session13/call2/y/decode1",
-                                "reports/h200-session13/call2/y/decode1-prof")]
+    """The 2026-12-03 and 2026-12-04 one-layer decode benches: 18 plain and 17
+    predict processes (reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/dev-cpu/pooled_one_layer.txt), profiled run left out."""
+    files = [REPO / p for p in ("reports/2026-12-03-predict-compile-first-decision-forest-serving/call2/b/decode", "reports/2026-12-03-predict-compile-first-decision-forest-serving/call3/c/decode",
+                                "reports/2026-12-03-verify-measurement-8-layer-model-fp32-check/call1/decode", "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call2/y/decode1",
+                                "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call2/y/decode1-prof")]
     if not all(f.exists() for f in files):
         pytest.skip("the H200 reports are not in this checkout")
     runs, skipped = e2e_pool.load_runs(files)
@@ -202,11 +202,11 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
 
 
 def test_the_h200_prefill_pairs_all_ran_verify_second():
-    """The twelfth to fifteenth sessions' 8-layer prefill: verify's graph replay slower than
+    """The 2026-12-03 and 2026-12-04 8-layer prefill runs: verify's graph replay slower than
     DEFAULT's in 9 of 10 same-round pairs, and verify ran second in all ten
-    (reports/h200-session15/dev-cpu/prefill_pairs.txt)."""
-    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
-                                "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8")]
+    (reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/dev-cpu/prefill_pairs.txt)."""
+    files = [REPO / p for p in ("reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+                                "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8", "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8")]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = e2e_pool.pool(runs)
     gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
@@ -217,12 +217,12 @@ def test_the_h200_prefill_pairs_all_ran_verify_second():
 
 
 def test_in_counterbalanced_rounds_the_h200_prefill_replay_gap_follows_verify():
-    """The sixteenth session's two prefill runs alternate who runs first. With the four earlier
+    """The two prefill runs of reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k alternate who runs first. With the four earlier
     runs: verify's graph replay slower in 14 of 16 pairs, including all 3 where verify ran
-    first -- the gap is the variant's, not the position's (reports/h200-session16 s2)."""
-    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
-                                "reports/h200-session13/call1/x/prefill8", "reports/h200-session15/call1/p/prefill8",
-                                "reports/h200-session16/call2/b/prefill8", "reports/h200-session16/call4/d/prefill8")]
+    first -- the gap is the variant's, not the position's (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s2)."""
+    files = [REPO / p for p in ("reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+                                "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8", "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8",
+                                "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call2/b/prefill8", "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call4/d/prefill8")]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = e2e_pool.pool(runs)
     gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
@@ -233,11 +233,11 @@ def test_in_counterbalanced_rounds_the_h200_prefill_replay_gap_follows_verify():
 
 def test_on_the_h200_prefill_verify_replays_slower_than_predict_whose_lm_head_is_cublas():
     """Predict and verify run the same kernels but lm_head's (cuBLAS against the Triton tile
-    verify measured ~4 % faster). Every H200 run with both until the seventeenth session:
-    verify's graph replay slower in 10 of 11 rounds, by ~0.5 % (reports/h200-session17). The
+    verify measured ~4 % faster). Every H200 run with both up to reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode:
+    verify's graph replay slower in 10 of 11 rounds, by ~0.5 % (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). The
     next test shows the same gap with identical kernels."""
-    files = [REPO / p for p in ("reports/h200-session12/call1/p/prefill8", "reports/h200-session12/call3/k/prefill8",
-                                "reports/h200-session17/call1/a/prefill8", "reports/h200-session17/call4/d/prefill8vp")]
+    files = [REPO / p for p in ("reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8", "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+                                "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call1/a/prefill8", "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call4/d/prefill8vp")]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = e2e_pool.pool(runs)
     gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / predict's")
@@ -259,8 +259,8 @@ def test_on_the_h200_prefill_verify_replays_slower_than_predict_whose_lm_head_is
 def test_on_the_h200_prefill_verify_replays_slower_than_predict_on_identical_kernels():
     """With --aten-margin 0 predict keeps its top-1 on lm_head, verify's own tile, so both replay
     one kernel list, name for name; verify still read slower in 8 of 10 rounds, while its
-    kernels summed no slower (reports/h200-session18 s3): the gap is its process, not a kernel."""
-    files = [REPO / p for p in ("reports/h200-session18/call2/b/prefill8m0", "reports/h200-session18/call4/d/prefill8m0b")]
+    kernels summed no slower (reports/2026-12-04-prefill-gap-process-not-tile s3): the gap is its process, not a kernel."""
+    files = [REPO / p for p in ("reports/2026-12-04-prefill-gap-process-not-tile/call2/b/prefill8m0", "reports/2026-12-04-prefill-gap-process-not-tile/call4/d/prefill8m0b")]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = e2e_pool.pool(runs)
     assert s["setup"]["settings"]["aten_margin"] == 0.0
@@ -301,7 +301,7 @@ def test_the_run_effects_fit_takes_hosts_out_and_shows_in_the_report(tmp_path):
 def _h200_prefill_pool(warmup_s: float, compile_budget: float = 0.0) -> dict:
     """The committed 8-layer H200 prefill runs at the default aten margin with this warm-up and
     compile budget, pooled again from the files the pooled README's command names."""
-    text = (REPO / "reports/e2e-h200-pooled/8-layers/README.md").read_text()
+    text = (REPO / "reports/2026-12-05-e2e-h200-pooled/8-layers/README.md").read_text()
     command = next(line for line in text.splitlines() if line.startswith("Command: "))
     files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/h200-")]
     runs, _ = e2e_pool.load_runs(files)
@@ -312,9 +312,9 @@ def _h200_prefill_pool(warmup_s: float, compile_budget: float = 0.0) -> dict:
 
 
 def test_on_the_h200_prefill_the_run_effects_fit_puts_verify_over_default():
-    """Every H200 8-layer prefill run at the default aten margin, warm-up-free (twelfth to
-    nineteenth sessions): with one term per run, verify's graph replay is ~0.18 ms over
-    DEFAULT's, more than three standard errors, and predict's is not (reports/h200-session19 s2)."""
+    """Every H200 8-layer prefill run at the default aten margin, warm-up-free (the
+    2026-12-03 to 2026-12-04 runs): with one term per run, verify's graph replay is ~0.18 ms over
+    DEFAULT's, more than three standard errors, and predict's is not (reports/2026-12-04-memory-release-warm-up s2)."""
     s = _h200_prefill_pool(warmup_s=0.0)
     gpu = s["effects"]["gpu"]
     assert gpu["baseline"] == "default" and gpu["runs"] == 10
@@ -325,10 +325,10 @@ def test_on_the_h200_prefill_the_run_effects_fit_puts_verify_over_default():
 
 @pytest.mark.parametrize("compile_budget", [0.0, 1.5])
 def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target(compile_budget):
-    """The rule fixed before the twentieth session's run: after 10 s of warm-up verify's eager
+    """The rule fixed before the 2026-12-04 steady-state prefill run: after 10 s of warm-up verify's eager
     step is <= DEFAULT's by pooled medians and runs combined, and its GPU-only step is not
     slower in a significant share of pairs. Twice: without the compile price
-    (reports/h200-session20 s2) and with it (reports/h200-session22 s3)."""
+    (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s2) and with it (reports/2026-12-05-decode-compile-test-prefill-steady-state s3)."""
     s = _h200_prefill_pool(warmup_s=10.0, compile_budget=compile_budget)
     pooled = {c["comparison"]: c for c in s["comparisons"]}
     assert pooled["verify step / DEFAULT's"]["ratio"] <= 1.0
@@ -339,13 +339,14 @@ def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target(compil
 
 
 def test_on_the_h200_one_layer_decode_the_warm_start_meets_the_compile_target():
-    """The rules fixed before the twenty-third session's runs (docs/history/device-plans.md):
+    """The rules fixed before the 2026-12-05 warm-start runs (docs/CHANGELOG.md, 2026-12-05,
+    "Rules fixed before these runs"):
     verify's compile (+ load) is <= 1.25x plain's in each run of the warm-start setup and by
     the pooled median, and the warm start stays the default because verify compiled faster
     than verify-cold-start in at least 3 of the 4 pairs of the first run
-    (reports/h200-session23 s2). The older runs, without the setting, are another setup."""
-    files = [REPO / f"reports/h200-session23/call{i}/d/decode1" for i in (1, 2, 3)]
-    older = REPO / "reports/h200-session22/call1/d/decode1"
+    (reports/2026-12-05-decode-compile-warm-start s2). The older runs, without the setting, are another setup."""
+    files = [REPO / f"reports/2026-12-05-decode-compile-warm-start/call{i}/d/decode1" for i in (1, 2, 3)]
+    older = REPO / "reports/2026-12-05-decode-compile-test-prefill-steady-state/call1/d/decode1"
     if not all(f.exists() for f in (*files, older)):
         pytest.skip("the H200 reports are not in this checkout")
     runs, _ = e2e_pool.load_runs([*files, older])
@@ -457,7 +458,7 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
     wtext = e2e_pool.render({"command": "c", "sources": [str(warm)], "skipped": [], "setups": [ws]})
     assert "SM MHz, before / warm / during / after" in wtext
     assert "| kselect-verify | 47.600 | 2.000 | 22.00 | 1785 / 1500 / 1485 / 1785 | 37 / 58 / 37 |" in wtext
-    # entry-to-exit joules only (the seventeenth session's runs) are off by up to a counter step:
+    # entry-to-exit joules only (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode) are off by up to a counter step:
     # no energy per step from them
     older = {"during_replays": {"sm_clock_mhz": 1500, "energy_j": 600.0, "energy_mj_per_step": 30000.0}}
     assert e2e_pool.device_state_medians([{"device_state": older}]) == {"during_replays": {"sm_clock_mhz": 1500}}

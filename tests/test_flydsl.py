@@ -60,7 +60,7 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def compiled(cache):
-    """Every CONFIG compiled for both archs, once per session (two compile children at a time)."""
+    """Every CONFIG compiled for both archs, once per test run (two compile children at a time)."""
     return {arch: fcompile.compile_many(CONFIGS, arch, workers=2) for arch in ARCHS}
 
 

@@ -514,7 +514,7 @@ def test_verify_began_the_warm_start_as_its_compile_started(verify_workers, harn
 def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     """The compile price is on for this GPU: its fingerprint finds the shipped sm_90 compile-cost
     model, and lm_head's slow two-warp BK256 tile is priced highest of the four the one-layer
-    decode kept before (reports/h200-session20 s3) and passed over at the default budget."""
+    decode kept before (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3) and passed over at the default budget."""
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton_space import triton_space
     from kselect.selector.policy import choose_kept

@@ -2,7 +2,7 @@
 
 Why: the fixed warm-up encoded one 4096^3 GEMM's whole space (2,401 candidates) at load; a
 decode graph never uses that class, and paid ~55 ms of compile for it on the dev CPU
-(reports/ranker-load-dev-cpu). Now the selector reads the GEMMs of the graph Inductor is
+(reports/2026-12-05-ranker-load-dev-cpu). Now the selector reads the GEMMs of the graph Inductor is
 lowering at its first GEMM and warms their size classes; its decisions stay as quick.
 """
 from __future__ import annotations

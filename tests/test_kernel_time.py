@@ -12,7 +12,7 @@ from kselect.training.kernel_time import (KINDS, combine, cpu_op_kind, differenc
                                           profile_kernels, sequence, sequence_differences, summarize)
 
 # GEMM kernel names the H200 ran (cuBLAS's Hopper nvjet kernels, cublasLt's split-K reduction,
-# Inductor's templates; reports/h200-session12/call3, CUDA 13, torch 2.11, Triton 3.6); the
+# Inductor's templates; reports/2026-12-03-8-layers-all-workloads-kernel-time/call3, CUDA 13, torch 2.11, Triton 3.6); the
 # others as PyTorch's and Inductor's sources name them (FlashAttention, memory-efficient and
 # cuDNN attention, Inductor's fused kernels, kineto's memcpy/memset, the fused AdamW).
 NAMED = {
@@ -50,7 +50,7 @@ def test_every_gemm_kernel_the_h200_profiled_is_classified_gemm():
     from pathlib import Path
 
     names = set()
-    for path in Path(__file__).parents[1].glob("reports/h200-session12/call3/k/*/results.json"):
+    for path in Path(__file__).parents[1].glob("reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/*/results.json"):
         for run in json.loads(path.read_text())["runs"]:
             names.update(n for n, *_ in run["kernel_time"]["gemm_kernels"])
     assert len(names) >= 8, names
@@ -128,7 +128,7 @@ def test_sequence_differences_split_the_gap_at_the_swapped_gemm():
 
 def test_sequence_differences_line_up_around_a_fused_kernel():
     """Verify's lm_head template takes the final RMSNorm as its prologue, so its step has one
-    kernel fewer than predict's (154 against 155 on the 8-layer prefill, reports/h200-session18):
+    kernel fewer than predict's (154 against 155 on the 8-layer prefill, reports/2026-12-04-prefill-gap-process-not-tile):
     the kernels before and after the swap still line up, and the swap holds the norm too."""
     verify = [["embed", 5.0], ["nvjet_qkv", 100.0], ["triton_tem_fused_norm_head", 24.0],
               ["triton_red_loss", 10.0], ["copy", 1.0]]

@@ -420,7 +420,7 @@ def test_fixed_k_keeps_the_cap_whatever_the_gaps():
 
 
 def test_verify_keeps_one_tile_per_family_where_warps_or_stages_are_all_that_differ():
-    """lm_head's case (reports/h200-session16 s3): the model's top two were one BN256 tile with
+    """lm_head's case (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s3): the model's top two were one BN256 tile with
     8 and 4 warps. The second slot goes to the next tile shape instead, at the same count; a
     decompose-k split is a shape of its own; fewer families than slots keep fewer."""
     def tile(bn, stages, warps, group=8):
@@ -839,7 +839,7 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     """The one-layer decode's lm_head with the shipped H200 model: the templates stage keeps
     four tile families + ATen; the choices stage, given exactly those choices, keeps all five
     (it used to rank them again, and the adaptive rule over five scores kept two families +
-    ATen -- what the H200 measured in the seventeenth session). Choices the templates stage
+    ATen -- what the H200 measured in reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). Choices the templates stage
     never saw (the CPU's C++ GEMMs come only there) are still decided."""
     from kselect.kernels.triton_space import template_space
     from kselect.selector.model import CostModel, shipped_models

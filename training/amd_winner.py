@@ -380,7 +380,7 @@ class BackendWinnerClassifier:
     2-core machine OpenMP threads spin against each other and 2 threads ran 3x slower.
     Defaults: the candidate that grouped-by-table CV over all shipped tables picks from
     NESTED_GRID (60 rounds; 150 rounds came second). Every variant tried landed within
-    63.5-67% held-out top-1 (see reports/amd-backend-winner/README.md).
+    63.5-67% held-out top-1 (see reports/2026-12-02-amd-backend-winner/README.md).
     """
 
     def __init__(self, n_estimators: int = 60, max_depth: int = 4,

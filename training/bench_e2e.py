@@ -75,7 +75,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--warmup-s", type=float, help="and untimed steps until this many seconds have passed "
                    "(default 10 on cuda, 0 on cpu): the first seconds after a compile still carry what the "
                    "compile did to the GPU (its temperature and clocks; verify's measurement ends it), at a "
-                   "power limit above all; 0 = none, as every run before the twentieth session")
+                   "power limit above all; 0 = none, as the runs before 2026-12-04 had")
     p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
                    "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
                    "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
@@ -106,7 +106,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in "
                    "interleaved rounds, every other one reversed; the report gives the median and range "
                    "over them (between-process noise on the H200 reached 5-48 %% of a step, "
-                   "reports/e2e-h200/samples.md); exhaustive runs once")
+                   "reports/2026-12-02-e2e-h200/samples.md); exhaustive runs once")
     p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
                    "later are skipped (and reported); a running one is stopped at the deadline")
     p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")
@@ -349,7 +349,7 @@ def autotune_log_times(log_path: Path) -> dict | None:
 
 def _own_process_group() -> dict:
     """Popen arguments giving the worker its own process group (so it and its compile workers
-    can be stopped together) but not its own session (so whatever ends the bench ends it too)."""
+    can be stopped together) but not its own OS process session (so whatever ends the bench ends it too)."""
     if sys.version_info >= (3, 11):
         return {"process_group": 0}
     return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python 3.10

@@ -165,7 +165,7 @@ def run_worker(plan: dict) -> int:
     # Then wait, untimed, until Inductor's compile-worker pool takes work. It starts with the
     # first compile and takes ~8-10 s of the H200 host's CPUs; until it is up, the shapes' own
     # compiles and decisions run against its start-up. Decisions were ~1.5x slower over the
-    # first 5-7 shapes (~10 s) of every process without this wait (reports/h200-session14 s3):
+    # first 5-7 shapes (~10 s) of every process without this wait (reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise s3):
     # the pool is the likely cause, which the next device run checks.
     from kselect.selector.inductor_compat import warm_compile_pool
 
@@ -347,7 +347,7 @@ def write_report(out: Path, rows: list[dict], summary: dict, command: str, env: 
              f"torch {env.get('torch')}, triton {env.get('triton')}, kselect code "
              f"{env.get('kselect_code') or 'not recorded'}; every variant in a fresh process with "
              "cold Inductor/Triton caches, which waits (untimed) for Inductor's compile-worker pool before "
-             "its first shape (`compile_pool_s` in results.jsonl; runs before the fourteenth session's "
+             "its first shape (`compile_pool_s` in results.jsonl; runs before reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise's "
              "code did not); max-autotune variants with persistent-TMA templates on and no "
              "CUDA graphs in the compiled function. kernel = the compiled function's real runtime "
              "(CUDA-graph replay, cold rotating operands, median); tuning = compile time minus plain "

@@ -3,7 +3,7 @@ target it need not have (kernels/triton_cross.py).
 
 Why: verify compiles the templates it keeps in parallel, so a GEMM's measurement waits for the
 slowest compile among them (~1 s for lm_head's BK256 two-warp tile on the H200, against
-0.4-0.7 s for the others: reports/h200-session20 s3). Pricing a candidate's compile needs its
+0.4-0.7 s for the others: reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3). Pricing a candidate's compile needs its
 cost before it is compiled, hence a table measured once per Triton version and target.
 
 The plan list: every distinct compile of the EXHAUSTIVE space of a bf16 nt GEMM at each row

@@ -1,6 +1,6 @@
 """`kselect bench e2e-pool`: every process of several `bench e2e` runs, pooled.
 
-A device session fits only a few processes per variant. Compile time spreads +-15 % between
+A device call fits only a few processes per variant. Compile time spreads +-15 % between
 processes of one variant and step time 1-3 %, more than the targets' margins. Pooling the
 processes of every run with the same setup gives:
 - medians over many processes;
@@ -15,19 +15,19 @@ processes of every run with the same setup gives:
 - the same comparison pair by pair: the variant's and its baseline's process of one round of
   one run. Per pair the ratio; over the pairs how often the variant
   was slower, a two-sided sign test, and the pairs split by which of the two ran first. A gap
-  that follows the position, not the variant, shows there: until the fifteenth session every
+  that follows the position, not the variant, shows there: in the runs up to reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive every
   round ran in one fixed order (training/run_order.py).
 - each variant's step with one term per run (training/run_effects.py): every process of the
   setup in one least-squares fit, the gap in ms with its standard error, and the spread
   between processes on one host.
 
-    kselect bench e2e-pool reports/h200-session1*/call*/*/decode* --out reports/e2e-h200-pooled
+    kselect bench e2e-pool reports/2026-12-0*/call*/*/decode* --out reports/2026-12-05-e2e-h200-pooled
 
 Only runs of one setup pool. The setup is the GPU, model, workload, dtype, batch, sequence,
 and each setting that changes what a variant does or how it is timed (SETTINGS_THAT_MATTER).
 Runs with `--profile-compile` are left out, since cProfile slows their compile. Each setup
 names the kselect code its processes ran (training/provenance.py; "not recorded" before the
-thirteenth session), and says so when that is mixed.
+reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun), and says so when that is mixed.
 """
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def sequence_gaps(ok: list[dict], combined: list[dict]) -> list[dict]:
 
 STATE_FIELDS = ("reserved_gb", "sm_clock_mhz", "temperature_c", "power_mw", "energy_mj_per_step")
 # energy per step counts only where it came from the counter's moves (gpu_state.counter_power);
-# the seventeenth session's entry-to-exit joules are off by up to one counter step (~10 %)
+# the entry-to-exit joules of reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode are off by up to one counter step (~10 %)
 ENERGY_NEEDS = "counter_power_mw"
 
 
@@ -443,9 +443,9 @@ def _state_lines(variants: list[dict]) -> list[str]:
     w = " / warm" if warm else ""
     lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
              "variant's processes, each other column over those that recorded it -- runs before the "
-             "sixteenth session did not; before = before the timed steps, during = sampled while the graph "
-             "replays were timed (since the seventeenth), after = after the replays; energy per step from the "
-             "energy counter's moves, since the eighteenth"
+             "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k did not; before = before the timed steps, during = sampled while the graph "
+             "replays were timed (runs from 2026-12-04 on), after = after the replays; energy per step from the "
+             "energy counter's moves (runs from 2026-12-04 on)"
              + ("; warm = after --warmup-s" if warm else "") + "):", "",
              f"| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before{w} / during "
              f"/ after | temperature C, before{w} / after | power W, during / after | energy J per replayed step |",

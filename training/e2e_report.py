@@ -256,7 +256,7 @@ def render(report: dict) -> str:
               "autotuning only, `--autotune gemm`): compile-time differences are GEMM selection alone. "
               "The full mode also tunes every pointwise/reduction kernel (coordinate descent; on the "
               "H200 train step ~+70-115 s of compile in every max-autotune variant, kselect ones too, "
-              "reports/e2e-h200/attempt-1)" if s.get("autotune", "gemm") == "gemm" else
+              "reports/2026-12-02-e2e-h200/attempt-1)" if s.get("autotune", "gemm") == "gemm" else
               "- max-autotune variants = mode `max-autotune-no-cudagraphs` (`--autotune full`): they also "
               "tune every pointwise/reduction kernel (coordinate descent), kselect ones included"),
              "- no CUDA graphs in any variant (plain torch.compile uses none): like for like; prefill/decode "

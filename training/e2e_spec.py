@@ -14,7 +14,7 @@ TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2, "fp32": 1e-4}   # relative-norm error v
 # bf16/fp16: a result further than the tolerance from eager's is still correct when it is no
 # further from an fp32 run of the same weights and inputs than REF_MULTIPLIER x eager's own
 # error (+ tol/10): a deeper graph drifts from eager by rounding alone (plain torch.compile of
-# 8 Llama-3-8B layers: 2.2e-2, eleventh session). The rule and the 3 are PyTorch's own
+# 8 Llama-3-8B layers: 2.2e-2, reports/2026-12-03-verify-measurement-8-layer-model-fp32-check). The rule and the 3 are PyTorch's own
 # accuracy check's for half dtypes (torch._dynamo.utils.same, against an fp64 reference).
 REF_MULTIPLIER = 3.0
 VERIFY_COMPILE_VS_PLAIN = 1.25
@@ -47,7 +47,7 @@ VARIANTS = {v.name: v for v in (
             (("epilogue_fusion", True),)),
     Variant("kselect-verify-keep", MAX_AUTOTUNE, "kselect", "verify",
             "kselect verify with release_memory=False: keeps the measurement's cuBLAS workspace and "
-            "cached blocks, as before the eighteenth session (is that memory what slows verify's "
+            "cached blocks (is that memory what slows verify's "
             "prefill replay on identical kernels?)", (("release_memory", False),)),
     Variant("kselect-verify-cool", MAX_AUTOTUNE, "kselect", "verify",
             "kselect verify with warm_while_compiling=False: the GPU idles while the kept templates "
@@ -59,11 +59,11 @@ VARIANTS = {v.name: v for v in (
             "process (does that shorten the measurement's compile wait?)", (("compile_in", "workers"),)),
     Variant("kselect-verify-unpriced", MAX_AUTOTUNE, "kselect", "verify",
             "kselect verify with compile_budget=0: keeps its ranked templates without pricing their "
-            "compiles, as before the twenty-first session (what does the price save, and cost?)",
+            "compiles (what does the price save, and cost?)",
             (("compile_budget", 0.0),)),
     Variant("kselect-verify-cold-start", MAX_AUTOTUNE, "kselect", "verify",
             "kselect verify with warm_start=False: the compile prepares Triton on its own thread and "
-            "meets cold compile workers, as before the twenty-third session (what does the warm start "
+            "meets cold compile workers (what does the warm start "
             "save?)", (("warm_start", False),)),
     Variant("kselect-predict", MAX_AUTOTUNE, "kselect", "predict",
             "max-autotune + kselect predict: the model's top-1, nothing benchmarked"),
@@ -85,7 +85,7 @@ DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in OPT_IN)
 # warmup_s: on the H200 a process starts its steps in the state its compile left the GPU (40-50 C
 # after the compile, 55-56 C after 10 s of steps at the 8-layer prefill's power limit); 10 s of
 # untimed steps put every variant at the same temperature and halved the spread between
-# processes (reports/h200-session19 s3, h200-session20 s2): the steady state the step is
+# processes (reports/2026-12-04-memory-release-warm-up s3, reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s2): the steady state the step is
 # meant to be. A CPU has no such transient worth 10 s of the CI's tiny model.
 DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024, "warmup_s": 10.0},
                    "cpu": {"model": "tiny", "dtype": "fp32", "batch": 2, "seq": 32, "warmup_s": 0.0}}

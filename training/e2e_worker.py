@@ -321,7 +321,7 @@ def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, sna
     Why the seconds: a process's first steps run on a GPU in the state its compile left.
     Verify's measurement ends its compile, and on the H200's power-limited 8-layer prefill
     verify replayed identical kernels ~0.4 % slower than predict, though they were no slower in
-    a profile a second later (reports/h200-session18). A fixed time of work lets every
+    a profile a second later (reports/2026-12-04-prefill-gap-process-not-tile). A fixed time of work lets every
     variant's GPU settle alike."""
     t0, ran = time.perf_counter(), 0
     while ran < warmup or time.perf_counter() - t0 < warmup_s:

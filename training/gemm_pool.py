@@ -1,13 +1,13 @@
 """`kselect bench gemm-pool`: the rows of several `bench gemm` runs as one report.
 
 Stock DEFAULT's pick for a shape varies between processes: the 30-shape bench put verify's
-kernels 1.079x ahead of DEFAULT's picks in one run (ninth session) and 1.024x in another
-(thirteenth), with verify itself at 0.993-0.994x of cuBLAS in both. One run of DEFAULT is one
+kernels 1.079x ahead of DEFAULT's picks in one run (reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels) and 1.024x in another
+(reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun), with verify itself at 0.993-0.994x of cuBLAS in both. One run of DEFAULT is one
 draw. Pooling runs (or `bench gemm --repeats`) gives each (variant, shape) the median over
 its processes (bench_gemm.combine_repeats) and the report and targets on those medians.
 
-    kselect bench gemm-pool reports/h200-session9/callA/a/bench reports/h200-session13/call3/z/gemm30 \\
-        --out reports/bench-gemm-h200-pooled
+    kselect bench gemm-pool reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/callA/a/bench reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call3/z/gemm30 \\
+        --out reports/2026-12-04-bench-gemm-h200-pooled
 
 Runs pool only when they measured on the same GPU with the same torch and Triton (their
 summary.json); anything else is a different experiment. The report names the kselect code of

@@ -1,7 +1,7 @@
 """What the GPU is like while `bench e2e` times a step: memory held, SM clock, temperature, power.
 
 Why: verify's 8-layer prefill replays ~0.4 % slower than predict's even on identical kernels
-(8 of 10 pairs, reports/h200-session18), and the kernels are no slower in a profile a second
+(8 of 10 pairs, reports/2026-12-04-prefill-gap-process-not-tile), and the kernels are no slower in a profile a second
 later. The prefill holds the H200 at its power limit (~690 W, SM clock ~1500 MHz), where the
 clock may follow the chip's temperature; a decode step does not reach it (~170 W, 1980 MHz).
 Snapshots before and after (`device_state`) cannot say what the clock did in between;
@@ -68,7 +68,7 @@ class StateSampler:
     sample is a moving average, and a block shorter than that period reads one value. The
     energy counter is read at entry, exit and with every sample. It moves in steps (every
     ~100 ms on the H200: a 1-s window of 20 prefill replays read 31.1 or 34.6 J per step,
-    nothing between; reports/h200-session18), so entry-to-exit joules are off by up to one
+    nothing between; reports/2026-12-04-prefill-gap-process-not-tile), so entry-to-exit joules are off by up to one
     step. Between the first and the last sample that saw it move, it gives the mean power
     exactly (`counter_power_mw`, to the sampling period). `read` and `energy` replace NVML
     (callables like nvml_readings and energy_mj), for hosts without it."""

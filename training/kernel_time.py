@@ -3,7 +3,7 @@ generated kernels, memory copies/fills, other.
 
 Why: two compiled variants' whole-step times differ run to run by ~0.3-0.5 % even with the
 very same kernels (8 Llama-3-8B layers, prefill, 47 ms: plain and kselect predict, both cuBLAS
-throughout, 0.36 % apart GPU-only; reports/h200-session12). Two GEMM kernel choices a selector
+throughout, 0.36 % apart GPU-only; reports/2026-12-03-8-layers-all-workloads-kernel-time). Two GEMM kernel choices a selector
 weighs often differ by far less. The GEMM kernels' own time per step is the part GEMM selection
 controls, and a profile separates it from the rest.
 

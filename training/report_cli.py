@@ -1,6 +1,6 @@
 """`kselect report`: the held-out evaluation as Markdown + PNG plots + JSON.
 
-    kselect report --data data/h200-bf16 --model models/h200-bf16.json --out reports/cost-model-h200-bf16/
+    kselect report --data data/h200-bf16 --model models/h200-bf16.json --out reports/2026-12-05-cost-model-h200-bf16/
 
 writes report.md, evaluation.json, pct_of_oracle_vs_k.png, regret_cdf.png and
 predicted_vs_measured.png; with --update-card it also stores the held-out summary in the
@@ -31,7 +31,7 @@ def add_parser(subparsers) -> None:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
     p.add_argument("--model", required=True)
-    p.add_argument("--out", required=True, help="report directory, e.g. reports/cost-model-h200-bf16/")
+    p.add_argument("--out", required=True, help="report directory, e.g. reports/2026-12-05-cost-model-h200-bf16/")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--force", action="store_true", help="use a model trained for another device")
     p.add_argument("--update-card", action="store_true", help="store held-out metrics in the model card")

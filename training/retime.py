@@ -2,7 +2,7 @@
 
 Why: the collector times its own runtime-size Triton kernels (kernels/triton_kernels.py), the
 same algorithms as Inductor's templates but not the same code. On some shapes the two differ
-by 10 % or more in either direction (reports/faithfulness-h200; reports/h200-session8 section
+by 10 % or more in either direction (reports/2026-12-02-faithfulness-h200; reports/2026-12-03-decision-per-size-class-predict-compile section
 4: on lm_head 8x128256x4096 the collector times the persistent-TMA tiles 9-11 % faster than
 they run compiled, so the labels favour Triton where cuBLAS is as fast). What the selector
 hands a user is Inductor's kernel, so the labels that decide a pick -- each shape's fastest

@@ -26,7 +26,7 @@ STAGES = ("shapes", "collect-sample", "collect-full", "compact", "train", "evalu
 STATE_FILE = "retrain.json"
 # Share of the GPU budget for the sampled shapes; the rest measures whole spaces.
 SAMPLE_SHARE = 0.7
-# CPU estimates for the ETA, per 1,000 dataset rows on 2 cores (reports/cost-model-h200-bf16).
+# CPU estimates for the ETA, per 1,000 dataset rows on 2 cores (reports/2026-12-05-cost-model-h200-bf16).
 TRAIN_S_PER_K_ROWS = 1.2
 EVALUATE_S_PER_K_ROWS = 1.8
 

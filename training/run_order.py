@@ -4,7 +4,7 @@ Why: a process's position in its round can bias it -- the GPU left hot or idle b
 before, that process's teardown still running. With one fixed order such an effect always
 lands on the same variant; on the H200's 8-layer prefill, verify (always run right after
 DEFAULT) read a 0.2-0.3 % slower CUDA-graph replay than DEFAULT in 9 of 10 same-run pairs,
-on the same kernels (reports/h200-session15). Reversing every other round (A B, B A, A B, ...)
+on the same kernels (reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive). Reversing every other round (A B, B A, A B, ...)
 puts each variant first as often as last, so a position effect cancels over pairs of rounds
 instead of reading as a difference between variants. Round 0 keeps the given order (baseline
 first), so a single round runs as before.
