@@ -303,7 +303,7 @@ def _h200_prefill_pool(warmup_s: float, compile_budget: float = 0.0) -> dict:
     compile budget, pooled again from the files the pooled README's command names."""
     text = (REPO / "reports/2026-12-05-e2e-h200-pooled/8-layers/README.md").read_text()
     command = next(line for line in text.splitlines() if line.startswith("Command: "))
-    files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/h200-")]
+    files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/") and "/call" in w]
     runs, _ = e2e_pool.load_runs(files)
     (s,) = [x for x in e2e_pool.pool(runs) if x["setup"]["workload"] == "prefill"
             and x["setup"]["settings"]["aten_margin"] == 2.0 and x["setup"]["settings"]["warmup_s"] == warmup_s
