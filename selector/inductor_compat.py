@@ -533,16 +533,17 @@ def device_fingerprint(device) -> dict:
 
 
 def _device_fingerprint(device) -> dict:
-    import hashlib
-    import json
     import platform
 
     import torch
+
+    from .fingerprint import fingerprint_id
 
     fp: dict = {"device_type": getattr(device, "type", str(device)), "torch_version": torch.__version__}
     if fp["device_type"] == "cuda" and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(device)
         fp.update({"gpu_name": props.name, "sm_count": props.multi_processor_count,
+                   "shared_memory_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
                    "compute_capability": f"{props.major}.{props.minor}",
                    "cuda_version": torch.version.cuda, "hip_version": getattr(torch.version, "hip", None)})
         try:
@@ -552,7 +553,7 @@ def _device_fingerprint(device) -> dict:
             pass
     else:
         fp.update({"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()})
-    fp["fingerprint_id"] = hashlib.sha256(json.dumps(fp, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    fp["fingerprint_id"] = fingerprint_id(fp)
     return fp
 
 

@@ -78,3 +78,14 @@ def test_summary_counts(tmp_path):
     s = summarize(ds.root)
     assert (s["shapes"], s["rows"], s["failed_rows"], s["ok_rows"]) == (4, 4, 1, 3)
     assert s["fingerprint"]["gpu_name"] == "NVIDIA H200"
+
+
+def test_one_fingerprint_id_for_datasets_and_the_selector():
+    """The id a dataset stores is the one selector/fingerprint.py computes from its identity keys,
+    and a CPU's id changes with its thread count (what the selector's decision cache keys on)."""
+    from kselect.selector.fingerprint import fingerprint_id
+
+    stored = json.loads(open("data/h200-bf16/fingerprint.json").read())
+    assert fingerprint_id(stored) == stored["fingerprint_id"]
+    cpu = {"device_type": "cpu", "torch_version": "2.13.0", "cpu": "x86_64"}
+    assert fingerprint_id({**cpu, "threads": 2}) != fingerprint_id({**cpu, "threads": 4})

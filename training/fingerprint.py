@@ -1,40 +1,12 @@
-"""Hardware/software fingerprint carried by every dataset and model.
-
-`fingerprint_id` hashes only what changes kernel timings (GPU model, SM count, shared
-memory, compute capability, CUDA/HIP, torch and triton versions), so a model can refuse
-a machine it was not trained for while ignoring e.g. the hostname.
-"""
+"""The full hardware/software fingerprint a collection records (clocks, power limit, driver
+and datasheet peaks beside the identity; the identity and its id: selector/fingerprint.py)."""
 from __future__ import annotations
 
-import hashlib
-import json
 import platform
 import subprocess
 import time
 
-# Datasheet peaks used as features (leads, not measurements): dense tensor-core FLOP/s by
-# dtype and HBM bandwidth. Matched on a substring of the device name.
-DEVICE_PEAKS = {
-    "H200": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}, "mem_bandwidth_gbs": 4800.0},
-    "H100": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}, "mem_bandwidth_gbs": 3350.0},
-    "A100": {"peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5}, "mem_bandwidth_gbs": 2039.0},
-    "MI300X": {"peak_tflops": {"bf16": 1307.0, "fp16": 1307.0, "fp32": 163.0}, "mem_bandwidth_gbs": 5300.0},
-    "MI355X": {"peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 157.0}, "mem_bandwidth_gbs": 8000.0},
-}
-IDENTITY_KEYS = ("gpu_name", "sm_count", "shared_memory_per_block_optin", "compute_capability",
-                 "cuda_version", "hip_version", "torch_version", "triton_version")
-
-
-def device_peaks(gpu_name: str) -> dict:
-    for tag, peaks in DEVICE_PEAKS.items():
-        if tag in (gpu_name or ""):
-            return peaks
-    return {"peak_tflops": {}, "mem_bandwidth_gbs": 0.0}
-
-
-def fingerprint_id(fp: dict) -> str:
-    ident = {k: fp.get(k) for k in IDENTITY_KEYS}
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+from kselect.selector.fingerprint import device_peaks, fingerprint_id
 
 
 def _nvidia_smi(query: str) -> str:
