@@ -167,14 +167,12 @@ def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
 
 
 def spearman(x, y) -> float:
-    import numpy as np
-    import pandas as pd
+    """Spearman's rank correlation (scipy's; ties take their average rank); NaN under 3 pairs."""
+    from scipy.stats import spearmanr
 
     if len(x) < 3:
         return float("nan")
-    rx = pd.Series(x).rank().to_numpy()
-    ry = pd.Series(y).rank().to_numpy()
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(spearmanr(list(x), list(y)).statistic)
 
 
 def summarize(df) -> dict:
