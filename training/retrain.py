@@ -115,7 +115,7 @@ def load_or_start(plan: RetrainPlan) -> RetrainPlan:
 def save(plan: RetrainPlan) -> None:
     from kselect.selector.atomic_write import write_text
 
-    write_text(plan.root / STATE_FILE, json.dumps(asdict(plan), indent=1, sort_keys=True) + "\n")
+    write_text(plan.root / STATE_FILE, json.dumps(asdict(plan), indent=1) + "\n")
 
 
 def _eta(plan: RetrainPlan, stage: str, rows: int) -> float:

@@ -20,7 +20,7 @@ from kselect.training.collect import FAULT_ENV
 from kselect.training.dataset import DatasetDir
 
 SEED = 20261205
-N_SHAPES = 160
+N_SHAPES = 400
 # Each round: one injected worker death (a stage, in shuffled order), OUTSIDE_KILLS worker
 # kills, one supervisor-level kill; >= 4 x (1 + 3 + 1) = 20 kill points.
 INJECTED_STAGES = ("setup", "unit", "write", "written")
@@ -32,7 +32,7 @@ def test_random_kills_then_resume_lose_and_duplicate_nothing(tmp_path):
     rng = random.Random(SEED)
     shapes, out, log = tmp_path / "shapes.csv", tmp_path / "ds", tmp_path / "collect.log"
     keys = write_shapes(shapes, N_SHAPES, SEED)
-    cmd = collect_cmd(shapes, out, target_ms=5)
+    cmd = collect_cmd(shapes, out, target_ms=10)
     parts = PartRows(out)
     kills: list[str] = []
     ok_seen: set = set()
