@@ -111,3 +111,29 @@ def test_fold_spread_and_bad_input():
     with pytest.raises(ValueError, match="differ in length"):
         capture_stats([1.0], [1.0, 2.0], [1.0])
     assert capture_stats([], [], [])["capture"] is None
+
+
+def test_policies_simulated_on_gap_scores():
+    from kselect.training.headroom import headroom_section, simulate_policies
+
+    shapes, _ = toy()
+    gap = {"t2": -0.2, "t1": -0.1, "t3": 0.0, "u2": 0.1, "u1": 0.2, "v1": -0.3, "w1": 0.4, "x1": 0.35, "aten:mm": 0.0}
+    cost = np.array([gap[k] for k in shapes.rows["candidate_key"]])
+    sim = simulate_policies(shapes, cost)
+    # a: gap -0.2 -> 4 asked, 2 families -> t2 0.6, t3 0.8; b: 0.1 -> 2: u2 1.2, u1 0.9; c: 4 -> v1; d, e: none
+    assert sim["verify"].tolist() == pytest.approx([0.6, 0.9, 0.5, 1.0, 1.0])
+    assert sim["verify_templates"].tolist() == [2, 2, 1, 0, 0]
+    # predict takes a template only at a gap <= -0.15: a (t2) and c (v1)
+    assert sim["predict"].tolist() == pytest.approx([0.6, 1.0, 0.5, 1.0, 1.0])
+    folds_ = [("x", np.array([1, 0, 1, 0, 0], bool)), ("y", np.array([0, 1, 0, 1, 1], bool))]
+    sec = headroom_section(shapes, {"cost_model": cost}, folds_, aten_gap=True, ks=(1, 2))
+    room = math.log(2.0) + math.log(1 / 0.9)
+    r = sec["realistic"]
+    assert r["verify"] == pytest.approx((math.log(1 / 0.6) + math.log(1 / 0.9)) / room)
+    assert r["predict"] == pytest.approx(math.log(1 / 0.6) / room)
+    assert sec["decision_free"]["verify"] == pytest.approx(math.log(2.0) / (math.log(2.0) + math.log(4.0)))
+    assert sec["detail"]["policies"]["verify"]["templates_timed_mean"] == pytest.approx(4 / 3)
+    assert r["fixed"]["always_aten"] == 0.0
+    assert r["fold_spread"]["verify"]["per_fold"]["y"] == pytest.approx(1.0)
+    # a ranking model's scores are no gaps: no policy simulated
+    assert headroom_section(shapes, {"cost_model": cost}, folds_, aten_gap=False)["realistic"]["verify"] is None

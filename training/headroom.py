@@ -194,3 +194,83 @@ def fold_spread(shapes: ShapeSet, pick: np.ndarray, fold_masks, table: Mapping |
     return {"per_fold": per, "spread": float(vals.max() - vals.min()) if len(vals) else None,
             "sd": float(vals.std(ddof=1)) if len(vals) > 1 else None}
 
+
+
+def best_template_gaps(shapes: ShapeSet, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per shape: the best-ranked template's row (-1: none) and its cost -- for an ATen-relative
+    model ('reg:aten') the predicted log(t_template / t_ATen) the policies decide on."""
+    order, rank = template_order(shapes, cost, one_per_family=False)
+    top = order[rank == 0]
+    row = np.full(shapes.n_shapes, -1, dtype=np.int64)
+    row[shapes.sid[top]] = top
+    gap = np.where(row >= 0, np.asarray(cost, dtype=np.float64)[np.maximum(row, 0)], np.inf)
+    return row, gap
+
+
+def simulate_policies(shapes: ShapeSet, cost: np.ndarray, cap: int = 4) -> dict:
+    """verify and predict as the selector runs them on an ATen-relative model's scores
+    (selector/policy.py templates_to_time, confident_template), on the measured rows: verify's
+    pick is the measured-fastest of ATen and the templates it times (one per tile family);
+    predict's is its one pick. Returns per-shape pick times and templates timed."""
+    from kselect.selector.policy import confident_template, templates_to_time
+
+    row, gap = best_template_gaps(shapes, cost)
+    n = np.array([min(templates_to_time(g), cap) for g in gap], dtype=np.int64)
+    confident = np.array([confident_template(g) for g in gap], dtype=bool)
+    order, _ = template_order(shapes, cost)
+    families = np.bincount(shapes.sid[order], minlength=shapes.n_shapes)
+    return {"verify": templates_plus_aten(shapes, cost, n), "verify_templates": np.minimum(n, families),
+            "predict": pick_times(shapes, np.where(confident & (row >= 0), row, -1)),
+            "predict_templates": (confident & (row >= 0)).astype(np.int64), "gap": gap}
+
+
+def _caps(section: Mapping) -> float | None:
+    return section["capture"]
+
+
+def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_masks, aten_gap: bool,
+                     ks=HEADROOM_KS) -> dict:
+    """`kselect evaluate`'s headroom_capture for one CV scheme: per selection the split stats,
+    with the realistic and decision-free captures flattened on top for reading.
+
+    `costs`: held-out costs per ranker ('cost_model' first); `aten_gap`: the cost model's
+    costs are predicted gaps to ATen, so its verify and predict policies are simulated."""
+    table = shape_table(shapes)
+    detail: dict = {"shapes": shape_counts(shapes, table), "fixed": fixed_selections(shapes, table),
+                    "rankers": {name: ranker_curves(shapes, c, ks, table) for name, c in costs.items()}}
+    if aten_gap and "cost_model" in costs:
+        sim = simulate_policies(shapes, costs["cost_model"])
+        real = ~table["decision_free"]
+        detail["policies"] = {}
+        for mode in ("verify", "predict"):
+            stats = split_stats(shapes, sim[mode], table)
+            stats["templates_timed_mean"] = float(sim[f"{mode}_templates"][real].mean()) if real.any() else None
+            stats["templates_timed_counts"] = {int(v): int(c) for v, c in zip(*np.unique(
+                sim[f"{mode}_templates"][real], return_counts=True))}
+            detail["policies"][mode] = stats
+    out: dict = {}
+    for part in ("realistic", "decision_free"):
+        flat: dict = {"shapes": detail["shapes"][part]["shapes"],
+                      "headroom_log_sum": detail["shapes"][part]["headroom_log_sum"]}
+        for mode in ("verify", "predict"):
+            pol = detail.get("policies", {}).get(mode)
+            flat[mode] = _caps(pol[part]) if pol else None
+        flat["aten_plus_k"] = {name: {k: _caps(r["aten_plus_k"][k][part]) for k in ks}
+                               for name, r in detail["rankers"].items()}
+        flat["top_k"] = {name: {k: _caps(r["top_k"][k][part]) for k in ks} for name, r in detail["rankers"].items()}
+        flat["fixed"] = {name: _caps(r[part]) for name, r in detail["fixed"].items()}
+        out[part] = flat
+    spread = {}
+    for name, c in costs.items():
+        for k in (1, 4):
+            spread[f"{name}@aten+{k}"] = fold_spread(shapes, templates_plus_aten(shapes, c, k), fold_masks, table)
+    if "policies" in detail:
+        spread["verify"] = fold_spread(shapes, sim["verify"], fold_masks, table)
+        spread["predict"] = fold_spread(shapes, sim["predict"], fold_masks, table)
+    out["realistic"]["fold_spread"] = spread
+    out["definition"] = ("capture = sum log(t_ATen / t_pick) / sum log(t_ATen / t_best) over the shapes; "
+                         "realistic = shapes Inductor autotunes as measured (M >= 2, N and K not padded); "
+                         "aten_plus_k = ATen + the ranker's first k templates timed, one per tile family; "
+                         "top_k = the ranker's first k rows alone")
+    out["detail"] = detail
+    return out

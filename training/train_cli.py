@@ -16,9 +16,9 @@ from pathlib import Path
 from kselect.selector.model import OBJECTIVES, meta_path
 
 from .evaluate_cli import load_data
-from .train import DEFAULT_GRID, MAX_ROWS_PER_SHAPE, dataset_hash, train
+from .train import DEFAULT_GRID, HEADROOM_GRID, MAX_ROWS_PER_SHAPE, dataset_hash, train
 
-GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1]}
+GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1], "headroom": HEADROOM_GRID}
 
 
 def model_paths(out: str | Path) -> tuple[Path, Path]:
