@@ -55,7 +55,10 @@ ATEN_GAP_MIN, ATEN_GAP_MAX = -0.6, 0.3
 ATEN_NEAR = 1.3
 FAR_FRACTION = 0.3
 HEADROOM_WEIGHT = 3.0
-HEADROOM_GRID = ({"max_depth": 5, "learning_rate": 0.1, "n_estimators": 300, "min_child_weight": 2.0},)
+# 30 trees pre-screen every row for the cascade: with 5 (the ranking recipe's) the held-out capture
+# at ATen + 4 fell from 0.84 to 0.81; from 30 on it equals all trees on every row at k <= 4
+HEADROOM_GRID = ({"max_depth": 5, "learning_rate": 0.1, "n_estimators": 300, "min_child_weight": 2.0,
+                  "cascade_trees": 30},)
 
 
 class TrainingError(ValueError):

@@ -95,6 +95,10 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     lines = [f"# Model card: {model_path.stem}", "",
              "Gradient-boosted trees (XGBoost) that rank TorchInductor's GEMM candidates for one shape.",
              "",
+             *(["It predicts each candidate's log(time / cuBLAS's time) for the shape (`reg:aten`): verify "
+                "times as many templates as the best predicted gap calls for (0-4, ATen always), predict "
+                "takes a template only when it is predicted well ahead of cuBLAS (selector/policy.py).", ""]
+               if meta.get("objective") == "reg:aten" else []),
              "| field | value |", "| --- | --- |",
              f"| booster | `{model_path.name}` (XGBoost {meta.get('xgboost_version')} JSON; sidecar `{meta_path(model_path).name}`) |",
              f"| objective | `{meta.get('objective')}` |",
