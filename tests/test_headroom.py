@@ -134,6 +134,9 @@ def test_policies_simulated_on_gap_scores():
     assert sec["decision_free"]["verify"] == pytest.approx(math.log(2.0) / (math.log(2.0) + math.log(4.0)))
     assert sec["detail"]["policies"]["verify"]["templates_timed_mean"] == pytest.approx(4 / 3)
     assert r["fixed"]["always_aten"] == 0.0
+    assert r["classes"]["M<=16"]["verify"] == pytest.approx(math.log(1 / 0.6) / math.log(2.0))
+    assert r["classes"]["16<M<=256"]["aten_plus_k"]["cost_model"][2] == pytest.approx(1.0)
+    assert r["classes"]["M>256"]["verify"] is None and r["classes"]["M>256"]["shapes"] == 1
     assert r["fold_spread"]["verify"]["per_fold"]["y"] == pytest.approx(1.0)
     # a ranking model's scores are no gaps: no policy simulated
     assert headroom_section(shapes, {"cost_model": cost}, folds_, aten_gap=False)["realistic"]["verify"] is None

@@ -260,6 +260,15 @@ def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_mas
         flat["top_k"] = {name: {k: _caps(r["top_k"][k][part]) for k in ks} for name, r in detail["rankers"].items()}
         flat["fixed"] = {name: _caps(r[part]) for name, r in detail["fixed"].items()}
         out[part] = flat
+    out["realistic"]["classes"] = {}
+    for cls, _, _ in M_CLASSES:
+        pol = detail.get("policies", {})
+        out["realistic"]["classes"][cls] = {
+            "shapes": detail["shapes"]["classes"][cls]["shapes"],
+            **{mode: (pol[mode]["classes"][cls]["capture"] if mode in pol else None) for mode in ("verify", "predict")},
+            "aten_plus_k": {name: {k: r["aten_plus_k"][k]["classes"][cls]["capture"] for k in ks}
+                            for name, r in detail["rankers"].items()},
+            "fixed": {name: r["classes"][cls]["capture"] for name, r in detail["fixed"].items()}}
     spread = {}
     for name, c in costs.items():
         for k in (1, 4):

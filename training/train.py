@@ -17,8 +17,8 @@ gap to cuBLAS. It trains on the shapes Inductor autotunes as measured (training/
 not M = 1, not N or K it pads), on every row within ATEN_NEAR of ATen's time plus a
 FAR_FRACTION sample of the rest, each row weighted by its shape's headroom (1 + HEADROOM_WEIGHT
 x log(t_ATen / t_best) / 0.05), so the shapes where a template beats cuBLAS dominate the fit.
-Held out by family this captured 0.90 of the headroom at ATen + 4 templates against 0.80 for
-the rank:ndcg recipe (reports/2026-12-05-headroom-h200-bf16).
+Held out by family this captured 0.84 of the headroom at ATen + 4 templates (0.85-0.90 over
+other row samples) against 0.80 for the rank:ndcg recipe (reports/2026-12-05-headroom-h200-bf16).
 """
 from __future__ import annotations
 
