@@ -396,6 +396,13 @@ def confident_template(gap: float, margin: float = PREDICT_GAP_MARGIN) -> bool:
     return bool(gap <= -margin)
 
 
+def _passed_over(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
+    """The reason's note on the templates the compile price passed over (the first three named)."""
+    slow = [candidates[i].key for i in passed]
+    more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
+    return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
+
+
 def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: np.ndarray, mode: str,
                    k: int, keep_aten: bool, compile_price: CompilePrice | None) -> tuple[list[int], str]:
     """choose_kept for scores that are predicted gaps to ATen: verify times ATen and
@@ -420,7 +427,7 @@ def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: 
     kept = first_of_each_family(templates, candidates, n, too_slow)
     why = f"verify: best template predicted {gap:+.3f} from ATen -> {n} template(s), one per tile family"
     if compile_price is not None and compile_price.passed:
-        why += f"; passed over {len(compile_price.passed)} slow to compile"
+        why += _passed_over(candidates, compile_price.passed)
     if (keep_aten or not kept) and aten:
         kept.append(aten[0])
         why += " + ATen"
@@ -476,9 +483,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     kept = first_of_each_family(order, candidates, n, too_slow) + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}, one per tile family"
     if compile_price is not None and compile_price.passed:
-        slow = [candidates[i].key for i in compile_price.passed]
-        more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
-        why += f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
+        why += _passed_over(candidates, compile_price.passed)
     if unseen:
         why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
     if fusion_candidate and not any(fuses_epilogue(candidates[i]) for i in kept):

@@ -48,7 +48,7 @@ def test_verify_keeps_the_compile_price():
     slow = {3: 9000.0}
     price = CompilePrice(lambda idx: np.array([slow.get(int(i), 300.0) for i in idx]), 300.0, 1.5)
     kept, why = choose_kept(CANDS, scores, "verify", 4, True, False, aten_gap=True, compile_price=price)
-    assert kept == [2, 4, 5, 0] and price.passed == [3] and "passed over 1" in why
+    assert kept == [2, 4, 5, 0] and price.passed == [3] and f"passed over 1 slow to compile ({CANDS[3].key})" in why
 
 
 def test_predict_needs_confidence():
