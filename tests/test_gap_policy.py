@@ -2,7 +2,6 @@
 import math
 
 import numpy as np
-import pytest
 
 from kselect.kernels.candidate import Candidate
 from kselect.selector.policy import (VERIFY_GAP_TIERS, CompilePrice, choose_kept, confident_template,
