@@ -140,6 +140,10 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
         assert real["verify"] <= 1 + 1e-9
         # verify times ATen: never slower than it
         assert hc["detail"]["policies"]["verify"]["realistic"]["worst_pick_over_aten"] <= 1.0 + 1e-12
+    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json",
+                     "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
+    text = capsys.readouterr().out
+    assert f"headroom capture (family held out, {real['shapes']} realistic shapes)" in text
     report = tmp_path / "report"
     assert cli_main(["report", "--data", str(data), "--model", f"{model}.json", "--out", str(report),
                      "--folds", "2", "--update-card"]) == 0

@@ -140,3 +140,18 @@ def test_policies_simulated_on_gap_scores():
     assert r["fold_spread"]["verify"]["per_fold"]["y"] == pytest.approx(1.0)
     # a ranking model's scores are no gaps: no policy simulated
     assert headroom_section(shapes, {"cost_model": cost}, folds_, aten_gap=False)["realistic"]["verify"] is None
+
+
+def test_the_report_renders_where_no_shape_is_realistic():
+    """Only decision-free shapes: every realistic number is n/a, nothing raises."""
+    from kselect.training.headroom import headroom_section
+    from kselect.training.headroom_report import render_headroom, top_headroom_rows
+
+    shapes, cost = toy()
+    free = shapes.subset(shape_table(shapes)["decision_free"])
+    cost = cost[shape_table(shapes)["decision_free"][shapes.sid]]
+    folds_ = [("x", np.array([True, False])), ("y", np.array([False, True]))]
+    sec = headroom_section(free, {"cost_model": cost}, folds_, aten_gap=True)
+    assert sec["realistic"]["shapes"] == 0 and sec["realistic"]["verify"] is None
+    md = render_headroom({"headroom_capture": {"family": sec}}, top_headroom_rows(free, {"cost_model": cost}, True))
+    assert "| verify | n/a | n/a | n/a | n/a |" in md

@@ -171,15 +171,18 @@ def main(args) -> int:
 
 def headroom_lines(hc: dict) -> list[str]:
     """The headroom capture, one line per scheme, realistic shapes (text output)."""
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"   # n/a: no headroom on those shapes
+
     out = []
     for scheme, sec in hc.items():
         r = sec["realistic"]
         ours = r["aten_plus_k"].get("cost_model", {})
         near = r["aten_plus_k"].get("nearest_shape", {})
-        pol = "".join(f"; {m} {100 * r[m]:.1f}%" for m in ("verify", "predict") if r.get(m) is not None)
+        pol = "".join(f"; {m} {pct(r[m])}" for m in ("verify", "predict") if m in r)
         out.append(f"headroom capture ({scheme} held out, {r['shapes']} realistic shapes){pol}; ATen + k templates: "
-                   + "  ".join(f"k={k} {100 * v:.1f}%" for k, v in ours.items())
-                   + (" (nearest shape " + "  ".join(f"k={k} {100 * v:.1f}%" for k, v in near.items()) + ")"
+                   + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
+                   + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")"
                       if near else ""))
     return out
 

@@ -17,6 +17,10 @@ def _cap(x) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _num(x, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
 def plot_capture_vs_k(hc: dict, path: Path) -> None:
     """Capture of ATen + k templates per ranker, one panel per realistic row class."""
     import matplotlib
@@ -96,7 +100,7 @@ def render_headroom(result: dict, rows: list[dict]) -> str:
     lines = ["# Headroom capture (leave-one-model-family-out)", "",
              f"Realistic shapes (Inductor autotunes them as measured): {sc['realistic']['shapes']}, headroom "
              f"(sum log t_ATen / t_best) {sc['realistic']['headroom_log_sum']:.2f}, best over ATen geomean "
-             f"{sc['realistic']['best_over_aten_geomean']:.4f}, {sc['realistic']['shapes_gain_ge_5pct']} shapes "
+             f"{_num(sc['realistic']['best_over_aten_geomean'], '.4f')}, {sc['realistic']['shapes_gain_ge_5pct']} shapes "
              f">= 5 % faster than ATen. Decision-free (M = 1 or a padded N/K): {sc['decision_free']['shapes']} "
              "shapes, reported apart. Aligned / unaligned (as compiled) among the realistic: "
              f"{sc['alignment']['aligned']['shapes']} / {sc['alignment']['unaligned']['shapes']}.", "",
@@ -107,13 +111,13 @@ def render_headroom(result: dict, rows: list[dict]) -> str:
         p = det.get("policies", {}).get(mode)
         if p:
             q = p["realistic"]
-            lines.append(f"| {mode} | {_cap(q['capture'])} | {q['geomean_pick_over_aten']:.4f} | "
-                         f"{q['worst_pick_over_aten']:.3f} | {100 * q['share_slower_1pct']:.1f}% | "
-                         f"{p['templates_timed_mean']:.2f} |")
+            lines.append(f"| {mode} | {_cap(q['capture'])} | {_num(q['geomean_pick_over_aten'], '.4f')} | "
+                         f"{_num(q['worst_pick_over_aten'], '.3f')} | {_cap(q['share_slower_1pct'])} | "
+                         f"{_num(p['templates_timed_mean'], '.2f')} |")
     for name, f in det["fixed"].items():
         q = f["realistic"]
-        lines.append(f"| {name} | {_cap(q['capture'])} | {q['geomean_pick_over_aten']:.4f} | "
-                     f"{q['worst_pick_over_aten']:.3f} | {100 * q['share_slower_1pct']:.1f}% | "
+        lines.append(f"| {name} | {_cap(q['capture'])} | {_num(q['geomean_pick_over_aten'], '.4f')} | "
+                     f"{_num(q['worst_pick_over_aten'], '.3f')} | {_cap(q['share_slower_1pct'])} | "
                      f"{'0' if name == 'always_aten' else '~27 (its list)'} |")
     lines += ["", "## ATen + k templates timed (one per tile family), realistic shapes", "",
               "| ranker | " + " | ".join(f"k={k}" for k in HEADROOM_KS) + " | top-1 alone | top-4 alone |",
