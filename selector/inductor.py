@@ -287,7 +287,8 @@ class Selector:
             kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
                                     bool(getattr(ranker, "log_time_scores", False)), unseen,
                                     fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
-                                    min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price)
+                                    min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price,
+                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)))
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3

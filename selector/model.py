@@ -36,8 +36,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 MODEL_FORMAT = "kselect-cost-model"
 MODEL_FORMAT_VERSION = 1
-# Our objective names -> XGBoost objectives. "reg:log" regresses log(time / shape's best).
-OBJECTIVES = {"rank:pairwise": "rank:pairwise", "rank:ndcg": "rank:ndcg", "reg:log": "reg:squarederror"}
+# Our objective names -> XGBoost objectives. "reg:log" regresses log(time / shape's best);
+# "reg:aten" regresses log(time / ATen's time of the shape), so a score is a predicted gap to
+# cuBLAS (< 0: predicted faster) that the policy reads as such (training/train.py).
+OBJECTIVES = {"rank:pairwise": "rank:pairwise", "rank:ndcg": "rank:ndcg", "reg:log": "reg:squarederror",
+              "reg:aten": "reg:squarederror"}
 
 
 class ModelError(ValueError):
@@ -98,6 +101,11 @@ class CostModel:
     @property
     def is_ranking(self) -> bool:
         return self.objective.startswith("rank:")
+
+    @property
+    def aten_relative(self) -> bool:
+        """True when a prediction is log(time / ATen's time) of the same GEMM."""
+        return self.objective == "reg:aten"
 
     def _xgb_params(self) -> dict:
         if self.objective not in OBJECTIVES:

@@ -71,6 +71,8 @@ class CostModelRanker:
 
     def __init__(self, model, fingerprint: Mapping | None):
         self.model = model
+        #: scores are predicted log(time / ATen's time): the policy reads them as gaps to cuBLAS
+        self.aten_gap_scores = bool(getattr(model, "aten_relative", False))
         self.fingerprint = fingerprint
         meta = getattr(model, "metadata_", {}) or {}
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
@@ -368,10 +370,75 @@ class CompilePrice:
         return too_slow
 
 
+# Models whose scores are predicted gaps to ATen (objective 'reg:aten': log(time / ATen's time)).
+# verify: (bound, n) tiers -- the best-ranked template's predicted gap <= bound times n
+# templates (the first tier that holds), past the last bound none (ATen is timed anyway).
+# predict: a template only when predicted at least PREDICT_GAP_MARGIN faster than ATen.
+# Held out by model family on the H200 data (reports/2026-12-05-headroom-h200-bf16): these
+# tiers keep 82.9 % of the measured gain over ATen timing 2.11 templates per GEMM (4 always:
+# 84.2 %); the margin keeps 2.6 % with no GEMM slower (0.05: 2.8 %, one GEMM 1.25x slower).
+VERIFY_GAP_TIERS = ((0.10, 4), (0.20, 2), (0.30, 1))
+PREDICT_GAP_MARGIN = 0.15
+
+
+def templates_to_time(gap: float, tiers: Sequence[tuple[float, int]] = VERIFY_GAP_TIERS) -> int:
+    """verify, gap scores: the templates to time for a best predicted gap `gap` (log of the
+    template's predicted time over ATen's; NaN or inf: none)."""
+    for bound, n in tiers:
+        if gap <= bound:
+            return int(n)
+    return 0
+
+
+def confident_template(gap: float, margin: float = PREDICT_GAP_MARGIN) -> bool:
+    """predict, gap scores: take the best-ranked template over ATen only when it is predicted
+    at least `margin` (log time) faster."""
+    return bool(gap <= -margin)
+
+
+def _passed_over(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
+    """The reason's note on the templates the compile price passed over (the first three named)."""
+    slow = [candidates[i].key for i in passed]
+    more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
+    return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
+
+
+def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: np.ndarray, mode: str,
+                   k: int, keep_aten: bool, compile_price: CompilePrice | None) -> tuple[list[int], str]:
+    """choose_kept for scores that are predicted gaps to ATen: verify times ATen and
+    templates_to_time(gap) templates (never more than k, one per tile family, the compile
+    price as always); predict takes the best template only when confident_template."""
+    aten = [int(i) for i in aten_indices(candidates)]
+    is_template = np.ones(len(candidates), dtype=bool)
+    is_template[aten] = False
+    order = finite[np.argsort(scores[finite], kind="stable")]
+    templates = order[is_template[order]]
+    gap = float(scores[templates[0]]) if len(templates) else math.inf
+    if mode == "predict":
+        if len(templates) and (confident_template(gap) or not aten):
+            return [int(templates[0])], f"predict: template predicted {gap:+.3f} log time from ATen"
+        if not aten:
+            raise RankerUnavailable("no-scores", "kselect: no scored candidate to pick -- stock")
+        return [aten[0]], f"predict: best template predicted {gap:+.3f} from ATen -> ATen"
+    n = min(templates_to_time(gap), k, len(templates))
+    if not aten and len(templates):
+        n = max(n, 1)     # no ATen to fall back on: time at least one template
+    too_slow = compile_price.too_slow_after(int(templates[0])) if compile_price is not None and n > 1 else None
+    kept = first_of_each_family(templates, candidates, n, too_slow)
+    why = f"verify: best template predicted {gap:+.3f} from ATen -> {n} template(s), one per tile family"
+    if compile_price is not None and compile_price.passed:
+        why += _passed_over(candidates, compile_price.passed)
+    if (keep_aten or not kept) and aten:
+        kept.append(aten[0])
+        why += " + ATen"
+    return kept, why
+
+
 def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
                 keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
                 fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1,
-                aten_margin: float = 0.0, compile_price: CompilePrice | None = None) -> tuple[list[int], str]:
+                aten_margin: float = 0.0, compile_price: CompilePrice | None = None,
+                aten_gap: bool = False) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -387,13 +454,18 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     that many standard deviations, else ATen is picked (prefer_aten); measured-time rankers
     (log_time) are taken at their word.
     `compile_price` (verify): a ranked template predicted to compile too long next to the
-    top-1 is passed over for the next candidate (CompilePrice)."""
+    top-1 is passed over for the next candidate (CompilePrice).
+    `aten_gap`: the scores are predicted gaps to ATen (a 'reg:aten' model): verify times ATen and
+    as many templates as templates_to_time gives the best gap, predict takes a template only
+    when confident_template (unseen backends and the epilogue rule as above do not apply)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
     finite = np.flatnonzero(np.isfinite(scores))
     if len(finite) == 0:
         raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
+    if aten_gap and not unseen:
+        return _choose_by_gap(candidates, scores, finite, mode, k, keep_aten, compile_price)
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
         note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""
@@ -411,9 +483,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     kept = first_of_each_family(order, candidates, n, too_slow) + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}, one per tile family"
     if compile_price is not None and compile_price.passed:
-        slow = [candidates[i].key for i in compile_price.passed]
-        more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
-        why += f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
+        why += _passed_over(candidates, compile_price.passed)
     if unseen:
         why += f" + {n_new} of {len(unseen)} unscored {names} (no model data) in listed order"
     if fusion_candidate and not any(fuses_epilogue(candidates[i]) for i in kept):

@@ -121,6 +121,37 @@ def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     assert "Held-out metrics" in (tmp_path / "models" / "tiny.md").read_text()
 
 
+def test_headroom_recipe_end_to_end(tmp_path, capsys):
+    """A reg:aten model: evaluate reports the policies' capture; report writes the headroom
+    plot and table; the card states the capture."""
+    data = small_slice(tmp_path)
+    model = tmp_path / "models" / "gap"
+    assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "reg:aten",
+                     "--grid", "headroom", "--nthread", "1"]) == 0
+    capsys.readouterr()
+    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json", "--json",
+                     "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
+    hc = json.loads(capsys.readouterr().out)["headroom_capture"]["family"]
+    real = hc["realistic"]
+    assert real["shapes"] + hc["decision_free"]["shapes"] == hc["detail"]["shapes"]["realistic"]["shapes"] + \
+        hc["detail"]["shapes"]["decision_free"]["shapes"]
+    if real["headroom_log_sum"] > 0:
+        assert isinstance(real["verify"], float) and isinstance(real["predict"], float)
+        assert real["verify"] <= 1 + 1e-9
+        # verify times ATen: never slower than it
+        assert hc["detail"]["policies"]["verify"]["realistic"]["worst_pick_over_aten"] <= 1.0 + 1e-12
+    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json",
+                     "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
+    text = capsys.readouterr().out
+    assert f"headroom capture (family held out, {real['shapes']} realistic shapes)" in text
+    report = tmp_path / "report"
+    assert cli_main(["report", "--data", str(data), "--model", f"{model}.json", "--out", str(report),
+                     "--folds", "2", "--update-card"]) == 0
+    assert (report / "capture_vs_k.png").stat().st_size > 0
+    assert "largest headroom" in (report / "headroom.md").read_text()
+    assert "Headroom capture" in (tmp_path / "models" / "gap.md").read_text()
+
+
 def test_cli_bad_input_is_an_error_not_a_traceback(tmp_path, capsys):
     assert cli_main(["evaluate", "--data", str(tmp_path / "missing"), "--model", "x.json"]) == 2
     assert "error" in capsys.readouterr().err

@@ -21,7 +21,8 @@ from kselect.selector.model import CostModel
 
 from .baselines import baseline_rankers
 from .dataset import DatasetDir, DatasetError, load_dataset
-from .evaluate import KS, ShapeSet, default_metrics, evaluate_costs, held_out_costs
+from .evaluate import KS, ShapeSet, default_metrics, evaluate_costs, folds, held_out_costs
+from .headroom import headroom_section
 from .labels import apply_retimed
 from .retime import default_out
 from .train import MAX_ROWS_PER_SHAPE, ModelRanker, dataset_hash, per_shape_selection_cost
@@ -88,6 +89,9 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         res["cost_model_aten_first"] = evaluate_costs(shapes, aten_first, KS)
         res["default"] = default_metrics(shapes)
         result["schemes"][scheme] = res
+        rankers_only = {k: v for k, v in costs[scheme].items() if k != "cost_model_aten_first"}
+        result.setdefault("headroom_capture", {})[scheme] = headroom_section(
+            shapes, rankers_only, folds(shapes, scheme, n_folds), bool(getattr(model, "aten_relative", False)))
     in_sample = per_shape_selection_cost(model, shapes.sid, X)
     result["in_sample"] = evaluate_costs(shapes, in_sample, KS)
     costs["in_sample"] = {"cost_model": in_sample}
@@ -160,7 +164,27 @@ def main(args) -> int:
             print(f"  oracle shapes only (full space measured): {o['shapes']} shapes; % of oracle " +
                   "  ".join(f"k={k} {100 * v:.2f}" for k, v in o["pct_oracle_geomean"].items()) +
                   f"; top-1 {100 * o['top1']:.1f}%")
+        for line in headroom_lines(result.get("headroom_capture", {})):
+            print(line)
     return 0
+
+
+def headroom_lines(hc: dict) -> list[str]:
+    """The headroom capture, one line per scheme, realistic shapes (text output)."""
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"   # n/a: no headroom on those shapes
+
+    out = []
+    for scheme, sec in hc.items():
+        r = sec["realistic"]
+        ours = r["aten_plus_k"].get("cost_model", {})
+        near = r["aten_plus_k"].get("nearest_shape", {})
+        pol = "".join(f"; {m} {pct(r[m])}" for m in ("verify", "predict") if m in r)
+        out.append(f"headroom capture ({scheme} held out, {r['shapes']} realistic shapes){pol}; ATen + k templates: "
+                   + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
+                   + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")"
+                      if near else ""))
+    return out
 
 
 def _jsonable(o):

@@ -59,6 +59,13 @@ def main(args) -> int:
     result["family_breakdown"] = family_breakdown(shapes, costs["family"]["cost_model"])
     md = render(result, model)
     (out / "report.md").write_text(md)
+    if "headroom_capture" in result:
+        from .headroom_report import plot_capture_vs_k, render_headroom, top_headroom_rows
+
+        plot_capture_vs_k(result["headroom_capture"]["family"], out / "capture_vs_k.png")
+        rows = top_headroom_rows(shapes, {k: v for k, v in costs["family"].items() if k != "cost_model_aten_first"},
+                                 bool(getattr(model, "aten_relative", False)))
+        (out / "headroom.md").write_text(render_headroom(result, rows))
     if args.update_card:
         update_card(Path(args.model), result)
     log(f"wrote {out}/report.md, evaluation.json and 3 plots")
@@ -293,7 +300,13 @@ def update_card(model_path: Path, result: dict) -> None:
     if "targets_oracle_shapes" in result:
         lines += ["", "Targets, oracle shapes only: " + "; ".join(
             f"{k}: {'met' if v[1] else 'NOT met'}" for k, v in result["targets_oracle_shapes"].items())]
-    meta["metrics"] = {"pct_oracle_geomean": result["pct_oracle_geomean"], "top1": result["top1"],
+    from .headroom_report import card_lines
+
+    lines = card_lines(result)[1:] + [""] + lines if card_lines(result) else lines
+    meta["metrics"] = {"headroom_capture": {k: result["headroom_capture"]["family"]["realistic"][k]
+                                            for k in ("verify", "predict", "aten_plus_k", "fixed")}
+                       if "headroom_capture" in result else None,
+                       "pct_oracle_geomean": result["pct_oracle_geomean"], "top1": result["top1"],
                        "regret_p99": result["regret_p99"], "shapes": result["shapes"],
                        "oracle_shapes": result.get("oracle_shapes"), "targets": result["targets"],
                        "targets_oracle_shapes": result.get("targets_oracle_shapes"),

@@ -10,6 +10,15 @@ retraining fits in the 2-core / 5-minute budget.
 Objective and hyper-parameters are chosen by cross-validation over shape groups (GroupKFold
 on model family when there are enough families, else on shape), scored on held-out
 geometric-mean % of oracle at k=1 and k=4.
+
+'reg:aten' (the headroom recipe) fits log(time / ATen's time of the shape) instead, clipped to
+[ATEN_GAP_MIN, ATEN_GAP_MAX] (failures at the top): the selector reads a score as the predicted
+gap to cuBLAS. It trains on the shapes Inductor autotunes as measured (training/headroom.py:
+not M = 1, not N or K it pads), on every row within ATEN_NEAR of ATen's time plus a
+FAR_FRACTION sample of the rest, each row weighted by its shape's headroom (1 + HEADROOM_WEIGHT
+x log(t_ATen / t_best) / 0.05), so the shapes where a template beats cuBLAS dominate the fit.
+Held out by family this captured 0.84 of the headroom at ATen + 4 templates (0.85-0.90 over
+other row samples) against 0.80 for the rank:ndcg recipe (reports/2026-12-05-headroom-h200-bf16).
 """
 from __future__ import annotations
 
@@ -41,6 +50,15 @@ DEFAULT_GRID = (
     {"max_depth": 7, "learning_rate": 0.1, "n_estimators": 240, "min_child_weight": 2.0},
 )
 SELECTION_KS = (1, 4)
+# the headroom recipe ('reg:aten'); see the module docstring
+ATEN_GAP_MIN, ATEN_GAP_MAX = -0.6, 0.3
+ATEN_NEAR = 1.3
+FAR_FRACTION = 0.3
+HEADROOM_WEIGHT = 3.0
+# 30 trees pre-screen every row for the cascade: with 5 (the ranking recipe's) the held-out capture
+# at ATen + 4 fell from 0.84 to 0.81; from 30 on it equals all trees on every row at k <= 4
+HEADROOM_GRID = ({"max_depth": 5, "learning_rate": 0.1, "n_estimators": 300, "min_child_weight": 2.0,
+                  "cascade_trees": 30},)
 
 
 class TrainingError(ValueError):
@@ -76,6 +94,42 @@ def sample_rows(shapes: ShapeSet, max_rows: int = MAX_ROWS_PER_SHAPE, keep_rel: 
     return np.flatnonzero(feasible & (near | (u < keep_prob)))
 
 
+def aten_gap_target(shapes: ShapeSet, idx: np.ndarray) -> np.ndarray:
+    """log(time / ATen's time of the row's shape), clipped; failed rows at the top."""
+    gap = np.log(shapes.time[idx] / shapes.aten_time[shapes.sid[idx]])
+    return np.clip(np.where(np.isfinite(gap), gap, ATEN_GAP_MAX), ATEN_GAP_MIN, ATEN_GAP_MAX).astype(np.float32)
+
+
+def headroom_weights(shapes: ShapeSet, idx: np.ndarray) -> np.ndarray:
+    """Per row: 1 + HEADROOM_WEIGHT x its shape's log(t_ATen / t_best) / 0.05."""
+    room = np.log(shapes.aten_time / shapes.best)[shapes.sid[idx]]
+    return (1.0 + HEADROOM_WEIGHT * room / 0.05).astype(np.float32)
+
+
+def sample_rows_aten(shapes: ShapeSet, X: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
+    """Training rows of the headroom recipe: the shapes Inductor autotunes as measured; in each,
+    every row within ATEN_NEAR of ATen's time and a FAR_FRACTION sample of the rest (feasible
+    rows only, as sample_rows)."""
+    from .headroom import shape_table
+
+    rng = np.random.default_rng(seed)
+    decided = ~shape_table(shapes)["decision_free"]
+    gap = shapes.time / shapes.aten_time[shapes.sid]
+    feasible = ~infeasible(X) if X is not None else np.ones(len(gap), dtype=bool)
+    near = gap <= ATEN_NEAR
+    keep = feasible & decided[shapes.sid] & (near | (rng.random(len(gap)) < FAR_FRACTION))
+    if not keep.any():
+        raise TrainingError("no shape Inductor autotunes as measured (all have M = 1 or a padded N/K)")
+    return np.flatnonzero(keep)
+
+
+def training_rows(shapes: ShapeSet, X: np.ndarray, objective: str, max_rows: int, seed: int = 0) -> np.ndarray:
+    """The rows an objective trains on (sample_rows, or sample_rows_aten for 'reg:aten')."""
+    if objective == "reg:aten":
+        return sample_rows_aten(shapes, X, seed)
+    return sample_rows(shapes, max_rows, X=X, seed=seed)
+
+
 @dataclass
 class ModelRanker:
     """A CostModel with given hyper-parameters, trained on a ShapeSet (the CV unit)."""
@@ -85,7 +139,7 @@ class ModelRanker:
     progress: Callable | None = None
 
     def fit(self, shapes: ShapeSet, X: np.ndarray) -> "ModelRanker":
-        idx = sample_rows(shapes, self.max_rows, X=X)
+        idx = training_rows(shapes, X, self.params.get("objective", ""), self.max_rows)
         self.model_ = fit_model(shapes, X, idx, self.params, self.progress)
         return self
 
@@ -112,6 +166,9 @@ def per_shape_selection_cost(model: CostModel, sid: np.ndarray, X: np.ndarray) -
 def fit_model(shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict,
               progress: Callable | None = None) -> CostModel:
     model = CostModel(**params)
+    if model.aten_relative:
+        return model.fit(X[idx], aten_gap_target(shapes, idx), sample_weight=headroom_weights(shapes, idx),
+                         progress=progress)
     rel = shapes.rel[idx]
     if model.is_ranking:
         return model.fit(X[idx], relevance(rel), qid=shapes.sid[idx], progress=progress)
@@ -195,7 +252,7 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
     else:
         params = {**base, **grid[0], "objective": objectives[0]}
     log(f"fitting final model: {params}")
-    idx = sample_rows(shapes, max_rows, X=X)
+    idx = training_rows(shapes, X, params["objective"], max_rows)
     model = fit_model(shapes, X, idx, params,
                       progress=lambda d, t: log(f"  round {d}/{t}"))
     seconds = time.perf_counter() - t_start

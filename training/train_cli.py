@@ -16,9 +16,9 @@ from pathlib import Path
 from kselect.selector.model import OBJECTIVES, meta_path
 
 from .evaluate_cli import load_data
-from .train import DEFAULT_GRID, MAX_ROWS_PER_SHAPE, dataset_hash, train
+from .train import DEFAULT_GRID, HEADROOM_GRID, MAX_ROWS_PER_SHAPE, dataset_hash, train
 
-GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1]}
+GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1], "headroom": HEADROOM_GRID}
 
 
 def model_paths(out: str | Path) -> tuple[Path, Path]:
@@ -95,6 +95,10 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     lines = [f"# Model card: {model_path.stem}", "",
              "Gradient-boosted trees (XGBoost) that rank TorchInductor's GEMM candidates for one shape.",
              "",
+             *(["It predicts each candidate's log(time / cuBLAS's time) for the shape (`reg:aten`): verify "
+                "times as many templates as the best predicted gap calls for (0-4, ATen always), predict "
+                "takes a template only when it is predicted well ahead of cuBLAS (selector/policy.py).", ""]
+               if meta.get("objective") == "reg:aten" else []),
              "| field | value |", "| --- | --- |",
              f"| booster | `{model_path.name}` (XGBoost {meta.get('xgboost_version')} JSON; sidecar `{meta_path(model_path).name}`) |",
              f"| objective | `{meta.get('objective')}` |",
