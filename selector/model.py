@@ -26,6 +26,7 @@ import numpy as np
 
 from .atomic_write import replacing
 from .features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+from .jsonable import json_default
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +286,7 @@ class CostModel:
             "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
         })
         mp = save_model_files(self.booster_, path, json.dumps(meta, indent=2, sort_keys=True,
-                                                               default=_json_default) + "\n")
+                                                               default=json_default) + "\n")
         self.metadata_ = meta
         return mp
 
@@ -474,13 +475,3 @@ class _Progress:
                 return False
 
         return _CB()
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

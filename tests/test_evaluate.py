@@ -180,7 +180,7 @@ def test_auto_objective_is_chosen_by_grouped_cv():
 
 
 def test_targets_on_oracle_shapes_are_checked_separately():
-    from kselect.training.evaluate_cli import check_targets
+    from kselect.training.evaluation import check_targets
 
     def ranker(all_g, oracle_g):
         per = lambda g: {"pct_oracle_geomean": {1: g, 4: g}, "pct_oracle_p1": {1: g, 4: g}}  # noqa: E731

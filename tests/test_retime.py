@@ -151,7 +151,7 @@ def _cpu_dataset(problems, data) -> str:
 
 def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     from kselect.training.cli import main
-    from kselect.training.evaluate_cli import load_data
+    from kselect.training.evaluation import load_data
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
     problem = Problem(64, 80, 96, "fp32", "nn", "bmm", 4)
@@ -174,7 +174,7 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     got = labels.set_index("candidate_key")["time_ms"].to_dict()
     timed = out.set_index("candidate_key")["time_ms"].to_dict()
     assert got["aten:bmm"] == timed["aten:bmm"] and got[cpp[0]] == timed[cpp[0]]
-    from kselect.training.train_cli import labels_description
+    from kselect.training.model_card import labels_description
 
     assert labels_description(data).startswith("collector times, with 2 rows of 1 shapes re-timed")
     assert labels_description(tmp_path / "nowhere") == "collector times"

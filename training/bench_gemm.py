@@ -418,7 +418,7 @@ def _environment(device: str) -> dict:
 
 
 def run(args) -> int:
-    from .shapes_cli import select_shapes
+    from .shapes import select_shapes
 
     variants = parse_variants(args.variants)
     problems, _ = select_shapes(args)
@@ -480,7 +480,7 @@ def run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from .shapes_cli import add_shape_args
+    from .shapes import add_shape_args
 
     p = sub.add_parser("gemm", help="per-GEMM tuning time and kernel speed: stock vs kselect")
     add_shape_args(p)

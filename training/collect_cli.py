@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .shapes_cli import add_shape_args, select_shapes
+from .shapes import add_shape_args, select_shapes
 
 
 def add_parser(sub) -> None:

@@ -191,26 +191,22 @@ def _plain(info) -> dict:
 
 
 def _train(plan: RetrainPlan, log) -> dict:
-    from .evaluate_cli import load_data
-    from .train import dataset_hash, train
-    from .train_cli import labels_description, write_card
+    from .evaluation import load_data
+    from .model_card import save_trained
+    from .train import train
 
     df, fp = load_data(plan.data)
     model, card = train(df, fp, cv_folds=plan.cv_folds, nthread=plan.nthread, log=log)
-    meta = {"fingerprint": fp, "dataset": str(plan.data), "dataset_hash": dataset_hash(plan.data),
-            "labels": labels_description(plan.data),
-            "training_command": f"kselect retrain --out {plan.out} --gpu-minutes {plan.gpu_minutes:g}",
-            "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "training": card, "metrics": {}}
-    model.save(plan.model_path, meta)
-    write_card(plan.model_path)
+    save_trained(model, card, fp, plan.data, plan.model_path,
+                 f"kselect retrain --out {plan.out} --gpu-minutes {plan.gpu_minutes:g}")
     return {"model": str(plan.model_path), "shapes": card["shapes"], "rows": card["dataset_rows"]}
 
 
 def _evaluate(plan: RetrainPlan, log) -> dict:
     from kselect.selector.model import CostModel
 
-    from .evaluate_cli import load_data, run_evaluation
-    from .report_cli import update_card
+    from .evaluation import load_data, run_evaluation
+    from .model_card import update_card
 
     df, fp = load_data(plan.data)
     model = CostModel.load(plan.model_path, fingerprint=fp)
