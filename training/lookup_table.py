@@ -22,9 +22,7 @@ from __future__ import annotations
 import collections
 import json
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -274,30 +272,29 @@ def export_from_model(problems, model, search_space: str = "default", device_key
     enable()'s, default the selector's). Only plain mm and bmm: an addmm's key names its bias
     node, which a shapes file does not describe."""
     require_lookup_tables()
-    import numpy as np
-
     from kselect.kernels.triton_space import triton_space
     from kselect.selector import inductor_compat as compat
-    from kselect.selector.policy import (ATEN_MARGIN_SD, CostModelRanker, RankerUnavailable, choose_kept,
-                                         unseen_backends)
+    from kselect.selector.inductor import Selector
+    from kselect.selector.policy import RankerUnavailable
 
     out = Export(source=f"cost model {getattr(model, 'metadata_', {}).get('dataset_hash', '')[:16]}"
                         f" ({search_space} space, predict)")
-    ranker = CostModelRanker(model, getattr(model, "fingerprint", None))
+    # the selector itself decides, so the table holds exactly what predict mode would keep
+    selector = Selector("predict", model=model, **({} if aten_margin is None else {"aten_margin": float(aten_margin)}))
+    fingerprint = getattr(model, "fingerprint", None) or {}
     uids = compat.lookup_template_uids()
     for problem in problems:
         if problem.op not in ("mm", "bmm"):
             out.skipped[f"{problem.op}: its Inductor key names the bias node; export it from a decision cache"] += 1
             continue
-        aten = Candidate.make("aten", problem.op)
-        cands = [aten] + list(triton_space(problem, search_space, ("mm", "decompose_k")))
+        cands = [Candidate.make("aten", problem.op)] + list(triton_space(problem, search_space, ("mm", "decompose_k")))
         try:
-            scores = np.array(ranker.rank(problem, cands), dtype=np.float64)
-            kept, _ = choose_kept(cands, scores, "predict", 1, True, bool(ranker.log_time_scores),
-                                  unseen_backends(cands, ranker),
-                                  aten_margin=ATEN_MARGIN_SD if aten_margin is None else float(aten_margin))
+            kept, _ = selector.select("templates", problem, {}, fingerprint, cands)
         except RankerUnavailable as exc:
             out.skipped[f"the model does not rank it ({exc.cause})"] += 1
+            continue
+        if not kept:
+            out.skipped["the selector kept nothing it could name"] += 1
             continue
         _add(out, problem.op, problem_inputs(problem), [cands[i].key for i in kept], uids, device_key)
     return out
@@ -305,16 +302,11 @@ def export_from_model(problems, model, search_space: str = "default", device_key
 
 def write_table(export: Export, path) -> Path:
     """The table alone, as JSON (`config.lookup_table.table = json.load(f)`), written atomically."""
+    from kselect.selector.atomic_write import write_text
+
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(export.table, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(export.table, indent=1, sort_keys=True))
     return path
 
 
