@@ -24,6 +24,7 @@ from kselect.selector import inductor as ksi  # noqa: E402
 from kselect.selector import inductor_compat as compat  # noqa: E402
 from kselect.selector.policy import MeasuredRanker  # noqa: E402
 from kselect.training import lookup_table as lt  # noqa: E402
+from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 MISSING = compat.lookup_table_missing()
 needs_table = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING}")
@@ -53,18 +54,8 @@ class Benchmarks:
 @pytest.fixture(scope="module")
 def inductor(tmp_path_factory):
     """max-autotune over ATen only (the template stage's two addmm choices), caches off."""
-    tmp = tmp_path_factory.mktemp("inductor")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
-    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
-    bench = Benchmarks()
-    remove = compat.add_feedback_saver(bench)
-    with torch._inductor.config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN",
-                                      force_disable_caches=True):
+    with inductor_sandbox(tmp_path_factory.mktemp("inductor"), Benchmarks(), max_autotune_gemm_backends="ATEN") as bench:
         yield bench
-    remove()
-    ksi.disable()
-    patch.undo()
 
 
 def compile_once(bench: Benchmarks) -> tuple[list, str]:

@@ -29,6 +29,7 @@ from kselect.selector.cache import DecisionCache  # noqa: E402
 from kselect.selector.policy import (COMPILE_BUDGET, MeasuredRanker, RankerUnavailable, adaptive_k,  # noqa: E402
                                      choose_kept, verified_keep)
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
+from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 N_GEMMS = 3
 
@@ -64,18 +65,8 @@ class Benchmarks:
 @pytest.fixture(scope="module")
 def inductor(tmp_path_factory):
     """max-autotune + freezing with every Inductor cache off and under tmp; yields a Benchmarks."""
-    tmp = tmp_path_factory.mktemp("inductor")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
-    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
-    patch.setenv("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
-    bench = Benchmarks()
-    remove = compat.add_feedback_saver(bench)
-    with torch._inductor.config.patch(max_autotune=True, freezing=True, force_disable_caches=True):
+    with inductor_sandbox(tmp_path_factory.mktemp("inductor"), Benchmarks(), freezing=True) as bench:
         yield bench
-    remove()
-    ksi.disable()
-    patch.undo()
 
 
 def compile_and_check(bench: Benchmarks) -> list[int]:

@@ -24,6 +24,7 @@ from kselect.selector import inductor as ksi  # noqa: E402
 from kselect.selector import inductor_compat as compat  # noqa: E402
 from kselect.selector.policy import MeasuredRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
+from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_early_decision import cuda_inputs, inductor_candidates, lowering  # noqa: E402
@@ -62,17 +63,8 @@ class Benchmarks:
 
 @pytest.fixture(scope="module")
 def inductor(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("inductor")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
-    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
-    bench = Benchmarks()
-    remove = compat.add_feedback_saver(bench)
-    with torch._inductor.config.patch(max_autotune=True, freezing=True, force_disable_caches=True):
+    with inductor_sandbox(tmp_path_factory.mktemp("inductor"), Benchmarks(), freezing=True) as bench:
         yield bench
-    remove()
-    ksi.disable()
-    patch.undo()
 
 
 def compile_dynamic(bench: Benchmarks) -> list[list]:

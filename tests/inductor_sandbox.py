@@ -1,0 +1,28 @@
+"""Inductor for a test module: every cache off and under a temporary folder, a feedback saver
+recording what Inductor benchmarks, the given config patched in; kselect disabled afterwards."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+
+@contextlib.contextmanager
+def inductor_sandbox(tmp, saver, **config):
+    import torch
+
+    from kselect.selector import inductor as ksi
+    from kselect.selector import inductor_compat as compat
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
+    patch.setenv("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
+    remove = compat.add_feedback_saver(saver)
+    try:
+        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True, **config):
+            yield saver
+    finally:
+        remove()
+        ksi.disable()
+        patch.undo()
