@@ -3,7 +3,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 from conftest import H200_DATA
 from kselect.training.cli import SUBCOMMANDS, main

@@ -1,5 +1,4 @@
 """Workload sets are deterministic, valid and cover what the issue asks for."""
-import io
 
 import pytest
 
