@@ -226,8 +226,11 @@ def exhaustive_subset(problems, n: int):
 
 
 def _geomean(xs) -> float:
+    """Geometric mean of the positive, finite values (NaN when there are none)."""
+    from scipy.stats import gmean
+
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+    return float(gmean(xs)) if xs else float("nan")
 
 
 def _phase_medians(rows: list) -> dict:

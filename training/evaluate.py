@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
+from scipy.stats import gmean
 import pandas as pd
 
 from kselect.selector.features import TEMPLATE_CLASSES, frame_arrays
@@ -145,7 +146,7 @@ def outcomes(shapes: ShapeSet, cost: np.ndarray, ks: Iterable[int] = KS) -> dict
 def summarize_pct(pct: np.ndarray) -> dict:
     pct = np.asarray(pct, dtype=np.float64)
     safe = np.maximum(pct, 1e-12)
-    return {"geomean": float(np.exp(np.mean(np.log(safe)))) if len(pct) else float("nan"),
+    return {"geomean": float(gmean(safe)) if len(pct) else float("nan"),
             "p1": float(np.percentile(pct, 1)) if len(pct) else float("nan"),
             "p5": float(np.percentile(pct, 5)) if len(pct) else float("nan"),
             "min": float(pct.min()) if len(pct) else float("nan")}

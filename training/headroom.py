@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import numpy as np
+from scipy.stats import gmean
 
 from kselect.selector.features import TEMPLATE_CLASSES
 
@@ -78,7 +79,7 @@ def capture_stats(aten: np.ndarray, best: np.ndarray, pick: np.ndarray) -> dict:
     total = float(room.sum())
     return {"shapes": int(len(aten)),
             "capture": float(gain.sum() / total) if total > 0 else None,
-            "geomean_pick_over_aten": float(np.exp(np.mean(np.log(ratio)))),
+            "geomean_pick_over_aten": float(gmean(ratio)),
             "worst_pick_over_aten": float(ratio.max()),
             "share_slower_1pct": float(np.mean(ratio > SLOWER))}
 

@@ -54,6 +54,7 @@ def sample_gap(df: pd.DataFrame, n_sample: int = 200, backends=BACKENDS) -> dict
     than the best of the whole space (gap = t_best_of_sample / t_best - 1), per M class and
     over all; geomean, median and max of the gap, and the shapes where it is over 1 %."""
     import numpy as np
+    from scipy.stats import gmean
 
     from .collect import candidate_list
 
@@ -74,7 +75,7 @@ def sample_gap(df: pd.DataFrame, n_sample: int = 200, backends=BACKENDS) -> dict
         if not values:
             return {"shapes": 0}
         v = np.asarray(values)
-        return {"shapes": int(len(v)), "geomean": float(np.exp(np.log1p(v).mean()) - 1.0),
+        return {"shapes": int(len(v)), "geomean": float(gmean(1.0 + v) - 1.0),
                 "median": float(np.median(v)), "max": float(v.max()),
                 "over_1pct": int((v > 0.01).sum())}
 

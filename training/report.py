@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from scipy.stats import gmean
 
 from kselect.selector.jsonable import json_default
 from kselect.selector.model import CostModel
@@ -193,7 +194,7 @@ def family_breakdown(shapes: ShapeSet, cost: np.ndarray) -> dict:
     for name, mask in groups.items():
         if mask.any():
             out[name] = {"shapes": int(mask.sum()), **{
-                k: float(np.exp(np.mean(np.log(shapes.best[mask] / o["time"][k][mask])))) for k in KS}}
+                k: float(gmean(shapes.best[mask] / o["time"][k][mask])) for k in KS}}
     return out
 
 
