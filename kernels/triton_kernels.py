@@ -9,8 +9,9 @@ Triton specialises integers (equal to 1, divisible by 16, or neither):
   still vectorise when K % 16 == 0 (unspecialised they fell to scalar loads, up to 20x
   slower than Inductor's kernel);
 - N: the epilogue's `cols < N` store mask is uniform over 16 columns when N % 16 == 0, so
-  the store vectorises (16-byte stores); unspecialised, every element was stored alone,
-  which made large tiles 1.1-1.4x slower than Inductor's kernels;
+  the store vectorises (16-byte stores, as in Inductor's baked-size kernels); unspecialised,
+  every element is stored alone (sm_90 PTX: reports/2026-12-05-faithful-kernels), the likely
+  cause of large tiles reading 1.1-1.4x slower than Inductor's kernels (to be timed on a GPU);
 - M is left runtime: C is row-major, so M's class changes no vector width.
 reports/faithfulness-* measures how close this stays to the kernels Inductor itself
 generates. Imported only where Triton and a CUDA device exist.
