@@ -4,7 +4,7 @@ Why: on the one-layer decode the load is most of what predict adds to plain's co
 (docs/e2e.md). This times, in fresh processes with Inductor already imported (as inside a
 compile), the load's parts and the first decisions' ranking for the five one-layer decode
 GEMMs (M = 8): with the fixed warm-up (one 4096^3 GEMM's space: what the selector did until
-the twenty-second session), with the warm-up for the graph's own GEMMs (what it does since),
+2026-12-05), with the warm-up for the graph's own GEMMs (what it does since),
 and with none.
 
 Usage: python reports/2026-12-05-ranker-load-dev-cpu/load_parts.py OUT.json [--runs 3]

@@ -1,5 +1,5 @@
 """Predict and verify kept sets of two models on the bench shapes and the decode GEMMs (CPU,
-deterministic). Ninth session: `python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/kept_sets.py <c73e393's
+deterministic). Run on 2026-12-03: `python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/kept_sets.py <c73e393's
 models/h200-bf16.json, extracted with git show> models/h200-bf16.json` -> 30 of 36 identical; on the
 26 autotuned bench shapes predict identical, verify kept sets identical on 25."""
 import sys, csv
