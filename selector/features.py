@@ -27,7 +27,7 @@ _TEMPLATE_CODE = {name: i for i, name in enumerate(TEMPLATE_CLASSES)}
 KNOB_COLUMNS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
 
 # Fallbacks when a fingerprint lacks a field (CPU fingerprints, old datasets): H100/H200-like.
-_DEFAULT_SMEM_OPTIN = 232_448
+DEFAULT_SMEM_OPTIN = 232_448
 _MAX_WARPS_PER_SM = 64
 _MAX_CTAS_PER_SM = 32
 
@@ -71,7 +71,7 @@ def device_constants(device: Mapping, dtype: str = "bf16") -> dict:
             f"device fingerprint {device.get('gpu_name')!r} lacks sm_count/peak_tflops[{dtype}]/"
             f"mem_bandwidth_gbs (got {sm}, {peak}, {bw}): cannot featurise for it")
     return {"sm_count": float(sm), "peak_tflops": peak, "mem_bandwidth_gbs": bw,
-            "smem_optin": float(device.get("shared_memory_per_block_optin") or _DEFAULT_SMEM_OPTIN),
+            "smem_optin": float(device.get("shared_memory_per_block_optin") or DEFAULT_SMEM_OPTIN),
             "l2_mbytes": float(device.get("l2_cache_bytes") or 0) / 2**20}
 
 

@@ -29,6 +29,7 @@ from kselect.kernels.backend import CandidateError, get_backend, shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton_space import shared_memory_bytes
+from kselect.selector.features import DEFAULT_SMEM_OPTIN
 
 from .dataset import KEY, DatasetDir
 from .dataset_lock import collector_lock
@@ -209,7 +210,7 @@ def run_worker(plan: CollectPlan) -> int:
     on_gpu = plan.device != "cpu"
     if on_gpu:
         props = torch.cuda.get_device_properties(0)
-        smem_limit = int(getattr(props, "shared_memory_per_block_optin", 0)) or 232448
+        smem_limit = int(getattr(props, "shared_memory_per_block_optin", 0)) or DEFAULT_SMEM_OPTIN
         l2 = int(getattr(props, "L2_cache_size", 50 << 20))
     else:
         smem_limit, l2 = 1 << 40, 32 << 20

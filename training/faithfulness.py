@@ -29,9 +29,6 @@ DEFAULT_SHAPES = ["333x7168x5120", "64x18176x4544", "7x3584x14336", "1024x9216x3
                   "4096x3584x4096", "32x4096x4096", "16x4096x131072"]
 
 
-SHARED_MEMORY_BYTES = 232448
-
-
 def pick_candidates(problem: Problem, per_template: int = 3, large_per_template: int = 0) -> list[Candidate]:
     """ATen + a spread of DEFAULT configs of every template that applies, plus each tile
     template's `large_per_template` largest output tiles of the EXHAUSTIVE space (the tiles
@@ -47,13 +44,14 @@ def pick_candidates(problem: Problem, per_template: int = 3, large_per_template:
             out += cs[::step][:per_template]
     if large_per_template:
         from kselect.kernels.triton_space import shared_memory_bytes
+        from kselect.selector.features import DEFAULT_SMEM_OPTIN
 
         taken = {c.key for c in out}
         wide = triton_space(problem, "exhaustive")
         for template in ("mm", "persistent_tma"):
             # tiles an H100/H200 can launch (232,448 B of shared memory per block)
             cs = [c for c in wide if c.template == template and c.key not in taken
-                  and shared_memory_bytes(c, problem.dtype_bytes) <= SHARED_MEMORY_BYTES]
+                  and shared_memory_bytes(c, problem.dtype_bytes) <= DEFAULT_SMEM_OPTIN]
             # the widest tile, then the deepest K pipeline (BLOCK_K x stages) it fits
             cs.sort(key=lambda c: (-c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"],
                                    -c.kwargs["BLOCK_K"] * c.kwargs["num_stages"], -c.kwargs["num_stages"], c.key))
