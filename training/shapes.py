@@ -63,9 +63,9 @@ UNSEEN_TOKEN_COUNTS = (2, 8, 32, 128, 512, 2048, 8192)
 
 # Token counts: powers of two and deliberately awkward values (decode batches, ragged prefill).
 TOKEN_COUNTS = (1, 7, 16, 33, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192, 16384)
-WORKLOADS = ("forward", "backward", "attention", "random", "large", "unseen")
 # What a collection takes when no workload is named: never the held-out families.
 TRAINING_WORKLOADS = ("forward", "backward", "attention", "random", "large")
+WORKLOADS = TRAINING_WORKLOADS + ("unseen",)
 # M of the "large" workload: decode batches and prefill/training token counts above 16.
 LARGE_MID_M = (17, 24, 40, 64, 96, 128, 200, 256)
 LARGE_BIG_M = (333, 512, 1000, 2048, 4096, 8192)
@@ -119,13 +119,16 @@ def random_shapes(n: int = 200, seed: int = 0, dtype="bf16", lo: int = 1, hi: in
     return out
 
 
-def padded_as_compiled(m: int, n: int, k: int, alignment: int = BF16_ALIGNMENT,
-                       machine_balance: float = 103.0) -> int:
+def padded_as_compiled(m: int, n: int, k: int, alignment: int = BF16_ALIGNMENT, gpu: str = "H200") -> int:
     """N as Inductor's mm padding compiles it: the next multiple of the dtype's 16-byte
     alignment when the GEMM is compute-bound (pad_mm: arithmetic intensity
-    MNK / (MK + NK + MN) above half the device's flop-per-byte balance, here the H200's
-    989 TFLOP/s over 4.8 TB/s), else as written (Inductor then also benchmarks the padded
-    GEMM against the original; this is the compute-bound side of that rule)."""
+    MNK / (MK + NK + MN) above half the device's bf16 flop-per-byte balance, from its
+    datasheet peaks), else as written (Inductor then also benchmarks the padded GEMM against
+    the original; this is the compute-bound side of that rule)."""
+    from kselect.selector.fingerprint import device_peaks
+
+    peaks = device_peaks(gpu)
+    machine_balance = 0.5 * 1e3 * peaks["peak_tflops"]["bf16"] / peaks["mem_bandwidth_gbs"]
     if n == 1 or n % alignment == 0 or m * n * k / (m * k + n * k + m * n) <= machine_balance:
         return n
     return (n // alignment + 1) * alignment
