@@ -24,15 +24,14 @@ def register_with_torch_logs() -> None:
     try:
         from torch._logging import _internal
 
-        if "kselect" not in _internal.log_registry.log_alias_to_log_qnames:
+        new = "kselect" not in _internal.log_registry.log_alias_to_log_qnames
+        if new:
             _internal.register_log("kselect", "kselect")
-            _autotuning = _internal.getArtifactLogger(LOGGER, "autotuning")
-            if os.environ.get("TORCH_LOGS", "").strip():
-                # torch read TORCH_LOGS before kselect's names existed: read it again, which
-                # also gives kselect's logger torch's handler
-                _internal._init_logs()
-        else:
-            _autotuning = _internal.getArtifactLogger(LOGGER, "autotuning")
+        _autotuning = _internal.getArtifactLogger(LOGGER, "autotuning")
+        if new and os.environ.get("TORCH_LOGS", "").strip():
+            # torch read TORCH_LOGS before kselect's names existed: read it again, which also
+            # gives kselect's logger torch's handler
+            _internal._init_logs()
     except Exception:   # a torch without this registry: plain Python logging still works
         _autotuning = None
 
