@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from kselect.selector.atomic_write import write_text
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -163,9 +165,7 @@ class DatasetDir:
                     f"this machine is {fingerprint.get('gpu_name')} ({fingerprint.get('fingerprint_id')}): "
                     "use another --out directory")
             return
-        tmp = self.fingerprint_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(fingerprint, indent=2, sort_keys=True))
-        os.replace(tmp, self.fingerprint_path)
+        write_text(self.fingerprint_path, json.dumps(fingerprint, indent=2, sort_keys=True))
 
     def read_fingerprint(self) -> dict:
         if not self.fingerprint_path.exists():

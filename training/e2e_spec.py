@@ -5,7 +5,6 @@ and the report (e2e_report) all read these; none imports another's internals for
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +92,6 @@ DEVICE_DEFAULTS = {"cuda": {"model": "llama3-8b-1l", "dtype": "bf16", "batch": 8
 
 def write_json(path: Path, obj) -> None:
     """Atomic: a reader (or a kill) never sees half a file."""
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
+    from kselect.selector.atomic_write import write_text
+
+    write_text(path, json.dumps(obj, indent=1, default=str) + "\n")
