@@ -2,6 +2,7 @@
 selector still decides GEMMs in a real max-autotune compile on this CPU."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,14 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     py = str(venv / "bin" / "python")
     torch_version = __import__("torch").__version__.split("+")[0]
     _run([py, "-m", "pip", "install", "-q", f"torch=={torch_version}"])
-    # a wheel, as a user installs it: no editable path back into the checkout
-    _run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(REPO)])
+    # a wheel, as a user installs it: no editable path back into the checkout; built from a
+    # copy of what the package holds, so the checkout gets no build/ folder
+    src = tmp_path / "src"
+    for folder in ("selector", "training", "kernels", "models"):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    _run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)])
     wheel = next((tmp_path / "dist").glob("kselect-*.whl"))
     _run([py, "-m", "pip", "install", "-q", str(wheel)])
     installed = {line.split("==")[0].lower() for line in _run([py, "-m", "pip", "freeze"]).split()}
