@@ -91,8 +91,8 @@ _REGISTRY: dict[str, type[Backend]] = {}
 _INSTANCES: dict[str, Backend] = {}
 # Modules that define the built-in backends; imported lazily on first lookup.
 _BUILTIN_MODULES = {
-    "aten": "kselect.kernels.aten_backend",
-    "triton": "kselect.kernels.triton_backend",
+    "aten": "kselect.kernels.aten.backend",
+    "triton": "kselect.kernels.triton.backend",
     "flydsl": "kselect.kernels.flydsl.backend",
 }
 

@@ -5,7 +5,7 @@ the request in flight. The parent writes one JSON request per line to the child'
 child handles it, writes its answer to the request's `result` file and says "done" on its own
 protocol channel (a duplicate of stdout made before anything else prints, so a compiler's
 prints can never corrupt the protocol). FlyDSL's compiles (kernels/flydsl/compile.py) and the
-Triton compile-cost collector (kernels/triton_cross.py) both use it.
+Triton compile-cost collector (kernels/triton/cross_compile.py) both use it.
 """
 from __future__ import annotations
 

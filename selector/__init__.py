@@ -11,11 +11,11 @@ __all__ = ["enable", "disable", "selecting", "enable_from_env", "print_options"]
 
 def __getattr__(name):
     if name in ("enable", "disable", "selecting", "enable_from_env"):
-        from . import inductor
+        from kselect.selector.inductor import hook as inductor
 
         return getattr(inductor, name)
     if name == "print_options":
-        from .options import print_options
+        from kselect.selector.config import print_options
 
         return print_options
     raise AttributeError(name)

@@ -10,7 +10,7 @@ import torch
 from kselect.kernels import Problem, get_backend
 from kselect.kernels.operands import make_operands, reference, relative_error
 from kselect.kernels.timing import time_runners, warm_gpu
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 
 
 def main(specs):

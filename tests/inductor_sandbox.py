@@ -11,8 +11,8 @@ import pytest
 def inductor_sandbox(tmp, saver, **config):
     import torch
 
-    from kselect.selector import inductor as ksi
-    from kselect.selector import inductor_compat as compat
+    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import compat
 
     patch = pytest.MonkeyPatch()
     patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")

@@ -7,7 +7,7 @@ Inductor's own KernelTemplateChoice machinery turns our configs into choices and
 handler can rank them before anything is compiled; `templates(...)`, what a handler adds to an
 mm/addmm; and `usable(...)`, which compiles the FlyDSL configs that survived selection in
 subprocesses (an LLVM abort cannot take Inductor down) and drops those that do not build.
-The caller is the selector's choices handler (kselect.selector.flydsl_join).
+The caller is the selector's choices handler (kselect.selector.inductor.flydsl_join).
 """
 from __future__ import annotations
 

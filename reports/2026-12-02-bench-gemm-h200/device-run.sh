@@ -3,7 +3,7 @@ set -o pipefail
 T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 3
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
-KSELECT_GPU_REPORT=$OUT/gpu_report.json timeout 120 python3 -m pytest -m gpu tests/test_gpu_selector.py -q -p no:cacheprovider 2>&1 | tee $OUT/gpu_selector.log | grep -v "Warning\|warn" | tail -40
+KSELECT_GPU_REPORT=$OUT/gpu_report.json timeout 120 python3 -m pytest -m gpu tests/selector/test_gpu_selector.py -q -p no:cacheprovider 2>&1 | tee $OUT/gpu_selector.log | grep -v "Warning\|warn" | tail -40
 echo "gpu tests done at $(( $(date +%s) - T0 )) s"
 LEFT=$(python3 -c "print(round((440 - ($(date +%s) - $T0)) / 60, 2))")
 echo "bench budget $LEFT min"

@@ -5,9 +5,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 python3 -c "import xgboost, torch; print('xgboost', xgboost.__version__, 'torch', torch.__version__)" || exit 4
 mkdir -p $OUT/b
-KSELECT_GPU_REPORT=$OUT/b/gpu_epilogue.json timeout 100 python3 -m pytest -m gpu tests/test_gpu_selector.py -k epilogue -q -p no:cacheprovider 2>&1 | tee $OUT/b/gpu_epilogue.log | grep -v "Warning\|warn" | tail -8
+KSELECT_GPU_REPORT=$OUT/b/gpu_epilogue.json timeout 100 python3 -m pytest -m gpu tests/selector/test_gpu_selector.py -k epilogue -q -p no:cacheprovider 2>&1 | tee $OUT/b/gpu_epilogue.log | grep -v "Warning\|warn" | tail -8
 echo "gpu test done at $(( $(date +%s) - T0 )) s"
-python3 -m kselect.training.bench_rank --model models/h200-bf16.json --reps 100 --contend > $OUT/b/bench_rank.json 2>&1; python3 -c "
+python3 -m kselect.training.bench.rank --model models/h200-bf16.json --reps 100 --contend > $OUT/b/bench_rank.json 2>&1; python3 -c "
 import json; d=json.load(open('$OUT/b/bench_rank.json'))
 for k,v in d.items(): print('bench_rank', k, round(v['total_median_ms'],2), round(v['total_p90_ms'],2), 'cpu', round(v['cpu_median_ms'],2), 'cpus', v['cpus'])"
 kselect bench gemm --shapes-file data/shapes/h200-bf16-bench.csv --variants kselect-predict,kselect-verify --k 4 --max-minutes 1.5 --out $OUT/b/bench-gemm-decisions 2>&1 | grep -v "^$" | grep -v "Warning\|warn(" > $OUT/b/bench-gemm.log; grep -A12 "Per variant" $OUT/b/bench-gemm-decisions/README.md

@@ -17,11 +17,11 @@ from sklearn.model_selection import KFold
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton_space import triton_space
-from kselect.selector.compile_cost import CompileCostModel, compile_features, shipped_compile_cost
-from kselect.selector.model import load_shipped
-from kselect.selector.policy import COMPILE_BUDGET, CompilePrice, CostModelRanker, choose_kept
-from kselect.training.compile_cost_fit import cv_metrics, load_compile_times
+from kselect.kernels.triton.space import triton_space
+from kselect.selector.model.compile_cost import CompileCostModel, compile_features, shipped_compile_cost
+from kselect.selector.model.cost_model import load_shipped
+from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, CostModelRanker, choose_kept
+from kselect.training.compile_cost.fit import cv_metrics, load_compile_times
 
 out = {"models": [], "decisions": []}
 df = load_compile_times("data/triton-compile-sm90")

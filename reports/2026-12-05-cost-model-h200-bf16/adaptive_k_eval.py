@@ -15,12 +15,12 @@ import sys
 
 import numpy as np
 
-from kselect.selector.features import TEMPLATE_CLASSES, featurize_frame
-from kselect.selector.model import CostModel
-from kselect.selector.policy import adaptive_k
-from kselect.training.evaluate import ShapeSet, held_out_costs
-from kselect.training.evaluate_cli import load_data
-from kselect.training.train import MAX_ROWS_PER_SHAPE, ModelRanker
+from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.decide.policy import adaptive_k
+from kselect.training.learn.evaluate import ShapeSet, held_out_costs
+from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker
 
 # (label, cap, spread): the shipped rule was cap 4, spread 0.5; spread inf = always the cap
 SETTINGS = [(f"cap 4, spread {s:g}", 4, s) for s in (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)] + \

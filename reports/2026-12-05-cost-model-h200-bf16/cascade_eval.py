@@ -4,11 +4,11 @@ Run from the repository root: python reports/2026-12-05-cost-model-h200-bf16/cas
 (about 1 min on the 2-core dev machine; wrote cascade-per-shape.json beside this file)."""
 import json, sys, time
 import numpy as np
-from kselect.selector.features import featurize_frame, infeasible
-from kselect.selector.model import CostModel
-from kselect.training.evaluate import ShapeSet, evaluate_costs, held_out_costs
-from kselect.training.evaluate_cli import load_data
-from kselect.training.train import ModelRanker, MAX_ROWS_PER_SHAPE
+from kselect.selector.model.features import featurize_frame, infeasible
+from kselect.selector.model.cost_model import CostModel
+from kselect.training.learn.evaluate import ShapeSet, evaluate_costs, held_out_costs
+from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.train import ModelRanker, MAX_ROWS_PER_SHAPE
 
 SETTINGS = {"all_trees": (0, 0), "c30_k192": (30, 192), "c20_k128": (20, 128), "c15_k128": (15, 128),
             "c15_k64": (15, 64), "c10_k64": (10, 64), "c10_k32": (10, 32), "c5_k64": (5, 64), "c5_k32": (5, 32), "c3_k64": (3, 64)}
@@ -39,7 +39,7 @@ rankers = []
 def make():
     r = Multi(params, MAX_ROWS_PER_SHAPE); rankers.append(r); return r
 # replicate held_out_costs but capture every setting
-from kselect.training.evaluate import folds
+from kselect.training.learn.evaluate import folds
 for i, (name, test) in enumerate(folds(shapes, "family", 5)):
     train_rows = ~test[shapes.sid]
     r = make().fit(shapes.subset(~test), X[train_rows])
@@ -61,8 +61,8 @@ json.dump(res, open(sys.argv[1] if len(sys.argv) > 1 else "/tmp/cascade.json", "
 # latency of each setting on one GEMM's whole space (2,401 candidates), same process, interleaved
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton_space import triton_space
-from kselect.selector.features import featurize_candidates
+from kselect.kernels.triton.space import triton_space
+from kselect.selector.model.features import featurize_candidates
 model.set_threads(1)
 p = Problem(4096, 4096, 4096)
 Xc = featurize_candidates(p, [Candidate.make("aten", "mm")] + triton_space(p, "exhaustive"), model.fingerprint)

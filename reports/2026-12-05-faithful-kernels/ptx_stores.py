@@ -19,11 +19,11 @@ from triton.backends.compiler import GPUTarget
 sys.path.insert(0, os.path.dirname(__file__))
 from specialisation import _rejit  # noqa: E402
 
-from kselect.kernels import triton_kernels as tk  # noqa: E402
+from kselect.kernels.triton import kernels as tk  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.kernels.triton_backend import launch_plan  # noqa: E402
-from kselect.kernels.triton_cross import plan_source  # noqa: E402
-from kselect.training.faithfulness import pick_candidates  # noqa: E402
+from kselect.kernels.triton.backend import launch_plan  # noqa: E402
+from kselect.kernels.triton.cross_compile import plan_source  # noqa: E402
+from kselect.training.measure.faithfulness import pick_candidates  # noqa: E402
 
 
 def stores(source, plan) -> dict:

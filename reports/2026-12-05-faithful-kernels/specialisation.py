@@ -6,7 +6,7 @@ Per (shape, candidate), four times on one GPU, side by side in one process:
   baked            -- the same kernel source with M, N and K compile-time constants (what
                       Inductor's generated kernels do);
   compiled         -- Inductor's own kernel: torch.compile forced to that one choice
-                      (kselect.training.faithfulness.compiled_times).
+                      (kselect.training.measure.faithfulness.compiled_times).
 Usage: python specialisation.py OUT_DIR [--deadline-s 480]
 Writes OUT_DIR/specialisation.csv after every shape and OUT_DIR/summary.json at the end.
 """
@@ -42,8 +42,8 @@ def _rejit(jit_fn, baked=(), do_not_specialize=()):
 
 
 def variant_backend(kind: str):
-    from kselect.kernels import triton_kernels as tk
-    from kselect.kernels.triton_backend import TritonBackend
+    from kselect.kernels.triton import kernels as tk
+    from kselect.kernels.triton.backend import TritonBackend
 
     if kind == "unspecialised_n":
         kernels = {t: _rejit(k, do_not_specialize=("M", "N")) for t, k in
@@ -74,7 +74,7 @@ def main() -> int:
     from kselect.kernels.backend import get_backend
     from kselect.kernels.problem import Problem
     from kselect.kernels.timing import warm_gpu
-    from kselect.training import faithfulness as F
+    from kselect.training.measure import faithfulness as F
 
     t0 = time.time()
     out = Path(args.out)

@@ -9,13 +9,18 @@ import sys
 
 import numpy as np
 
-from kselect.selector.features import featurize_frame
-from kselect.selector.model import CostModel
-from kselect.training.evaluate import ShapeSet, held_out_costs
-from kselect.training.evaluate_cli import load_data
-from kselect.training.headroom import (best_template_gaps, pick_times, shape_table, split_stats,
-                                       templates_plus_aten)
-from kselect.training.train import ModelRanker
+from kselect.selector.model.features import featurize_frame
+from kselect.selector.model.cost_model import CostModel
+from kselect.training.learn.evaluate import ShapeSet, held_out_costs
+from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.headroom import (
+    best_template_gaps,
+    pick_times,
+    shape_table,
+    split_stats,
+    templates_plus_aten,
+)
+from kselect.training.learn.train import ModelRanker
 
 TIERS = [[(0.05, 4), (0.15, 2), (0.3, 1)], [(0.10, 4), (0.20, 2), (0.30, 1)], [(0.15, 4), (0.25, 2), (9, 1)],
          [(0.20, 4), (9, 2)], [(0.25, 4), (9, 1)], [(9, 4)]]

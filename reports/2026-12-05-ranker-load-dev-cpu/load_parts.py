@@ -27,11 +27,11 @@ def one_process(warm: str) -> dict:
     import torch._inductor.select_algorithm  # noqa: F401
 
     from kselect.kernels.backend import Candidate, Problem
-    from kselect.kernels.triton_space import triton_space
-    from kselect.selector import inductor_compat as compat
-    from kselect.selector import model as M
-    from kselect.selector import policy as P
-    from kselect.selector.cache import candidate_set_digest
+    from kselect.kernels.triton.space import triton_space
+    from kselect.selector.inductor import compat
+    from kselect.selector.model import cost_model as M
+    from kselect.selector.decide import policy as P
+    from kselect.selector.decide.cache import candidate_set_digest
 
     repo = Path(__file__).resolve().parents[2]
     fingerprint = dict(json.loads((repo / "models/h200-bf16.meta.json").read_text())["fingerprint"])

@@ -5,7 +5,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 python3 -c "import xgboost, torch; print('xgboost', xgboost.__version__, 'torch', torch.__version__)" || exit 4
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
-KSELECT_GPU_REPORT=$OUT/gpu_report.json timeout 110 python3 -m pytest -m gpu tests/test_gpu_selector.py -q -p no:cacheprovider 2>&1 | tee $OUT/gpu_selector.log | grep -v "Warning\|warn" | tail -25
+KSELECT_GPU_REPORT=$OUT/gpu_report.json timeout 110 python3 -m pytest -m gpu tests/selector/test_gpu_selector.py -q -p no:cacheprovider 2>&1 | tee $OUT/gpu_selector.log | grep -v "Warning\|warn" | tail -25
 echo "gpu tests done at $(( $(date +%s) - T0 )) s"
 LEFT=$(python3 -c "print(round((545 - ($(date +%s) - $T0)) / 60, 2))")
 echo "e2e budget $LEFT min"

@@ -4,7 +4,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 mkdir -p $OUT/k
 python3 -c "
 import torch, json
-from kselect.training.kernel_time import profile_kernels
+from kselect.training.bench.kernel_time import profile_kernels
 a=torch.randn(4096,4096,device='cuda',dtype=torch.bfloat16); q=torch.randn(8,32,1024,128,device='cuda',dtype=torch.bfloat16)
 f=torch.compile(lambda: (torch.relu(a@a)+1, torch.nn.functional.scaled_dot_product_attention(q,q,q,is_causal=True)))
 f(); f()

@@ -3,9 +3,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 mkdir -p $OUT/g
 # 1. GPU tests: selector (incl. early vs late decision, decompose-k) + space
-KSELECT_GPU_REPORT=$OUT/g/gpu_report.json timeout 260 python3 -m pytest -m gpu tests/test_gpu_selector.py tests/test_gpu_space.py -q -p no:cacheprovider > $OUT/g/gpu_tests.log 2>&1; echo "gpu tests rc $? at $(( $(date +%s) - T0 )) s"; tail -4 $OUT/g/gpu_tests.log; grep -E "^(FAILED|ERROR)" $OUT/g/gpu_tests.log | head
+KSELECT_GPU_REPORT=$OUT/g/gpu_report.json timeout 260 python3 -m pytest -m gpu tests/selector/test_gpu_selector.py tests/kernels/test_gpu_space.py -q -p no:cacheprovider > $OUT/g/gpu_tests.log 2>&1; echo "gpu tests rc $? at $(( $(date +%s) - T0 )) s"; tail -4 $OUT/g/gpu_tests.log; grep -E "^(FAILED|ERROR)" $OUT/g/gpu_tests.log | head
 # 2. the decision on this host: late (mapping Inductor's KTCs) vs early (own enumeration), side by side
-timeout 120 python3 -m kselect.training.bench_rank --model models/h200-bf16.json --reps 200 --decision > $OUT/g/bench_rank.json 2>$OUT/g/bench_rank.err
+timeout 120 python3 -m kselect.training.bench.rank --model models/h200-bf16.json --reps 200 --decision > $OUT/g/bench_rank.json 2>$OUT/g/bench_rank.err
 python3 -c "
 import json; d=json.load(open('$OUT/g/bench_rank.json'))['decision']
 print({k: round(v,2) if isinstance(v,float) else v for k,v in d.items()})"

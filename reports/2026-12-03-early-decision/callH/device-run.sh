@@ -3,7 +3,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 mkdir -p $OUT/h
 # 1. GPU tests: selector (incl. early vs late decision, decompose-k) + space
-KSELECT_GPU_REPORT=$OUT/h/gpu_report.json timeout 200 python3 -m pytest -m gpu tests/test_gpu_selector.py tests/test_gpu_space.py -q -p no:cacheprovider > $OUT/h/gpu_tests.log 2>&1; echo "gpu tests rc $? at $(( $(date +%s) - T0 )) s"; tail -2 $OUT/h/gpu_tests.log; grep -E "^(FAILED|ERROR)" $OUT/h/gpu_tests.log | head
+KSELECT_GPU_REPORT=$OUT/h/gpu_report.json timeout 200 python3 -m pytest -m gpu tests/selector/test_gpu_selector.py tests/kernels/test_gpu_space.py -q -p no:cacheprovider > $OUT/h/gpu_tests.log 2>&1; echo "gpu tests rc $? at $(( $(date +%s) - T0 )) s"; tail -2 $OUT/h/gpu_tests.log; grep -E "^(FAILED|ERROR)" $OUT/h/gpu_tests.log | head
 # 2. in-compile decision per GEMM, early (default) then late
 for W in early late; do
   F=""; [ $W = late ] && F="--late-decision"

@@ -3,7 +3,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 mkdir -p $OUT/i
 # 1. the decision on this host, late vs early (warm / cold size class)
-timeout 90 python3 -m kselect.training.bench_rank --model models/h200-bf16.json --reps 200 --decision > $OUT/i/bench_rank.json 2>$OUT/i/bench_rank.err
+timeout 90 python3 -m kselect.training.bench.rank --model models/h200-bf16.json --reps 200 --decision > $OUT/i/bench_rank.json 2>$OUT/i/bench_rank.err
 python3 -c "
 import json; d=json.load(open('$OUT/i/bench_rank.json'))['decision']
 print({k: round(v,2) if isinstance(v,float) else v for k,v in d.items()})"

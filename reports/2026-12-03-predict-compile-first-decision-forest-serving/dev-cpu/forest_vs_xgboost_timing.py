@@ -3,9 +3,9 @@ import time, os, numpy as np
 os.sched_setaffinity(0, {0})
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.triton_space import triton_space
-from kselect.selector.features import featurize_candidates
-from kselect.selector.model import CostModel
+from kselect.kernels.triton.space import triton_space
+from kselect.selector.model.features import featurize_candidates
+from kselect.selector.model.cost_model import CostModel
 f = CostModel.load("models/h200-bf16.json"); x = CostModel.load("models/h200-bf16.json"); x.booster_ = x.booster_; x.set_threads(1)
 def t(fn, n=300):
     fn(); xs=[]

@@ -3,9 +3,9 @@ import time
 t=time.perf_counter(); import torch; print("torch", round(time.perf_counter()-t,3))
 t=time.perf_counter(); import torch._inductor.kernel.mm; print("inductor mm", round(time.perf_counter()-t,3))
 t=time.perf_counter(); import xgboost; print("xgboost import", round(time.perf_counter()-t,3))
-t=time.perf_counter(); from kselect.selector.model import CostModel, load_shipped; print("kselect model mod", round(time.perf_counter()-t,3))
+from kselect.selector.model.cost_model import CostModel, load_shipped
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); print("model load", round(time.perf_counter()-t,3))
-from kselect.selector.policy import CostModelRanker
+from kselect.selector.decide.policy import CostModelRanker
 t=time.perf_counter(); r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); print("warm_up", round(time.perf_counter()-t,3))
-from kselect.selector import inductor_compat as compat
+from kselect.selector.inductor import compat
 t=time.perf_counter(); compat.prime_ktc_memo(sp); print("prime", round(time.perf_counter()-t,3))

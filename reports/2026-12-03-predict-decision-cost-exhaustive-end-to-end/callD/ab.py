@@ -1,13 +1,13 @@
 """A/B: whole predict decision (KTC mapping + Selector.select, cache miss) per GEMM."""
 import sys, time, statistics, tempfile, os, json
 import numpy as np
-from kselect.selector.model import CostModel
-from kselect.selector.policy import CostModelRanker
-from kselect.selector.inductor import Selector
-from kselect.selector import inductor_compat as compat
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.inductor.hook import Selector
+from kselect.selector.inductor import compat
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 
 import importlib.util
 spec = importlib.util.spec_from_file_location("br", os.environ["BENCH_RANK"]); br = importlib.util.module_from_spec(spec); spec.loader.exec_module(br)
@@ -29,6 +29,6 @@ for rep in range(int(sys.argv[1]) + 1):
         if rep: res.setdefault(len(c), []).append((time.perf_counter() - t0) * 1e3)
         assert mapped == c
 allv = [v for vs in res.values() for v in vs]
-import kselect.selector.inductor as _ksi
+import kselect.selector.inductor.hook as _ksi
 print(json.dumps({"code": _ksi.__file__, "cascade": [m.cascade_trees, m.cascade_keep], "median_ms": round(statistics.median(allv), 2), "p90_ms": round(float(np.percentile(allv, 90)), 2),
                   "by_candidates": {n: round(statistics.median(v), 2) for n, v in sorted(res.items())}}))

@@ -7,9 +7,9 @@ echo "setup $(( $(date +%s) - T0 )) s; cpus $(nproc); $(python3 -c 'import torch
 # 1. whole predict decision per GEMM, before (previous commit's code + cascade 15/64) and after, side by side, one core
 for r in 1 2; do for v in before after; do
   if [ $v = before ]; then PP=scratch/before:/tmp/site; M=scratch/before/kselect/models/h200-bf16.json; else PP=/tmp/site; M=models/h200-bf16.json; fi
-  PYTHONPATH=$PP BENCH_RANK=training/bench_rank.py MODEL=$M taskset -c 2 python3 scratch/ab.py 30 > $OUT/d/ab-$v-$r.json 2>$OUT/d/ab-$v-$r.err; echo "ab $v $r: $(cut -c1-400 $OUT/d/ab-$v-$r.json)"
+  PYTHONPATH=$PP BENCH_RANK=training/bench/rank.py MODEL=$M taskset -c 2 python3 scratch/ab.py 30 > $OUT/d/ab-$v-$r.json 2>$OUT/d/ab-$v-$r.err; echo "ab $v $r: $(cut -c1-400 $OUT/d/ab-$v-$r.json)"
 done; done
-python3 -m kselect.training.bench_rank --model models/h200-bf16.json --reps 200 --decision > $OUT/d/bench_rank.json 2>&1
+python3 -m kselect.training.bench.rank --model models/h200-bf16.json --reps 200 --decision > $OUT/d/bench_rank.json 2>&1
 python3 -c "
 import json; d=json.load(open('$OUT/d/bench_rank.json'))
 for k,v in d.items(): print('bench_rank', k, {a: round(b, 2) for a, b in v.items() if a.endswith('ms')})" || tail -5 $OUT/d/bench_rank.json

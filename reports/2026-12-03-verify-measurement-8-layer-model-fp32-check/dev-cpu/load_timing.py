@@ -1,10 +1,10 @@
 # One-off, eleventh session: run from the repo root with the .venv python (models/h200-bf16.json).
-# Before/after: the same script with selector/forest.py, selector/features.py and kernels/backend.py
+# Before/after: the same script with selector/model/forest.py, selector/model/features.py and kernels/backend.py
 # checked out at 3219f94 (before) and at this session's commit (after).
 import time, torch, torch._inductor.kernel.mm
-from kselect.selector.model import CostModel
-from kselect.selector.policy import CostModelRanker
-from kselect.selector import inductor_compat as compat
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.inductor import compat
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); t1=time.perf_counter()
 r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); t3=time.perf_counter()
 compat.prime_ktc_memo(sp); t4=time.perf_counter()

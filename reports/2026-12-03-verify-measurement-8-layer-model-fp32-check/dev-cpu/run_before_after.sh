@@ -2,7 +2,7 @@
 # the three files the load change touched, 8 rounds; medians by load_timing_summary.py.
 # Run from the repo root with a clean work tree: bash reports/h200-session11/dev-cpu/run_before_after.sh
 set -e
-FILES="selector/forest.py selector/features.py kernels/backend.py"
+FILES="selector/model/forest.py selector/model/features.py kernels/backend.py"
 for i in 1 2 3 4 5 6 7 8; do
   git checkout -q 3219f94 -- $FILES
   echo "before $(.venv/bin/python reports/h200-session11/dev-cpu/load_timing.py)"

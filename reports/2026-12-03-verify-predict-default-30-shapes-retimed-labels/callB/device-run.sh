@@ -5,7 +5,7 @@ mkdir -p $OUT/b
 # smoke: one shape first; if nothing was timed, spend the call on the training step e2e instead
 kselect retime --data data/h200-bf16 --top 6 --max-shapes 1 > $OUT/b/retime-smoke.log 2>&1
 OK=$(python3 -c "
-from kselect.training.dataset import load_dataset
+from kselect.training.data.dataset import load_dataset
 try:
     d = load_dataset('data/h200-bf16/retimed'); print(int((d.status == 'ok').sum()))
 except Exception as e:

@@ -3,11 +3,11 @@ deterministic). Run on 2026-12-03: `python reports/2026-12-03-verify-predict-def
 models/h200-bf16.json, extracted with git show> models/h200-bf16.json` -> 30 of 36 identical; on the
 26 autotuned bench shapes predict identical, verify kept sets identical on 25."""
 import sys, csv
-from kselect.selector.model import CostModel
-from kselect.selector.policy import CostModelRanker, choose_kept
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.decide.policy import CostModelRanker, choose_kept
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 shapes = [Problem(int(x["M"]), int(x["N"]), int(x["K"]), "bf16", x.get("layout") or "nt") for x in csv.DictReader(open("data/shapes/h200-bf16-bench.csv"))]
 shapes += [Problem(8, n, k) for n, k in ((4096, 4096), (6144, 4096), (28672, 4096), (4096, 14336), (128256, 4096), (14336, 4096))]
 rankers = []

@@ -1,5 +1,5 @@
 """Dev-CPU timing of the predict/verify policy (choose_kept) on a 2,401-candidate EXHAUSTIVE space,
-this code against an older commit's selector/policy.py, and their decisions compared on
+this code against an older commit's selector/decide/policy.py, and their decisions compared on
 randomised scores. Run from the repository root:
     python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/policy_timing.py c73e393
 (ninth session, 2-core dev CPU: predict 0.137 -> 0.021 ms, verify 0.152 -> 0.056 ms; equal on
@@ -15,13 +15,13 @@ import numpy as np
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton_space import triton_space
-from kselect.selector import policy as new
+from kselect.kernels.triton.space import triton_space
+from kselect.selector.decide import policy as new
 
-src = subprocess.run(["git", "show", f"{sys.argv[1]}:selector/policy.py"], capture_output=True, text=True,
+src = subprocess.run(["git", "show", f"{sys.argv[1]}:selector/decide/policy.py"], capture_output=True, text=True,
                      check=True).stdout
-src = src.replace("from .fusion", "from kselect.selector.fusion").replace("from .identity_memo",
-                                                                          "from kselect.selector.identity_memo")
+src = src.replace("from .fusion", "from kselect.selector.inductor.epilogue").replace("from .identity_memo",
+                                                                          "from kselect.selector.decide.candidate_memo")
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
     f.write(src)
 spec = importlib.util.spec_from_file_location("old_policy", f.name)

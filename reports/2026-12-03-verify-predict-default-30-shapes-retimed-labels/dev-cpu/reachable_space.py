@@ -3,11 +3,11 @@ stage-one top 64 over a grid of 8,941 shapes (1,835 of ~2,425 configs; ~78 % of 
 kept, so pruning to that set would save only ~1.25x -- rejected). Run from the repository root:
     python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/reachable_space.py"""
 import numpy as np, time, random
-from kselect.selector.model import CostModel
-from kselect.selector.features import featurize_candidates, infeasible
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.model.features import featurize_candidates, infeasible
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 m = CostModel.load('models/h200-bf16.json'); m.set_threads(2)
 b = m.booster_
 def space(p): return [Candidate.make("aten", p.op)] + triton_space(p, "exhaustive")

@@ -27,7 +27,7 @@ _spec = importlib.util.spec_from_file_location("adaptive_k_eval", SRC)
 orig = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(orig)   # loads the data; its sweeps run only as a script
 
-from kselect.selector.policy import adaptive_k  # noqa: E402
+from kselect.selector.decide.policy import adaptive_k  # noqa: E402
 
 shapes, ends = orig.shapes, orig.ends
 DROP = {"GROUP_M", "num_stages", "num_warps"}

@@ -6,7 +6,7 @@ how much faster the best Triton candidate is than the best of Inductor's DEFAULT
 import pandas as pd
 
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 
 df = pd.read_parquet("data/h200-bf16/measurements.parquet")
 df = df[(df.status == "ok") & (df.space == "exhaustive")]

@@ -3,17 +3,17 @@
     python reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise/dev-cpu/rank_one.py MxNxK [layout] [candidate keys to locate...]
 """
 import json, sys, numpy as np
-import kselect.selector.inductor as ksi
+import kselect.selector.inductor.hook as ksi
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.triton_space import triton_space
+from kselect.kernels.triton.space import triton_space
 meta = json.load(open("models/h200-bf16.meta.json"))
 fp = dict(meta["fingerprint"]); fp.setdefault("fingerprint_id", "x")
 sel = ksi.Selector("verify"); sel._load_ranker(fp); r = sel.ranker_for(fp)
 M, N, K = map(int, sys.argv[1].split("x"))
 p = Problem(M, N, K, "bf16", sys.argv[2] if len(sys.argv) > 2 else "nt")
 cands = [Candidate.make("aten", "mm")] + triton_space(p, "exhaustive")
-from kselect.selector.features import featurize_candidates
+from kselect.selector.model.features import featurize_candidates
 X = featurize_candidates(p, cands, r.model.fingerprint)
 pred = r.model.predict(X)
 order = np.argsort(pred)

@@ -1,5 +1,5 @@
 """Verify decides twice on a GPU: the templates stage (early, over the whole space) keeps the
-adaptive top-k families + ATen; then the choices stage (selector/inductor.py `_guarded`)
+adaptive top-k families + ATen; then the choices stage (selector/inductor/hook.py `_guarded`)
 ranks those kept choices again and applies the same adaptive rule to them alone. Its spread
 is 0.5 standard deviations *of the kept set's scores*, not of the whole space's, so the second
 pass can drop what the first kept: on the one-layer decode's lm_head 4 families + ATen became
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from kselect.selector.policy import adaptive_k
+from kselect.selector.decide.policy import adaptive_k
 
 
 def _load(name, path):

@@ -8,7 +8,7 @@ or C++ code that keeps the GIL, the threads just take turns and four threads tak
 as doing them one after another. Processes never share a GIL, but a fresh one first has to
 import Triton and pay its first-compile setup. This script measures both sides.
 
-It compiles this project's own `mm_kernel` (kernels/triton_kernels.py, loaded by file path so
+It compiles this project's own `mm_kernel` (kernels/triton/kernels.py, loaded by file path so
 neither torch nor the kselect package is needed) for the four configs, for target cuda:90 with
 no GPU or driver. The arguments are specialised as a real launch on lm_head would specialise
 them (B is the transposed weight; see kernel_signature). Modes:

@@ -1,8 +1,8 @@
 import numpy as np, time, sys
-from kselect.training.evaluate import held_out_costs
-from kselect.training.baselines import baseline_rankers
-from kselect.training.train import ModelRanker
-from kselect.selector.model import CostModel
+from kselect.training.learn.evaluate import held_out_costs
+from kselect.training.learn.baselines import baseline_rankers
+from kselect.training.learn.train import ModelRanker
+from kselect.selector.model.cost_model import CostModel
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes()
 X = np.load("/tmp/hr/X.npy")

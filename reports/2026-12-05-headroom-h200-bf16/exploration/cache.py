@@ -4,9 +4,9 @@ import os
 
 import numpy as np
 
-from kselect.selector.features import featurize_frame
-from kselect.training.evaluate import ShapeSet
-from kselect.training.evaluate_cli import load_data
+from kselect.selector.model.features import featurize_frame
+from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.cli.evaluate import load_data
 
 
 def load_shapes():

@@ -1,7 +1,7 @@
 import numpy as np, sys, json
-from kselect.training.evaluate import held_out_costs
-from kselect.training.train import ModelRanker
-from kselect.training.headroom import shape_table, templates_plus_aten, split_stats, simulate_policies
+from kselect.training.learn.evaluate import held_out_costs
+from kselect.training.learn.train import ModelRanker
+from kselect.training.learn.headroom import shape_table, templates_plus_aten, split_stats, simulate_policies
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes()
 X = np.load("/tmp/hr/X.npy"); tab = shape_table(shapes)

@@ -2,11 +2,11 @@
 import numpy as np, time, sys, json, os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import xgboost as xgb
-from kselect.training.evaluate import folds
-from kselect.training.headroom import shape_table, templates_plus_aten, capture_stats, split_stats, pick_times
-from kselect.training.train import sample_rows, relevance
-from kselect.selector.features import FEATURE_NAMES, TEMPLATE_CLASSES
-from kselect.selector import features as _f
+from kselect.training.learn.evaluate import folds
+from kselect.training.learn.headroom import shape_table, templates_plus_aten, capture_stats, split_stats, pick_times
+from kselect.training.learn.train import sample_rows, relevance
+from kselect.selector.model.features import FEATURE_NAMES, TEMPLATE_CLASSES
+from kselect.selector.model import features as _f
 infeasible = lambda X: X[:, _f.FEATURE_NAMES.index("smem_over_limit")] > 0
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes()

@@ -1,5 +1,5 @@
 import numpy as np
-from kselect.selector.features import FEATURE_NAMES as F
+from kselect.selector.model.features import FEATURE_NAMES as F
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes()
 X = np.load("/tmp/hr/X.npy").astype(np.float64)

@@ -1,5 +1,5 @@
 import numpy as np
-from kselect.training.headroom import shape_table, template_order, pick_times, split_stats
+from kselect.training.learn.headroom import shape_table, template_order, pick_times, split_stats
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes(); tab = shape_table(shapes); real = ~tab["decision_free"]
 for name in ("casc30", "seed1"):

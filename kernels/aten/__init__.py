@@ -1,0 +1,1 @@
+"""ATen's GEMMs as a backend (cuBLAS, hipBLASLt, MKL)."""

@@ -1,0 +1,1 @@
+"""Triton GEMM kernels, their candidate space, and compiling them for a GPU this machine lacks."""

@@ -1,0 +1,137 @@
+"""Compile our Triton GEMM kernels for a GPU this machine does not have, to time the compile.
+
+Verify compiles every Triton template it keeps before timing it, and a set of kept templates
+compiles in parallel, so the slowest compile of the set is what a GEMM's measurement waits
+for (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3). How long a tile takes to compile depends on its config, not
+on the GPU being present: Triton lowers to PTX and runs ptxas on the host. So compile cost is
+measured on any machine, here, against a named target (default sm_90, the H200).
+
+`plan_source` states the arguments as a launch would specialise them (pointers and integers
+divisible by 16 marked so, integers equal to 1 made constants, M left alone as the
+kernels ask), so the compile is the one a real launch of that LaunchPlan triggers.
+`python -m kselect.kernels.triton.cross_compile` is the compile child (kernels/compile_worker.py).
+"""
+from __future__ import annotations
+
+import os
+import re
+import resource
+import tempfile
+import time
+
+from kselect.kernels.triton.backend import LaunchPlan
+
+_ARCH = re.compile(r"^sm_(\d+)$")
+_POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+_ARG_NAMES = {
+    "mm": ("stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
+           "stride_cb", "stride_cm", "stride_cn"),
+    "persistent_tma": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
+}
+WARM_UP_PLAN = LaunchPlan("mm", (("ALLOW_TF32", False), ("BLOCK_K", 16), ("BLOCK_M", 16), ("BLOCK_N", 16),
+                                 ("EVEN_K", True), ("GROUP_M", 1), ("HINT_M", False), ("HINT_N", False)),
+                          1, 1, "bf16", (16, 1, 1, 16, 1, 16, 16, 16, 1, 16, 16))
+
+
+def check_arch(arch: str) -> int:
+    """sm_XY -> XY (Triton's CUDA capability); anything else is refused by name."""
+    m = _ARCH.match(arch)
+    if not m:
+        raise ValueError(f"unknown CUDA target {arch!r}: expected sm_<capability>, e.g. sm_90")
+    return int(m.group(1))
+
+
+def plan_source(plan: LaunchPlan):
+    """The Triton ASTSource a launch of `plan` compiles (see the module docstring)."""
+    import triton
+    import triton.language as tl
+
+    from kselect.kernels.triton import kernels as triton_kernels
+
+    if plan.template not in _ARG_NAMES:
+        raise ValueError(f"template {plan.template!r} compiles no Triton kernel of ours")
+    fn = triton_kernels.mm_kernel if plan.template == "mm" else triton_kernels.persistent_tma_kernel
+    *stride_classes, n_class, k_class = plan.stride_spec
+    ints = dict(zip(_ARG_NAMES[plan.template], stride_classes), N=n_class, K=k_class)
+    signature, constexprs, attrs = {}, {}, {}
+    for index, name in enumerate(fn.arg_names):
+        if name in ("A", "B", "C"):
+            signature[name] = _POINTER[plan.dtype]
+            attrs[(index,)] = [["tt.divisibility", 16]]    # torch allocations are 16-byte aligned
+        elif name == "M":
+            signature[name] = "i32"                          # do_not_specialize
+        elif name in ints:
+            cls = ints[name]
+            if cls == 1:
+                signature[name], constexprs[name] = "constexpr", 1
+            else:
+                signature[name] = "i32"
+                if cls == 16:
+                    attrs[(index,)] = [["tt.divisibility", 16]]
+    values = dict(plan.constexprs, ACC_TYPE=tl.float32)
+    for name in fn.arg_names:
+        if name not in signature:
+            if name not in values:
+                raise ValueError(f"plan for {plan.template} lacks the constexpr {name}")
+            signature[name], constexprs[name] = "constexpr", values[name]
+    return triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+
+
+def cross_compile(plan: LaunchPlan, arch: str = "sm_90") -> dict:
+    """Compile `plan` for `arch` into a fresh cache (always a miss) and say what it cost:
+    wall ms, this thread's CPU ms, ptxas's CPU ms (the children's), and what came out."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    target = GPUTarget("cuda", check_arch(arch), 32)
+    source = plan_source(plan)
+    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages}
+    with tempfile.TemporaryDirectory(prefix="kselect-triton-cross-") as cache:
+        before = os.environ.get("TRITON_CACHE_DIR")
+        os.environ["TRITON_CACHE_DIR"] = cache
+        try:
+            children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall0, cpu0 = time.perf_counter(), time.thread_time()
+            kernel = triton.compile(source, target=target, options=options)
+            wall1, cpu1 = time.perf_counter(), time.thread_time()
+            children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        finally:
+            if before is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = before
+    children_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+    return {"wall_ms": (wall1 - wall0) * 1e3, "thread_cpu_ms": (cpu1 - cpu0) * 1e3,
+            "ptxas_cpu_ms": children_s * 1e3, "shared_bytes": int(kernel.metadata.shared),
+            "ptx_lines": kernel.asm["ptx"].count("\n"), "cubin_bytes": len(kernel.asm["cubin"])}
+
+
+def plan_to_dict(plan: LaunchPlan) -> dict:
+    return {"template": plan.template, "constexprs": [list(kv) for kv in plan.constexprs],
+            "num_warps": plan.num_warps, "num_stages": plan.num_stages, "dtype": plan.dtype,
+            "stride_spec": list(plan.stride_spec)}
+
+
+def plan_from_dict(d: dict) -> LaunchPlan:
+    return LaunchPlan(d["template"], tuple((k, v) for k, v in d["constexprs"]), int(d["num_warps"]),
+                      int(d["num_stages"]), d["dtype"], tuple(int(c) for c in d["stride_spec"]))
+
+
+def compile_request(req: dict) -> dict:
+    """The child's handler: {"plan", "arch"} -> cross_compile's record, or {"error"}."""
+    try:
+        return cross_compile(plan_from_dict(req["plan"]), req["arch"])
+    except Exception as exc:  # a Triton/MLIR error: the parent records this plan as failed
+        lines = str(exc).strip().splitlines()
+        return {"error": f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]}
+
+
+def _serve() -> int:
+    from kselect.kernels.compile_worker import serve
+
+    cross_compile(WARM_UP_PLAN, os.environ.get("KSELECT_CROSS_ARCH", "sm_90"))  # imports + first-compile set-up
+    return serve(compile_request)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_serve())

@@ -1,0 +1,1 @@
+"""Deciding a GEMM: rankers, the policy that turns scores into the kept set, the decision cache."""

@@ -1,0 +1,477 @@
+"""The cost model: XGBoost trees over the feature schema, saved as JSON, never pickled.
+
+scikit-learn estimator style: hyper-parameters in __init__ (nothing else happens there),
+`fit` learns and returns self, learned state ends in `_`, `predict` is pure. The model
+answers one question for the selector: which candidates of ONE problem are fastest, so
+`predict` returns a cost where lower means predicted faster; for ranking objectives only
+its order within a problem means anything.
+
+On disk a model is two files: `<name>.json` (the XGBoost booster, XGBoost's own JSON) and
+`<name>.meta.json` (feature schema, device fingerprint, dataset hash, objective, training
+command, metrics). Loading checks the feature schema always and the device unless forced.
+
+Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
+bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
+(training, saving, a model TreeEnsemble cannot evaluate).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from kselect.selector.atomic_write import replacing
+from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+from kselect.selector.jsonable import json_default
+
+log = logging.getLogger(__name__)
+
+# OpenMP threads that spin while waiting make XGBoost 15-30x slower on a shared 2-core CPU
+# (measured: 60 s instead of 4 s for one fit); sleeping waiters cost nothing when idle.
+# Must be set before libxgboost loads, i.e. before anything imports xgboost.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+MODEL_FORMAT = "kselect-cost-model"
+MODEL_FORMAT_VERSION = 1
+# Our objective names -> XGBoost objectives. "reg:log" regresses log(time / shape's best);
+# "reg:aten" regresses log(time / ATen's time of the shape), so a score is a predicted gap to
+# cuBLAS (< 0: predicted faster) that the policy reads as such (training/learn/train.py).
+OBJECTIVES = {"rank:pairwise": "rank:pairwise", "rank:ndcg": "rank:ndcg", "reg:log": "reg:squarederror",
+              "reg:aten": "reg:squarederror"}
+
+
+class ModelError(ValueError):
+    """A model file or request that cannot be used; the message names the problem."""
+
+
+class FeatureSchemaError(ModelError):
+    """The model was trained on another feature schema than this code computes."""
+
+
+class DeviceMismatchError(ModelError):
+    """The model was trained for another GPU than the one it is asked to serve."""
+
+
+def meta_path(model_path: str | Path) -> Path:
+    """Sidecar of a booster file: models/h200-bf16.json -> models/h200-bf16.meta.json."""
+    p = Path(model_path)
+    return p.with_name(p.name[: -len(p.suffix)] + ".meta.json" if p.suffix else p.name + ".meta.json")
+
+
+class CostModel:
+    """Gradient-boosted trees ranking GEMM candidates of one problem."""
+
+    def __init__(self, objective: str = "rank:pairwise", n_estimators: int = 300, max_depth: int = 8,
+                 learning_rate: float = 0.1, min_child_weight: float = 1.0, subsample: float = 0.8,
+                 colsample_bytree: float = 0.8, reg_lambda: float = 1.0, max_bin: int = 256,
+                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 5,
+                 cascade_keep: int = 64):
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_child_weight = min_child_weight
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.reg_lambda = reg_lambda
+        self.max_bin = max_bin
+        self.nthread = nthread
+        self.random_state = random_state
+        self.cascade_trees = cascade_trees
+        self.cascade_keep = cascade_keep
+
+    # -- sklearn-style parameter access -----------------------------------------------
+    _PARAMS = ("objective", "n_estimators", "max_depth", "learning_rate", "min_child_weight",
+               "subsample", "colsample_bytree", "reg_lambda", "max_bin", "nthread", "random_state",
+               "cascade_trees", "cascade_keep")
+
+    def get_params(self, deep: bool = False) -> dict:
+        return {k: getattr(self, k) for k in self._PARAMS}
+
+    def set_params(self, **params) -> "CostModel":
+        for k, v in params.items():
+            if k not in self._PARAMS:
+                raise ModelError(f"unknown hyper-parameter {k!r}: expected one of {self._PARAMS}")
+            setattr(self, k, v)
+        return self
+
+    @property
+    def is_ranking(self) -> bool:
+        return self.objective.startswith("rank:")
+
+    @property
+    def aten_relative(self) -> bool:
+        """True when a prediction is log(time / ATen's time) of the same GEMM."""
+        return self.objective == "reg:aten"
+
+    def _xgb_params(self) -> dict:
+        if self.objective not in OBJECTIVES:
+            raise ModelError(f"unknown objective {self.objective!r}: expected one of {sorted(OBJECTIVES)}")
+        params = {"objective": OBJECTIVES[self.objective], "tree_method": "hist",
+                  "max_depth": int(self.max_depth), "eta": float(self.learning_rate),
+                  "min_child_weight": float(self.min_child_weight), "subsample": float(self.subsample),
+                  "colsample_bytree": float(self.colsample_bytree), "lambda": float(self.reg_lambda),
+                  "max_bin": int(self.max_bin), "nthread": int(self.nthread), "seed": int(self.random_state),
+                  "verbosity": 0}
+        if self.objective == "rank:ndcg":
+            # relevance levels go up to 31 (2% steps); exponential gain stresses the very top,
+            # which held-out top-1 on the H200 data rewarded (81% vs 76% with linear gain)
+            params.update({"ndcg_exp_gain": True, "lambdarank_pair_method": "topk",
+                           "lambdarank_num_pair_per_sample": 32})
+        elif self.objective == "rank:pairwise":
+            params.update({"lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 8})
+        return params
+
+    # -- learning ---------------------------------------------------------------------
+    def fit(self, X: np.ndarray, y: np.ndarray, qid: np.ndarray | None = None,
+            sample_weight: np.ndarray | None = None, progress=None) -> "CostModel":
+        """Learn from features X and targets y (relevance for rank:*, log relative time for reg:log).
+
+        qid: the problem each row belongs to (needed by ranking objectives; rows are sorted
+        by it here because XGBoost wants each query contiguous).
+        """
+        import xgboost as xgb
+
+        X = np.asarray(X, dtype=np.float32)
+        y = np.asarray(y, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES):
+            raise FeatureSchemaError(f"X has shape {X.shape}; this schema has {len(FEATURE_NAMES)} features")
+        if len(y) != len(X):
+            raise ModelError(f"X has {len(X)} rows but y has {len(y)}")
+        params = self._xgb_params()
+        kwargs = {}
+        if self.is_ranking:
+            if qid is None:
+                raise ModelError(f"objective {self.objective} needs qid (the problem of each row)")
+            qid = np.asarray(qid)
+            order = np.argsort(qid, kind="stable")
+            X, y, qid = X[order], y[order], qid[order]
+            if sample_weight is not None:
+                raise ModelError("ranking objectives take per-query weights only; pass none")
+            kwargs["qid"] = qid
+        elif sample_weight is not None:
+            kwargs["weight"] = np.asarray(sample_weight, dtype=np.float32)
+        dtrain = xgb.DMatrix(X, label=y, feature_names=list(FEATURE_NAMES), nthread=int(self.nthread), **kwargs)
+        callbacks = [_Progress(progress, self.n_estimators)] if progress else None
+        self.booster_ = xgb.train(params, dtrain, num_boost_round=int(self.n_estimators),
+                                  callbacks=callbacks)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    # -- the trees, from xgboost or from numpy ---------------------------------------------
+    @property
+    def booster_(self):
+        """The XGBoost booster: fitted, or read on first use from the file a loaded model came
+        from (serving predicts through `forest_` and never needs it)."""
+        booster = self.__dict__.get("_booster")
+        if booster is None:
+            path = self.__dict__.get("_booster_path")
+            if path is None:
+                raise AttributeError("booster_")
+            booster = self.__dict__["_booster"] = _read_booster(path)
+            if self.__dict__.get("_nthread") is not None:
+                booster.set_param({"nthread": int(self._nthread)})
+        return booster
+
+    @booster_.setter
+    def booster_(self, booster) -> None:
+        self.__dict__["_booster"] = booster
+        self.__dict__.pop("_booster_path", None)
+        self.__dict__.pop("forest_", None)   # fitted anew: these trees are not the file's
+
+    @property
+    def n_trees(self) -> int:
+        """Boosting rounds (without importing xgboost when the model serves through numpy)."""
+        forest = self.__dict__.get("forest_")
+        return forest.n_iterations if forest is not None else int(self.booster_.num_boosted_rounds())
+
+    def _margin(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        forest = self.__dict__.get("forest_")
+        if forest is not None:
+            return forest.margin(X, iteration_range)
+        if iteration_range is None:
+            return self.booster_.inplace_predict(X, validate_features=False)
+        return self.booster_.inplace_predict(X, iteration_range=iteration_range, validate_features=False)
+
+    # -- using ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if "forest_" not in self.__dict__ and not hasattr(self, "booster_"):
+            raise ModelError("this CostModel is not fitted: call fit() or CostModel.load()")
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Cost of each row (lower = predicted faster); pure, deterministic."""
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES):
+            raise FeatureSchemaError(f"X has shape {X.shape}; this schema has {len(FEATURE_NAMES)} features")
+        raw = self._margin(X)
+        return -raw if self.is_ranking else raw
+
+    def selection_cost(self, X: np.ndarray) -> np.ndarray:
+        """The cost selection ranks by: +inf for rows that cannot run (never predicted), and a
+        two-stage cascade so ~2,400 rows stay within the latency budget: the first
+        `cascade_trees` trees score every feasible row, the whole model re-scores the best
+        `cascade_keep`; the rest keep their stage-one order behind them. cascade_keep=0 turns
+        the cascade off. Evaluation ranks with this very function."""
+        from kselect.selector.model.features import infeasible
+
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float32)
+        cost = np.full(len(X), np.inf)
+        feasible = np.flatnonzero(~infeasible(X))
+        n_trees = self.n_trees
+        keep, first = int(self.cascade_keep or 0), int(self.cascade_trees or 0)
+        if len(feasible) == 0:
+            return cost
+        if keep <= 0 or len(feasible) <= keep or first <= 0 or first >= n_trees:
+            cost[feasible] = self.predict(X[feasible])
+            return cost
+        rough = self._margin(X[feasible], (0, first))
+        rough = -rough if self.is_ranking else rough
+        top = np.argpartition(rough, keep - 1)[:keep]
+        fine = self.predict(X[feasible[top]])
+        rest = np.ones(len(feasible), dtype=bool)
+        rest[top] = False
+        # behind every re-scored row, in stage-one order
+        cost[feasible[rest]] = fine.max() + 1.0 + (rough[rest] - rough[rest].min())
+        cost[feasible[top]] = fine
+        return cost
+
+    def rank(self, X: np.ndarray) -> np.ndarray:
+        """Row indices from predicted fastest to slowest (stable on ties; infeasible last)."""
+        return np.argsort(self.selection_cost(X), kind="stable")
+
+    def rank_candidates(self, problem, candidates, device: Mapping | None = None, k: int | None = None) -> list:
+        """Selection path: `candidates` of `problem` from predicted fastest, the first k (all if None).
+
+        `device` is the serving GPU's fingerprint (features use its SM count and peaks);
+        it defaults to the training fingerprint, which check_device has matched anyway.
+        """
+        from kselect.selector.model.features import featurize_candidates
+
+        order = self.rank(featurize_candidates(problem, candidates, device or self.fingerprint))
+        return [candidates[i] for i in (order if k is None else order[:k])]
+
+    def set_threads(self, nthread: int) -> "CostModel":
+        """Threads used by predict (selection uses 1 so it never competes with compilation; the
+        numpy trees always run on the calling thread)."""
+        self._check_fitted()
+        self._nthread = int(nthread)
+        if self.__dict__.get("_booster") is not None:
+            self._booster.set_param({"nthread": int(nthread)})
+        return self
+
+    # -- persistence ------------------------------------------------------------------
+    def save(self, path: str | Path, metadata: Mapping | None = None) -> Path:
+        """Write `<path>` (XGBoost JSON) and its `.meta.json` sidecar; returns the sidecar path."""
+        self._check_fitted()
+        path = Path(path)
+        if path.suffix not in (".json", ".ubj"):
+            raise ModelError(f"model path must end in .json or .ubj, got {path.name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        import xgboost as xgb
+
+        meta = dict(metadata or {})
+        fp = meta.get("fingerprint") or {}
+        meta.update({
+            "format": MODEL_FORMAT, "format_version": MODEL_FORMAT_VERSION,
+            "feature_schema_version": FEATURE_SCHEMA_VERSION, "feature_names": list(FEATURE_NAMES),
+            "objective": self.objective, "hyper_parameters": self.get_params(),
+            "fingerprint_id": fp.get("fingerprint_id"), "gpu_name": fp.get("gpu_name"),
+            "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
+            "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
+        })
+        mp = save_model_files(self.booster_, path, json.dumps(meta, indent=2, sort_keys=True,
+                                                               default=json_default) + "\n")
+        self.metadata_ = meta
+        return mp
+
+    @classmethod
+    def load(cls, path: str | Path, fingerprint: Mapping | None = None, force: bool = False) -> "CostModel":
+        """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch.
+        A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it."""
+        path = Path(path)
+        if not path.exists():
+            raise ModelError(f"model file {path} does not exist")
+        mp = meta_path(path)
+        if not mp.exists():
+            raise ModelError(f"model {path} has no sidecar {mp.name}: cannot check its schema or device")
+        meta = read_sidecar(mp)
+        if meta.get("format") != MODEL_FORMAT:
+            raise ModelError(f"{mp} is not a {MODEL_FORMAT} sidecar (format={meta.get('format')!r})")
+        check_schema(meta, source=str(path))
+        params = {k: v for k, v in (meta.get("hyper_parameters") or {}).items() if k in cls._PARAMS}
+        model = cls(**params)
+        forest = _read_forest(path)
+        if forest is None:
+            model.booster_ = _read_booster(path)
+        else:
+            model.forest_ = forest
+            model._booster_path = path
+        model.n_features_in_ = len(FEATURE_NAMES)
+        model.metadata_ = meta
+        if fingerprint is not None:
+            model.check_device(fingerprint, force=force)
+        return model
+
+    @property
+    def fingerprint(self) -> dict:
+        """The fingerprint of the device the model was trained on (from its metadata)."""
+        return dict((getattr(self, "metadata_", {}) or {}).get("fingerprint") or {})
+
+    def check_device(self, fingerprint: Mapping, force: bool = False) -> None:
+        """Refuse a device other than the training one (GPU name or SM count differ)."""
+        check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force)
+
+
+def save_model_files(booster, path: Path, sidecar_text: str) -> Path:
+    """Save an XGBoost booster to `path` and `sidecar_text` to its `.meta.json`, whole or not at
+    all: both go to temp files first and the sidecar is published last, so a reader (or a save
+    killed or failing midway) never meets a half-written booster, and a failed save leaves the
+    previous model as it was. Returns the sidecar path."""
+    mp = meta_path(path)
+    with replacing(mp) as meta_tmp:
+        meta_tmp.write_text(sidecar_text, encoding="utf-8")
+        with replacing(path, suffix=path.suffix) as booster_tmp:   # XGBoost reads the format off it
+            booster.save_model(str(booster_tmp))
+    return mp
+
+
+def read_sidecar(mp: Path) -> dict:
+    """A model's `.meta.json` as a dict; ModelError naming the file when it cannot be read, is
+    not UTF-8 or not JSON, or holds something other than a JSON object."""
+    try:
+        meta = json.loads(Path(mp).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read model sidecar {mp}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"model sidecar {mp} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ModelError(f"model sidecar {mp} holds a JSON {type(meta).__name__}, not an object")
+    return meta
+
+
+def _read_booster(path: Path):
+    import xgboost as xgb
+
+    booster = xgb.Booster()
+    try:
+        booster.load_model(str(path))
+    except xgb.core.XGBoostError as exc:
+        raise ModelError(f"{path} is not an XGBoost model: {str(exc).splitlines()[0]}") from None
+    return booster
+
+
+def _read_forest(path: Path):
+    """The model's trees for numpy (forest.TreeEnsemble), or None where xgboost must read it:
+    UBJ, or something TreeEnsemble does not evaluate (said in the debug log)."""
+    from kselect.selector.model.forest import TreeEnsemble, UnsupportedModel
+
+    if path.suffix != ".json":
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path} is not an XGBoost model: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ModelError(f"{path} is not an XGBoost model: a JSON {type(raw).__name__}, not an object")
+    try:
+        forest = TreeEnsemble(raw)
+    except UnsupportedModel as exc:
+        log.debug("%s: read by xgboost (%s)", path, exc)
+        return None
+    if forest.n_features != len(FEATURE_NAMES):
+        raise FeatureSchemaError(f"{path} takes {forest.n_features} features; this schema has "
+                                 f"{len(FEATURE_NAMES)}: retrain it with `kselect train`")
+    return forest
+
+
+def check_schema(meta: Mapping, source: str = "model") -> None:
+    version, names = meta.get("feature_schema_version"), meta.get("feature_names")
+    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(FEATURE_NAMES):
+        detail = ""
+        if names is not None and list(names) != list(FEATURE_NAMES):
+            extra = sorted(set(names) - set(FEATURE_NAMES))
+            gone = sorted(set(FEATURE_NAMES) - set(names))
+            detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
+        raise FeatureSchemaError(
+            f"{source} was trained on feature schema v{version} but this kselect computes "
+            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`")
+
+
+def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> None:
+    trained = meta.get("fingerprint") or {}
+    want = {"gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
+            "sm_count": trained.get("sm_count", meta.get("sm_count"))}
+    have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
+    diff = [k for k in want if str(want[k]) != str(have[k])]
+    if not diff:
+        if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
+            log.info("model fingerprint %s != device %s (same GPU; software versions differ)",
+                     trained.get("fingerprint_id"), fingerprint.get("fingerprint_id"))
+        return
+    msg = (f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
+           f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
+           f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
+           f"differs in {diff}")
+    if force:
+        log.warning("%s -- used anyway (force=True)", msg)
+        return
+    raise DeviceMismatchError(msg + ": train a model for this device or pass force=True")
+
+
+def shipped_models() -> list[Path]:
+    """Cost-model booster files shipped in kselect.models (those with a cost-model sidecar)."""
+    from kselect.models import MODELS_DIR
+
+    out = []
+    for p in sorted(MODELS_DIR.glob("*.json")):
+        if p.name.endswith(".meta.json") or not meta_path(p).exists():
+            continue
+        try:
+            if read_sidecar(meta_path(p)).get("format") == MODEL_FORMAT:
+                out.append(p)
+        except ModelError:
+            continue
+    return out
+
+
+def load_shipped(name: str | None = None, fingerprint: Mapping | None = None,
+                 force: bool = False) -> CostModel:
+    """A shipped model by file name, or (name=None) the one trained for `fingerprint`'s GPU."""
+    from kselect.models import shipped_model_path
+
+    if name is not None:
+        return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
+    if fingerprint is None:
+        raise ModelError("load_shipped needs a model name or a device fingerprint")
+    for path in shipped_models():
+        meta = read_sidecar(meta_path(path))
+        try:
+            check_device(meta, fingerprint)
+            check_schema(meta, source=str(path))
+        except ModelError:
+            continue
+        return CostModel.load(path, fingerprint=fingerprint)
+    raise DeviceMismatchError(
+        f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs); "
+        f"shipped: {[p.name for p in shipped_models()]}")
+
+
+class _Progress:
+    """XGBoost callback that reports rounds to a `progress(done, total)` function."""
+
+    def __new__(cls, fn, total):
+        import xgboost as xgb
+
+        class _CB(xgb.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log):
+                if (epoch + 1) % 25 == 0 or epoch + 1 == total:
+                    fn(epoch + 1, total)
+                return False
+
+        return _CB()

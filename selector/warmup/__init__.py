@@ -1,0 +1,1 @@
+"""One-time compile set-up begun early so the first decision does not wait for it."""

@@ -1,0 +1,47 @@
+"""`pip install kselect` with no extras: a fresh virtualenv gets torch and numpy only, and the
+selector still decides GEMMs in a real max-autotune compile on this CPU."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd, **kw):
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+    assert res.returncode == 0, (cmd, res.stdout[-3000:], res.stderr[-3000:])
+    return res.stdout
+
+
+def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    py = str(venv / "bin" / "python")
+    torch_version = __import__("torch").__version__.split("+")[0]
+    _run([py, "-m", "pip", "install", "-q", f"torch=={torch_version}"])
+    # a wheel, as a user installs it: no editable path back into the checkout; built from a
+    # copy of what the package holds, so the checkout gets no build/ folder
+    src = tmp_path / "src"
+    for folder in ("selector", "training", "kernels", "models"):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    _run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)])
+    wheel = next((tmp_path / "dist").glob("kselect-*.whl"))
+    _run([py, "-m", "pip", "install", "-q", str(wheel)])
+    installed = {line.split("==")[0].lower() for line in _run([py, "-m", "pip", "freeze"]).split()}
+    assert not installed & {"pandas", "pyarrow", "scikit-learn", "scipy", "xgboost", "xgboost-cpu",
+                            "matplotlib", "tqdm"}, installed
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KSELECT_", "PYTHONPATH"))}
+    out = _run([py, str(Path(__file__).parent / "lean" / "compile_with_runtime_only.py")], cwd=tmp_path, env=env)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["problems"] == ["mm:64x80x96:fp32:nt"]
+    assert result["decisions"] == 1 and result["fallbacks"] == 0, result
+    assert result["heavy_modules"] == [], result
+    assert result["cli_status"] == 2, result

@@ -1,0 +1,126 @@
+"""Feature schema: one schema for training and selection, finite, deterministic, fast."""
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.problem import Problem
+from kselect.kernels.triton.space import triton_space
+from kselect.selector.model.features import (
+    FEATURE_NAMES,
+    FEATURE_SCHEMA_VERSION,
+    FeatureError,
+    featurize,
+    featurize_candidates,
+    featurize_frame,
+)
+
+DEVICE = {"gpu_name": "NVIDIA H200", "sm_count": 132, "shared_memory_per_block_optin": 232448,
+          "l2_cache_bytes": 60 * 2**20, "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
+          "mem_bandwidth_gbs": 4800.0, "fingerprint_id": "h200test"}
+
+EXTREME = [Problem(1, 1, 65536), Problem(1, 4096, 4096), Problem(65536, 1, 1), Problem(1, 7, 3),
+           Problem(333, 7168, 5120, layout="nn"), Problem(7, 3584, 14336, layout="tt"),
+           Problem(17, 31, 65536, "fp32", "tn"), Problem(96, 1000, 65536, op="bmm", batch=3),
+           Problem(128, 128, 65536), Problem(4097, 4095, 12289, "fp16", op="addmm")]
+
+
+def space(p):
+    return [Candidate.make("aten", "mm")] + triton_space(p, "exhaustive")
+
+
+def rows_of(p, cands):
+    """Dataset-schema rows for (p, cands): what training featurises."""
+    return pd.DataFrame([{"M": p.M, "N": p.N, "K": p.K, "batch": p.batch, "dtype": p.dtype,
+                          "layout": p.layout, "op": p.op, "backend": c.backend, "template": c.template,
+                          **{k: c.get(k, 0) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M",
+                                                      "num_stages", "num_warps", "k_split")}}
+                         for c in cands])
+
+
+def test_schema_is_versioned_and_named():
+    assert isinstance(FEATURE_SCHEMA_VERSION, int)
+    assert len(set(FEATURE_NAMES)) == len(FEATURE_NAMES)
+    X = featurize_candidates(Problem(64, 64, 64), space(Problem(64, 64, 64)), DEVICE)
+    assert X.shape[1] == len(FEATURE_NAMES) and X.dtype == np.float32
+
+
+@pytest.mark.parametrize("p", EXTREME, ids=lambda p: p.key)
+def test_finite_and_deterministic_on_extreme_shapes(p):
+    cands = space(p)
+    a = featurize_candidates(p, cands, DEVICE)
+    b = featurize_candidates(p, list(cands), DEVICE)
+    t = tuple(cands)  # the selector's memoised path: encoding and candidate columns remembered
+    c, d = featurize_candidates(p, t, DEVICE), featurize_candidates(p, t, DEVICE)
+    assert a.shape == (len(cands), len(FEATURE_NAMES))
+    assert np.isfinite(a).all(), [FEATURE_NAMES[j] for j in np.flatnonzero(~np.isfinite(a).all(0))]
+    assert np.array_equal(a, b) and np.array_equal(a, c) and np.array_equal(a, d)
+
+
+@pytest.mark.parametrize("p", EXTREME[:6], ids=lambda p: p.key)
+def test_training_and_selection_paths_agree(p):
+    cands = space(p)
+    assert np.array_equal(featurize_candidates(p, cands, DEVICE), featurize_frame(rows_of(p, cands), DEVICE))
+    assert np.array_equal(featurize(p, cands, DEVICE), featurize(rows_of(p, cands), None, DEVICE))
+
+
+def test_features_mean_what_they_say():
+    p = Problem(1000, 1000, 4096)
+    c = Candidate.make("triton", "mm", BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
+    x = dict(zip(FEATURE_NAMES, featurize_candidates(p, [c, Candidate.make("aten", "mm")], DEVICE)[0]))
+    assert x["tmpl_mm"] == 1 and x["tmpl_aten"] == 0
+    assert x["tiles_m"] == 8 and x["tiles_n"] == 16 and x["tiles"] == 128
+    assert x["waves"] == pytest.approx(128 / 132)
+    assert x["smem_bytes"] == 2 * (128 * 64 + 64 * 64) * 3 + 128
+    assert x["pad_m"] == pytest.approx(1024 / 1000 - 1) and x["even_k"] == 1
+    assert x["sm_count"] == 132
+
+
+def test_fast_enough_for_the_whole_space():
+    p = Problem(4096, 4096, 4096)
+    cands = space(p)
+    assert len(cands) > 2000
+    featurize_candidates(p, cands, DEVICE)
+    times = []
+    for _ in range(20):
+        t = time.perf_counter()
+        featurize_candidates(p, cands, DEVICE)
+        times.append(time.perf_counter() - t)
+    assert np.median(times) < 0.025  # target 5 ms; generous for a shared CI CPU
+
+
+def test_bad_input_names_the_problem():
+    p = Problem(64, 64, 64)
+    with pytest.raises(FeatureError, match="sm_count"):
+        featurize_candidates(p, space(p), {"gpu_name": "cpu", "sm_count": 0})
+    with pytest.raises(FeatureError, match="Candidate"):
+        featurize_candidates(p, ["triton:mm"], DEVICE)
+    with pytest.raises(FeatureError, match="no candidates"):
+        featurize_candidates(p, [], DEVICE)
+    bad = rows_of(p, space(p)[:3]).assign(dtype="int8")
+    with pytest.raises(FeatureError, match="int8"):
+        featurize_frame(bad, DEVICE)
+    with pytest.raises(ValueError, match="missing"):
+        featurize_frame(rows_of(p, space(p)[:3]).drop(columns=["BLOCK_K"]), DEVICE)
+
+
+def test_flydsl_candidates_encode_in_schema_v1():
+    """FlyDSL knobs land on the shared knob columns (TILE_M is BLOCK_M, waves are warps, SPLIT_K
+    is k_split) under the 'other' template class; the dataset row the collector writes for the
+    same candidate featurises identically. ISA features would need a new schema version."""
+    from kselect.kernels.flydsl import space as fly
+    from kselect.training.measure.collect import row_for
+
+    p = Problem(4096, 4096, 4096, layout="nt")
+    cands = fly.candidates(p, "gfx942", "default")
+    X = featurize_candidates(p, cands, DEVICE)
+    assert FEATURE_SCHEMA_VERSION == 1 and X.shape == (len(cands), len(FEATURE_NAMES))
+    assert np.isfinite(X).all()
+    col = {n: X[:, i] for i, n in enumerate(FEATURE_NAMES)}
+    kw = pd.DataFrame([c.kwargs for c in cands])
+    assert (col["BLOCK_M"] == kw.TILE_M).all() and (col["BLOCK_K"] == kw.TILE_K).all()
+    assert (col["num_warps"] == kw.WAVES_M * kw.WAVES_N).all() and (col["k_split"] == kw.SPLIT_K).all()
+    assert (col["tmpl_other"] == 1).all() and (col["tiles"] > 0).all()
+    assert np.array_equal(featurize_frame(pd.DataFrame([row_for(p, c) for c in cands]), DEVICE), X)

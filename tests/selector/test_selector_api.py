@@ -1,0 +1,120 @@
+"""enable() / selecting() as a user calls them: every keyword checked before the active selector
+is touched, the outer configuration back after any exit, `~` and environment variables in paths.
+No compile: what is checked is what Inductor would run with (its choices handler and its GEMM
+search space)."""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch._inductor import config as inductor_config  # noqa: E402
+
+from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector import config as options  # noqa: E402
+from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
+
+
+@pytest.fixture
+def outer():
+    """predict enabled over the user's DEFAULT space (kselect widens it to EXHAUSTIVE)."""
+    with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
+        sel = ksi.enable("predict", ranker=MeasuredRanker({}), k=3)
+        try:
+            yield sel
+        finally:
+            ksi.disable()
+        assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"
+
+
+def _active_unchanged(sel):
+    assert ksi.current() is sel
+    assert compat.current_choices().kselect_selector is sel
+    assert inductor_config.max_autotune_gemm_search_space == "EXHAUSTIVE" and sel.stock_space == "DEFAULT"
+
+
+BAD = [({"k": 0}, "k"), ({"k": 2.7}, "k"), ({"k": "3"}, "k"), ({"k": True}, "k"), ({"k": None}, "k"),
+       ({"min_k": 3, "k": 2}, "min_k"), ({"min_k": 1.0}, "min_k"),
+       ({"search_space": "BOGUS"}, "search_space"), ({"search_space": 1}, "search_space"),
+       ({"verify_timing": "fastest"}, "verify_timing"), ({"compile_in": "gpu"}, "compile_in"),
+       ({"aten_margin": math.nan}, "aten_margin"), ({"aten_margin": "1"}, "aten_margin"),
+       ({"aten_margin": -0.5}, "aten_margin"), ({"compile_budget": math.inf}, "compile_budget"),
+       ({"keep_aten": "no"}, "keep_aten"), ({"adaptive_k": 0}, "adaptive_k"), ({"warm_start": None}, "warm_start"),
+       ({"cache_dir": 3}, "cache_dir"), ({"model": 1.5}, "model"), ({"ranker": object()}, "ranker"),
+       ({"mode": "fast"}, "mode"), ({"mode": None}, "mode")]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD, ids=[repr(b[0]) for b in BAD])
+def test_enable_refuses_a_bad_keyword_and_changes_nothing(outer, kwargs, name):
+    kwargs = {"mode": "verify", **kwargs}
+    with pytest.raises(ValueError, match=name):
+        ksi.enable(**kwargs)
+    _active_unchanged(outer)
+    # the same check, in the one place it lives
+    with pytest.raises(options.SettingError, match=name):
+        options.check_settings(**kwargs)
+
+
+def test_selecting_with_bad_arguments_keeps_the_outer_selector(outer):
+    with pytest.raises(ValueError, match="k must be"):
+        with ksi.selecting("verify", k=0):
+            pytest.fail("the block must not run")
+    _active_unchanged(outer)
+
+
+def test_selecting_restores_the_outer_configuration_on_any_exit(outer):
+    with ksi.selecting("verify", k=1, ranker=MeasuredRanker({}), search_space=None) as inner:
+        assert ksi.current() is inner and inner.stock_space is None
+        assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"   # inner kept the user's
+    _active_unchanged(outer)
+    with pytest.raises(RuntimeError, match="inside"):
+        with ksi.selecting("verify", k=2, ranker=MeasuredRanker({})):
+            raise RuntimeError("a compile failed inside")
+    _active_unchanged(outer)
+    with ksi.selecting("off"):
+        assert ksi.current() is None and inductor_config.max_autotune_gemm_search_space == "DEFAULT"
+    _active_unchanged(outer)
+    assert outer.k == 3 and outer.mode == "predict"
+
+
+def test_selecting_without_an_outer_selector_leaves_none():
+    before = compat.current_choices()
+    with ksi.selecting("predict", ranker=MeasuredRanker({})):
+        assert ksi.current() is not None
+    assert ksi.current() is None and compat.current_choices() is before
+
+
+def test_paths_expand_home_and_environment_variables(tmp_path, monkeypatch):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir(), cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KS_TEST_ROOT", str(tmp_path / "env"))
+    monkeypatch.chdir(cwd)
+    sel = ksi.Selector("predict", cache_dir="~/.cache/kselect", model="$KS_TEST_ROOT/model.json")
+    assert sel.cache.root == home / ".cache" / "kselect"
+    assert sel.model == str(tmp_path / "env" / "model.json")
+    sel.cache.put("ab12", ["aten:mm"])
+    assert (home / ".cache" / "kselect" / "ab" / "ab12.json").is_file() and not (cwd / "~").exists()
+    try:
+        env = ksi.enable_from_env({"KSELECT_MODE": "predict", "KSELECT_CACHE_DIR": "${KS_TEST_ROOT}/cache",
+                                   "KSELECT_MODEL": "~/m.json"})
+        assert env.cache.root == tmp_path / "env" / "cache" and env.model == str(home / "m.json")
+    finally:
+        ksi.disable()
+    # a settings round trip keeps the expanded paths
+    assert ksi.Selector(**sel.settings()).settings() == sel.settings()
+
+
+def test_check_settings_normalises_and_names_unknown_keywords():
+    out = options.check_settings(k=2, min_k=2, aten_margin=1, search_space="exhaustive", cache_dir=None,
+                                 keep_aten=True)
+    assert out == {"k": 2, "min_k": 2, "aten_margin": 1.0, "search_space": "EXHAUSTIVE", "cache_dir": None,
+                   "keep_aten": True}
+    assert type(out["aten_margin"]) is float
+    with pytest.raises(options.SettingError, match="kk"):
+        options.check_settings(kk=2)
+    assert options.expand_path("~") == os.path.expanduser("~")

@@ -1,0 +1,40 @@
+"""The console script: subcommands listed, dataset summary JSON on the committed dataset."""
+import json
+import subprocess
+import sys
+
+
+from conftest import H200_DATA
+from kselect.training.cli.main import SUBCOMMANDS, main
+
+
+def test_help_lists_every_subcommand():
+    out = subprocess.run([sys.executable, "-m", "kselect.training.cli.main", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0
+    for name in ("shapes", "collect", "dataset", *SUBCOMMANDS):
+        assert name in out.stdout
+
+
+def test_dataset_summary_json_on_committed_dataset(capsys):
+    assert main(["dataset", "summary", str(H200_DATA), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    for key in ("shapes", "rows", "candidates_per_shape_min", "candidates_per_shape_median",
+                "oracle_shapes", "failed_rows", "fingerprint"):
+        assert key in s
+    assert s["fingerprint"]["gpu_name"] == "NVIDIA H200"
+    assert s["rows"] > 30000 and s["shapes"] >= 150
+    assert s["candidates_per_shape_median"] >= 200
+
+
+def test_dataset_summary_names_a_missing_directory(tmp_path, capsys):
+    assert main(["dataset", "summary", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_shapes_command_exports_csv(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["shapes", "--workload", "forward", "--models", "gpt2", "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0].startswith("M,N,K")
+    assert main(["shapes", "--workload", "random", "--n-random", "17", "--count"]) == 0
+    assert capsys.readouterr().out.strip() == "17"

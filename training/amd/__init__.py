@@ -1,0 +1,1 @@
+"""AMD: which backend wins a shape, learned from AMD's tuned-GEMM tables."""

@@ -1,0 +1,1 @@
+"""Benchmarks of stock max-autotune against kselect: per GEMM and end to end, with their pooled statistics."""

@@ -1,0 +1,389 @@
+"""`kselect bench e2e`: a Llama-style decoder's training step, prefill and decode under
+plain torch.compile, stock max-autotune (DEFAULT, EXHAUSTIVE) and kselect (verify, predict).
+
+    kselect bench e2e --device cuda --model llama3-8b-1l --batch 8 --seq 1024 \\
+        --exhaustive-model llama3-8b-1l-v32k --exhaustive-workloads decode --max-minutes 8.5
+
+This module is the command line and the supervisor. Every (variant, workload) runs in a fresh
+worker process (e2e_worker.py, `python -m kselect.training.bench.e2e_worker SPEC`) with new, empty
+TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR: a cold compile,
+as a user's first one, with Inductor's caches on (so a GEMM repeated in another layer is tuned
+once, as in any real compile). A worker that raises, dies or overruns the budget is reported
+with its error; the others go on. results.json, README.md and compile_vs_step.png
+(e2e_report.py) are rewritten after every run, so an interrupted bench still leaves what it
+measured. What a variant is, and the targets: e2e_spec.py.
+
+Per run: compile wall time (the first call, compile included, synchronised), the eager first
+call for reference, the steady-state step (median of --steps synchronised calls after --warmup),
+tokens/s, GEMMs autotuned and candidates benchmarked (Inductor's feedback saver; a GEMM served
+from the autotune cache is counted as a cache hit, not as benchmarked), the kernel each
+autotuned variant used per GEMM, the step's kernel time by kind (GEMM, attention, Inductor's
+kernels, memory; training/bench/kernel_time.py), and the result against eager (train: loss and all gradients
+of step 1; prefill/decode: last-position logits) as a relative-norm error; for bf16/fp16 an
+fp32 copy of the model also runs, and a result beyond the tolerance passes only if it is no
+further from fp32 than eager is (x3, PyTorch's accuracy rule for half dtypes): a deep graph
+drifts from eager by rounding alone. No variant uses CUDA graphs, so all compare like for like; the max-autotune
+variants tune GEMMs only (`max_autotune_gemm`) unless `--autotune full`. The train step is the
+compiled forward + cross-entropy loss with its compiled backward, then an eager AdamW step
+(fused on CUDA), all inside the timed step.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kselect.training.bench.common import add_policy_args, cold_cache_env, policy_settings
+from kselect.training.bench.e2e_report import anchor_note, safely, write_report
+from kselect.training.bench.e2e_spec import (
+    DEFAULT_VARIANTS,
+    DEVICE_DEFAULTS,
+    FAULT_ENV,
+    OPT_IN,
+    ORDER,
+    TOLERANCE,
+    WATCHDOG_GRACE_S,
+    WORKLOADS,
+)
+from kselect.training.bench.run_order import alternating_rounds
+
+
+class BenchError(ValueError):
+    """Bad `kselect bench e2e` arguments; the message names the problem."""
+
+
+# ---------------------------------------------------------------------------------------
+# command line
+def add_parser(bench_subparsers) -> None:
+    p = bench_subparsers.add_parser(
+        "e2e", help="Llama-style training step, prefill and decode under each variant",
+        description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="model preset (training/bench/llama.py PRESETS: llama3-8b-2l, llama3-8b-1l, "
+                   "llama3-8b-1l-v32k, tiny, or llama3-8b-<N>l for N of the 32 layers; default "
+                   "llama3-8b-1l on cuda, tiny on cpu)")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on cuda, fp32 on cpu")
+    p.add_argument("--device", choices=("cuda", "cpu"), help="default cuda when available")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of "
+                   f"{','.join(WORKLOADS)}")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help=f"comma-separated subset of {','.join(ORDER)} (default: all but the opt-in experiments "
+                   f"{', '.join(OPT_IN[:-1])} and {OPT_IN[-1]})")
+    p.add_argument("--batch", type=int, help="sequences per step (decode: M = batch); default 8 cuda, 2 cpu")
+    p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
+    p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
+    p.add_argument("--warmup-s", type=float, help="and untimed steps until this many seconds have passed "
+                   "(default 10 on cuda, 0 on cpu): the first seconds after a compile still carry what the "
+                   "compile did to the GPU (its temperature and clocks; verify's measurement ends it), at a "
+                   "power limit above all; 0 = none, as the runs before 2026-12-04 had")
+    p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
+                   "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
+                   "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
+    add_policy_args(p)
+    p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
+                   help="search space kselect ranks (default exhaustive: it prunes before code "
+                   "generation, so the whole space costs only ranking time)")
+    p.add_argument("--autotune", choices=("gemm", "full"), default="gemm",
+                   help="what the max-autotune variants tune: gemm = GEMM choices only (Inductor's "
+                   "max_autotune_gemm; default: compile-time differences are GEMM selection alone), "
+                   "full = mode max-autotune-no-cudagraphs, which adds coordinate-descent tuning of "
+                   "every pointwise/reduction kernel to every max-autotune variant, kselect ones too")
+    p.add_argument("--kselect-model", default="", help="cost-model booster (default: the shipped one)")
+    p.add_argument("--exhaustive-model", help="model preset for the exhaustive variant (default --model)")
+    p.add_argument("--exhaustive-workloads", help="workloads of the exhaustive variant (default --workloads)")
+    p.add_argument("--freezing", action="store_true", help="prefill/decode: inductor freezing (weights "
+                   "as constants) in every variant")
+    p.add_argument("--rtol", type=float, help="relative-norm tolerance vs eager (default bf16 2e-2, "
+                   "fp16 1e-2, fp32 1e-4)")
+    p.add_argument("--profile-compile", action="store_true",
+                   help="run each compile under cProfile: logs/<workload>-<variant>.prof (pstats) and "
+                   ".prof.txt (the 60 largest cumulative entries); profiling inflates compile s")
+    p.add_argument("--cold-pool", action="store_true",
+                   help="do not wait for Inductor's compile-worker pool before the timed compile (it "
+                   "then starts racing the compile, as in a script's first torch.compile; by default "
+                   "every variant waits for it first and the wait is reported apart: `compile_pool_s` in results.json)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in "
+                   "interleaved rounds, every other one reversed; the report gives the median and range "
+                   "over them (between-process noise on the H200 reached 5-48 %% of a step, "
+                   "reports/2026-12-02-e2e-h200/samples.md); exhaustive runs once")
+    p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
+                   "later are skipped (and reported); a running one is stopped at the deadline")
+    p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout (progress to stderr)")
+    p.set_defaults(func=run)
+
+
+def _csv(text: str, allowed, what: str) -> list[str]:
+    items = [x.strip() for x in (text or "").split(",") if x.strip()]
+    bad = [x for x in items if x not in allowed]
+    if bad:
+        raise BenchError(f"unknown {what} {', '.join(map(repr, bad))}; known: {', '.join(allowed)}")
+    if not items:
+        raise BenchError(f"no {what} given")
+    return list(dict.fromkeys(items))
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def settings_from_args(args) -> dict:
+    """Validated, defaulted settings (everything a worker needs, and the report prints)."""
+    from kselect.training.bench.llama import preset
+
+    device = args.device or _default_device()
+    d = DEVICE_DEFAULTS[device]
+    pick = (lambda given, key: d[key] if given is None else given)
+    s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
+         "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
+         "warmup": args.warmup, "warmup_s": pick(getattr(args, "warmup_s", None), "warmup_s"),
+         "profile_steps": getattr(args, "profile_steps", 5), **policy_settings(args),
+         "kselect_space": args.kselect_space.upper(),
+         "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
+         "autotune": getattr(args, "autotune", "gemm"),
+         "workloads": _csv(args.workloads, WORKLOADS, "workload"),
+         "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes,
+         "repeats": getattr(args, "repeats", 1),
+         "profile_compile": bool(getattr(args, "profile_compile", False)),
+         "warm_pool": not getattr(args, "cold_pool", False)}
+    s["exhaustive_model"] = args.exhaustive_model or s["model"]
+    s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
+                                 if args.exhaustive_workloads else s["workloads"])
+    s["rtol"] = args.rtol if args.rtol is not None else TOLERANCE[s["dtype"]]
+    if not s["aten_margin"] >= 0:
+        raise BenchError(f"--aten-margin must be >= 0, got {s['aten_margin']}")
+    if not s["compile_budget"] >= 0:
+        raise BenchError(f"--compile-budget must be >= 0, got {s['compile_budget']}")
+    for name in ("batch", "seq", "steps", "k", "min_k"):
+        if s[name] < 1:
+            raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {s[name]}")
+    if s["repeats"] < 1:
+        raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
+    if not (s["warmup"] >= 0 and s["warmup_s"] >= 0 and s["max_minutes"] >= 0 and s["profile_steps"] >= 0):
+        raise BenchError("--warmup, --warmup-s, --profile-steps and --max-minutes must be >= 0")
+    for name in {s["model"], s["exhaustive_model"]}:
+        cfg = preset(name)
+        if s["seq"] + 1 > cfg.max_positions:
+            raise BenchError(f"--seq {s['seq']} (+1 decode position) exceeds {name}'s "
+                             f"max_positions {cfg.max_positions}")
+    if s["kselect_model"] and not Path(s["kselect_model"]).exists():
+        raise BenchError(f"--kselect-model {s['kselect_model']} does not exist")
+    return s
+
+
+def plan(settings: dict) -> list[dict]:
+    """The runs in order: per workload plain, default, kselect-verify, kselect-predict, that
+    round `repeats` times (interleaved, so drift hits every variant alike; every other round
+    reversed, so a process's position in its round does not favour one variant:
+    training/bench/run_order.py); then every exhaustive run, once (the slowest, so a tight budget
+    skips those first)."""
+    variants = [v for v in ORDER if v in settings["variants"] and v != "exhaustive"]
+    runs = []
+    for w in settings["workloads"]:
+        runs += [{"variant": v, "workload": w, "model": settings["model"], "repeat": r}
+                 for r, v in alternating_rounds(variants, settings.get("repeats", 1))]
+    if "exhaustive" in settings["variants"]:
+        runs += [{"variant": "exhaustive", "workload": w, "model": settings["exhaustive_model"]}
+                 for w in settings["exhaustive_workloads"]]
+    return runs
+
+
+def device_slug(device: str) -> str:
+    """Folder tag of the device: 'NVIDIA H200' -> 'h200', cpu -> 'cpu'."""
+    if device == "cpu":
+        return "cpu"
+    from kselect.training.measure.fingerprint import _nvidia_smi
+
+    name = _nvidia_smi("name") or "cuda"
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w not in ("nvidia", "amd", "tesla")]
+    return words[0] if words else "cuda"
+
+
+def run(args) -> int:
+    settings = settings_from_args(args)
+    out = Path(args.out or f"reports/e2e-{device_slug(settings['device'])}")
+    out.mkdir(parents=True, exist_ok=True)
+    say = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
+    argv = getattr(args, "argv", None)  # set by the kselect CLI; sys.argv otherwise
+    command = "kselect " + shlex.join(argv) if argv else \
+        "kselect bench e2e " + shlex.join(_argv_after("e2e"))
+    report = bench(settings, out, say, command)
+    if args.json:
+        print(json.dumps(report, indent=1, default=str))
+    bad = [r for r in report["runs"] if r["status"] not in ("ok", "skipped")
+           or (r.get("correctness") or {}).get("ok") is False]
+    return 1 if bad else 0
+
+
+def _argv_after(word: str) -> list[str]:
+    argv = sys.argv[1:]
+    return argv[argv.index(word) + 1:] if word in argv else argv
+
+
+# ---------------------------------------------------------------------------------------
+# supervisor
+def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
+    """Run the plan, one cold worker per run, rewriting the report after each."""
+    runs = plan(settings)
+    t0 = time.monotonic()
+    deadline = t0 + settings["max_minutes"] * 60
+    report = {"command": command, "settings": settings, "env": {}, "runs": [],
+              "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (out / "logs").mkdir(exist_ok=True)
+    say(f"kselect bench e2e: {len(runs)} runs on {settings['device']} ({settings['model']}, "
+        f"{settings['dtype']}, batch {settings['batch']}, seq {settings['seq']}), budget "
+        f"{settings['max_minutes']:g} min -> {out}")
+    if "exhaustive" in settings["variants"] and settings["exhaustive_model"] != settings["model"]:
+        say(f"  note: exhaustive runs use the smaller model {settings['exhaustive_model']}")
+    for i, spec in enumerate(runs, 1):
+        tag = f"[{i:2d}/{len(runs)}] {spec['workload']:<7} {spec['variant']:<15}"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            res = {**spec, "status": "skipped",
+                   "error": f"budget of {settings['max_minutes']:g} min spent before it could start"}
+        else:
+            say(f"{tag} starting ({_minutes(time.monotonic() - t0)} elapsed, {_minutes(left)} left)")
+            try:
+                res = run_one({**settings, **spec}, out / "logs", left)
+            except Exception as exc:  # noqa: BLE001 -- e.g. no process could be started
+                res = {**spec, "status": "error",
+                       "error": f"could not run the worker: {type(exc).__name__}: {exc}"}
+        res.setdefault("repeat", spec.get("repeat", 0))
+        report["runs"].append(res)
+        report["env"] = report["env"] or res.get("env", {})
+        report["elapsed_s"] = round(time.monotonic() - t0, 1)
+        say(f"{tag} {safely(describe, res)}")
+        write_report(report, out)
+    say(f"done in {_minutes(time.monotonic() - t0)}; wrote {out}/results.json, README.md, compile_vs_step.png")
+    return report
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def describe(r: dict) -> str:
+    """One progress line for a finished run."""
+    if r["status"] == "skipped":
+        return f"skipped: {r.get('error')}"
+    parts = []
+    if r.get("compile_s") is not None:
+        parts.append(f"compile {r['compile_s']:.1f} s")
+    if r.get("step_ms") is not None:
+        parts.append(f"step {r['step_ms']:.2f} ms, {r['tokens_per_s']:,.0f} tok/s")
+    g = r.get("gemms") or {}
+    if g:
+        tuning = (r.get("gemm_tuning") or {}).get("total_s")
+        parts.append(f"{g['benchmarked']} GEMMs benchmarked ({g['candidates']} candidates, "
+                     f"{g['cache_hits']} cache hits" + (f", {tuning:.1f} s tuning)" if tuning else ")"))
+    c = r.get("correctness") or {}
+    if c:
+        parts.append(f"{'correct' if c['ok'] else 'WRONG'} (rel err {c['rel_err']:.1e}, tol {c['tol']:.0e})"
+                     + anchor_note(c))
+    if r["status"] != "ok":
+        parts.append(f"{r['status'].upper()}: {r.get('error', '')}"[:300])
+    return "; ".join(parts) or r["status"]
+
+
+
+
+def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
+    """One worker process; its result dict, or what is known when it failed or overran."""
+    tmp = Path(tempfile.mkdtemp(prefix="kselect-e2e-"))
+    result_path = tmp / "result.json"
+    # The worker also stops itself a little after the deadline: nothing outlives the bench.
+    rep = f"-r{spec['repeat']}" if spec.get("repeat") else ""
+    log_path = log_dir / f"{spec['workload']}-{spec['variant']}{rep}.log"
+    spec = {**spec, "result_path": str(result_path), "tmp": str(tmp), "log_path": str(log_path),
+            "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S}
+    (tmp / "spec.json").write_text(json.dumps(spec))
+    t0 = time.monotonic()
+    status, error = "ok", ""
+    try:
+        with open(log_path, "w") as logf:
+            proc = subprocess.Popen([sys.executable, "-m", "kselect.training.bench.e2e_worker",
+                                     str(tmp / "spec.json")], stdout=logf, stderr=subprocess.STDOUT,
+                                    env=cold_cache_env(tmp, keep=(FAULT_ENV,)), **_own_process_group())
+            pid = proc.pid
+            try:
+                rc = proc.wait(timeout=max(timeout_s, 1.0))
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                status, error = "timeout", f"stopped at the budget's deadline after {time.monotonic() - t0:.0f} s"
+            except BaseException:
+                _kill_group(proc)
+                raise
+        res = _read_json(result_path) or {}
+        if status == "ok" and rc != 0 and res.get("status") != "error":
+            status, error = "died", f"worker died with exit code {rc}: {_tail(log_path)}"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    keep = {k: spec[k] for k in ("variant", "workload", "model")}
+    res = {**res, **keep, "wall_s": round(time.monotonic() - t0, 1), "log": str(log_path), "pid": pid}
+    res["gemm_tuning"] = autotune_log_times(log_path)
+    res.pop("result_path", None)
+    if status != "ok":
+        res.update(status=status, error=error)
+    elif res.get("status") not in ("ok", "error"):
+        res.update(status="died", error=f"worker exited {rc} without a result: {_tail(log_path)}")
+    return res
+
+
+_AUTOTUNE_LINE = re.compile(r"AUTOTUNE benchmarking takes ([0-9.]+) seconds and ([0-9.]+) seconds precompiling")
+
+
+def autotune_log_times(log_path: Path) -> dict | None:
+    """Seconds Inductor reports spending on GEMM autotuning (its 'AUTOTUNE benchmarking takes
+    B seconds and P seconds precompiling' line, printed once per GEMM it really benchmarks)."""
+    try:
+        found = _AUTOTUNE_LINE.findall(Path(log_path).read_text(errors="replace"))
+    except OSError:
+        return None
+    bench, pre = sum(float(b) for b, _ in found), sum(float(p) for _, p in found)
+    return {"gemms": len(found), "benchmark_s": round(bench, 2), "precompile_s": round(pre, 2),
+            "total_s": round(bench + pre, 2)}
+
+
+def _own_process_group() -> dict:
+    """Popen arguments giving the worker its own process group (so it and its compile workers
+    can be stopped together) but not its own OS process session (so whatever ends the bench ends it too)."""
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python 3.10
+
+
+def _kill_group(proc) -> None:
+    """Stop the worker and the compile processes it started (its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+def _tail(path: Path, lines: int = 6) -> str:
+    try:
+        text = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])[-800:]
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+

@@ -1,0 +1,640 @@
+"""One (variant, workload) of `kselect bench e2e`, in its own cold process: configure the
+variant, build the model, run the eager (and fp32) reference, compile, check, time the steps,
+profile the kernels; every number goes to the result file as soon as it is known, so a
+process that dies still leaves what it measured. Started by the supervisor (bench_e2e) as
+`python -m kselect.training.bench.e2e_worker SPEC.json`."""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from kselect.kernels.operands import relative_error
+
+from kselect.training.bench.common import GemmCounter, policy_keywords, ranker_ident
+from kselect.training.bench.e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
+from kselect.training.bench.gpu_state import StateSampler, device_state
+
+
+def worker_main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    res = {k: spec[k] for k in ("variant", "workload", "model", "device", "dtype", "batch", "seq")}
+    res["status"] = "running"
+
+    def save():
+        write_json(Path(spec["result_path"]), res)
+
+    _watchdog(spec.get("deadline_epoch"))
+    try:
+        _maybe_fault(spec, "start")
+        measure(spec, res, save)
+        res["status"] = "ok"
+    except Exception as exc:  # noqa: BLE001 -- reported to the supervisor, never lost
+        res.update(status="error", error=f"{type(exc).__name__}: {exc}"[:2000],
+                   traceback=traceback.format_exc()[-6000:])
+        traceback.print_exc()
+    save()
+    try:
+        from kselect.selector.inductor import hook as ksi
+        ksi.disable()  # flushes kselect's queued decision-cache writes; os._exit skips atexit
+    except Exception:  # noqa: BLE001 -- the result is saved already
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown (the compile-worker pool's shutdown takes seconds).
+    os._exit(0 if res["status"] == "ok" else 1)
+
+
+def _watchdog(deadline_epoch) -> None:
+    """Kill this worker's process group past the deadline, should the supervisor be gone."""
+    if not deadline_epoch:
+        return
+    import threading
+
+    def fire():
+        time.sleep(max(0.0, deadline_epoch - time.time()))
+        print("worker watchdog: past the bench's deadline, stopping", flush=True)
+        try:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        finally:
+            os._exit(124)
+
+    threading.Thread(target=fire, name="deadline-watchdog", daemon=True).start()
+
+
+def _maybe_fault(spec: dict, phase: str) -> None:
+    """Test hook: KSELECT_BENCH_E2E_FAULT="variant/workload/phase/raise|exit[,...]" fails the
+    matching run at `phase` (start, compile, end): an exception, or exit 137 as if killed."""
+    for want in filter(None, os.environ.get(FAULT_ENV, "").split(",")):
+        variant, workload, at, how = (want.split("/") + ["", "", "", ""])[:4]
+        if (variant, workload, at) != (spec["variant"], spec["workload"], phase):
+            continue
+        if how == "exit":
+            print(f"fault injected: exit 137 at {phase}", flush=True)
+            os._exit(137)
+        raise RuntimeError(f"fault injected at {phase}")
+
+
+def configure(spec: dict):
+    """Inductor settings and the kselect plug-in of this variant; returns compile(fn)."""
+    import torch
+    from torch._inductor import config
+
+    v = VARIANTS[spec["variant"]]
+    if spec["workload"] != "train" and spec.get("freezing"):
+        config.freezing = True
+    if v.space and v.space != "kselect":
+        config.max_autotune_gemm_search_space = v.space
+    if v.backends:
+        config.max_autotune_gemm_backends = v.backends
+    if v.kselect:
+        from kselect.selector.inductor import hook as ksi
+
+        # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
+        # narrows a GEMM it cannot rank back to DEFAULT.
+        config.max_autotune_gemm_search_space = "DEFAULT"
+        ksi.enable(v.kselect, model=spec.get("kselect_model") or None,
+                   cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
+                   **{**policy_keywords(spec), **dict(v.options)})   # a variant's own options win
+    kwargs = {}
+    if v.mode and spec.get("autotune", "gemm") == "gemm":
+        config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
+    elif v.mode:
+        kwargs["mode"] = v.mode
+    return lambda fn: torch.compile(fn, **kwargs)
+
+
+class SelectorLog(logging.Handler):
+    """kselect's own log: decisions (candidates seen, kept, ms) and fallback warnings."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.seen = self.kept = self.decisions = 0
+        self.ms = 0.0
+        self.warnings: list[str] = []
+        self.threads: dict[str, int] = {}   # decisions per thread (backward compiles may run elsewhere)
+
+    def emit(self, record):
+        try:
+            if str(record.msg).startswith("kselect %s %s: %d candidates seen") and len(record.args) >= 6:
+                self.decisions += 1
+                self.seen += int(record.args[2])
+                self.kept += int(record.args[3])
+                self.ms += float(record.args[5])
+                self.threads[record.threadName] = self.threads.get(record.threadName, 0) + 1
+            elif record.levelno >= logging.WARNING and record.getMessage() not in self.warnings:
+                self.warnings.append(record.getMessage())
+        except Exception:  # noqa: BLE001 -- a log format change must not fail the bench
+            pass
+
+    def summary(self, selector) -> dict:
+        out = {"decisions_logged": self.decisions, "candidates_ranked": self.seen, "kept": self.kept,
+               "ranking_ms": round(self.ms, 1), "threads": self.threads, "warnings": self.warnings[:10]}
+        if selector is not None:
+            out["stats"] = dict(selector.stats)
+            out.update(selector_picks(selector))
+        return out
+
+
+# what a run keeps of each verify measurement: its times, where they went, the compiles and the
+# price's prediction for each (the calibration every GPU run adds), and why a choice was dropped
+MEASUREMENT_FIELDS = ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms", "compiles",
+                      "predicted_compile_ms", "dropped", "memory_mb", "epilogue_saving_ms", "bare_winner")
+# and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
+DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early", "setup_ms")
+
+
+def selector_picks(selector) -> dict:
+    """What kselect finally handed Inductor per GEMM (the later stage and a verify measurement
+    override the earlier), counted by template, plus its own measurements, its decisions with
+    their reasons, and its CPU time."""
+    final: dict = {}
+    for d in selector.decisions:
+        final[d["problem"]] = d["kept"]
+    measured = list(selector.measurements)
+    for m in measured:
+        final[m["problem"]] = [m["winner"]]
+    by_template: dict = {}
+    for kept in final.values():
+        name = ":".join(kept[0].split(":")[:2]) if len(kept) == 1 else "set-of-%d" % len(kept)
+        by_template[name] = by_template.get(name, 0) + 1
+    return {"picks": final, "picks_by_template": by_template,
+            "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
+            "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
+            "release_memory": getattr(selector, "release_memory", None),
+            "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
+            "compile_in": getattr(selector, "compile_in", None),
+            "compile_budget": getattr(selector, "compile_budget", None),
+            "warm_start": (selector.warm_start.summary()
+                           if getattr(selector, "warm_start", None) is not None else None),
+            "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
+            "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured]}
+
+
+def measure(spec: dict, res: dict, save) -> None:
+    """Build the model, run the eager reference, compile, check, time; fill `res` as it goes."""
+    t_start = time.monotonic()
+    import torch
+
+    from kselect.training.bench.llama import build, preset
+
+    compile_fn = configure(spec)
+    res["env"] = environment(spec["device"])
+    counter, sel_log = instrument(spec)
+    device = torch.device(spec["device"])
+    if sel_log is not None:  # one-time model load, kept out of compile_s and reported apart
+        t0 = time.perf_counter()
+        res["kselect_ranker"] = ranker_preflight(device)
+        res["kselect_load_s"] = round(time.perf_counter() - t0, 3)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[spec["dtype"]]
+    cfg = preset(spec["model"])
+    res["model_note"] = cfg.note
+    res["params"] = cfg.n_params()
+    if device.type == "cuda":
+        from kselect.kernels.timing import warm_gpu
+
+        torch.cuda.reset_peak_memory_stats()
+        warm_gpu()
+    if spec.get("warm_pool", True):  # the pool's start must not race the timed compile
+        from kselect.selector.inductor.compat import warm_compile_pool
+
+        pool_s = warm_compile_pool()
+        res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
+    model = build(cfg, device, dtype, spec["seed"])
+    res["setup_s"] = round(time.monotonic() - t_start, 2)
+    try:
+        _maybe_fault(spec, "compile")
+        WORKLOAD_FNS[spec["workload"]](model, spec, res, save, compile_fn)
+    finally:  # what autotuning did, also when the run failed
+        res["gemms"] = counter.summary()
+        if sel_log is not None:
+            from kselect.selector.inductor import hook as ksi
+
+            sel = ksi.current()
+            res["kselect"] = sel_log.summary(sel)
+            if sel is not None and sel.measurements:   # verify timing its kept sets itself
+                res["gemms"]["kselect_measured"] = len(sel.measurements)
+                res["gemms"]["benchmarked"] += len(sel.measurements)
+                res["gemms"]["candidates"] += sel.stats["measured"]
+        res["graphs"] = _graph_count()
+        if device.type == "cuda":
+            res["peak_memory_gb"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    _maybe_fault(spec, "end")
+
+
+def instrument(spec: dict):
+    """Our feedback saver (GEMMs and candidates benchmarked) and, for kselect variants, a
+    handler on kselect's log (decisions, ranking time, fallback warnings)."""
+    from kselect.selector.inductor import compat
+
+    counter = GemmCounter()
+    compat.add_feedback_saver(counter)
+    if not VARIANTS[spec["variant"]].kselect:
+        return counter, None
+    sel_log = SelectorLog()
+    logging.getLogger("kselect.selector").addHandler(sel_log)
+    logging.getLogger("kselect.selector").setLevel(logging.INFO)
+    return counter, sel_log
+
+
+def ranker_preflight(device) -> str:
+    """Load kselect's ranker before compiling. On a GPU a ranker that cannot load (no model for
+    this GPU, xgboost missing) would make this run measure stock Inductor under kselect's
+    name: fail it at once instead. On the CPU no model exists by design (kselect falls back to
+    stock, one warning): say so and go on."""
+    from kselect.selector.inductor import hook as ksi
+
+    try:
+        return ranker_ident(device, selector=ksi.current())
+    except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ImportError, ModelError...
+        if device.type == "cuda":
+            raise RuntimeError(f"kselect cannot rank on this GPU, so this run would measure stock "
+                               f"Inductor: {type(exc).__name__}: {exc}") from exc
+        return f"unavailable ({type(exc).__name__}: {exc})"
+
+
+def _graph_count():
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def environment(device: str) -> dict:
+    from kselect.training.measure.fingerprint import collect_fingerprint
+    from kselect.training.measure.provenance import code_digest
+
+    fp = collect_fingerprint()
+    keep = ("gpu_name", "sm_count", "compute_capability", "torch_version", "triton_version",
+            "cuda_version", "hip_version", "driver_version", "python_version", "host")
+    env = {k: fp.get(k) for k in keep if fp.get(k) is not None}
+    env["device"] = device
+    env["cpus"] = os.cpu_count()
+    env["kselect_code"] = code_digest()
+    return env
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed_call(fn, device):
+    """(result, wall seconds) of one synchronised call."""
+    _sync(device)
+    t0 = time.perf_counter()
+    out = fn()
+    _sync(device)
+    return out, time.perf_counter() - t0
+
+
+def timed_compile(fn, device, spec: dict, res: dict):
+    """The compiling call, timed: its wall seconds into res["compile_s"] and this process's CPU
+    seconds (all threads; not the compile pool's workers) into res["compile_cpu_s"]. The CPU
+    figure is the host work a variant adds, without the wall clock's waits on pool and GPU
+    that make whole-compile times of one variant spread +-15 % between processes."""
+    c0 = time.process_time()
+    with compile_profile(spec):
+        out, wall = timed_call(fn, device)
+    res["compile_cpu_s"] = round(time.process_time() - c0, 3)
+    res["compile_s"] = round(wall, 3)
+    return out
+
+
+def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, snapshot=None) -> dict:
+    """Median (and spread) of `steps` synchronised calls after `warmup` untimed ones, and more
+    untimed ones until `warmup_s` seconds have passed; `snapshot()` (e.g. the GPU's state) is
+    read once warm, into "after_warmup".
+
+    Why the seconds: a process's first steps run on a GPU in the state its compile left.
+    Verify's measurement ends its compile, and on the H200's power-limited 8-layer prefill
+    verify replayed identical kernels ~0.4 % slower than predict, though they were no slower in
+    a profile a second later (reports/2026-12-04-prefill-gap-process-not-tile). A fixed time of work lets every
+    variant's GPU settle alike."""
+    t0, ran = time.perf_counter(), 0
+    while ran < warmup or time.perf_counter() - t0 < warmup_s:
+        timed_call(fn, device)
+        ran += 1
+    warmed = {"warmup": warmup, "warmup_calls": ran, "warmup_s": round(time.perf_counter() - t0, 3)}
+    if snapshot is not None:
+        warmed["after_warmup"] = snapshot()
+    times = [timed_call(fn, device)[1] * 1e3 for _ in range(steps)]
+    s = sorted(times)
+    q = statistics.quantiles(s, n=10, method="inclusive") if len(s) >= 2 else [s[0]] * 9
+    return {"step_ms": statistics.median(s), "step_ms_min": s[0], "step_ms_p10": q[0],
+            "step_ms_p90": q[-1], "steps": steps, **warmed}
+
+
+def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> dict | None:
+    """The step's GPU time alone: `fn` captured once in a CUDA graph, replayed `replays` times.
+
+    Why: decode steps are launch-bound (no CUDA graphs in any variant), so a step time mixes
+    kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
+    on the host side only. Measured after the step timing, on CUDA; a step that cannot be
+    captured records why instead (None on the CPU). The GPU's clock, power and temperature are
+    sampled while the replays run, and its energy counter with them (`during_replays`,
+    gpu_state.StateSampler; energy per step only where the counter moved twice or more). With
+    `profile_steps`, that many more replays run under torch.profiler (`graph_kernel_time`):
+    the kernels as the graph runs them, so a replay slower on the same kernel list shows
+    whether its kernels or the gaps between them took the time."""
+    import torch
+
+    if device.type != "cuda":
+        return None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        with StateSampler(device) as state:
+            for _ in range(replays):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+        out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
+        during = state.summary()
+        if during:
+            if "counter_power_mw" in during:   # the replays' energy per step, the time figure's twin
+                wall_ms_per_replay = during["window_ms"] / replays
+                during["energy_mj_per_step"] = round(during["counter_power_mw"] * wall_ms_per_replay / 1e3, 2)
+            out["during_replays"] = during
+    except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
+        return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    if profile_steps > 0:
+        out["graph_kernel_time"] = kernel_profile(graph.replay, device, profile_steps)
+    return out
+
+
+def kernel_profile(fn, device, steps: int) -> dict:
+    """`steps` calls of `fn` profiled by kind (training/bench/kernel_time.py); an extra measurement,
+    so a failure comes back as {"error": why} for the row, and the run stays ok."""
+    from kselect.training.bench.kernel_time import profile_kernels
+
+    try:
+        return profile_kernels(fn, device, steps=steps)
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
+def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
+    """The step's kernel time by kind, after the timing (kernel_profile)."""
+    n = spec.get("profile_steps", 0)
+    if n < 1:
+        return
+    res["kernel_time"] = kernel_profile(fn, device, n)
+    save()
+
+
+def _tokens(spec, vocab: int, length: int, device, offset: int = 0):
+    import torch
+
+    gen = torch.Generator().manual_seed(spec["seed"] + 1000 + offset)
+    return torch.randint(0, vocab, (spec["batch"], length), generator=gen).to(device)
+
+
+def _record(res, save, timing: dict, tokens_per_step: int) -> None:
+    res.update(timing)
+    res["tokens_per_s"] = tokens_per_step / (timing["step_ms"] / 1e3)
+    save()
+
+
+def fp32_copy(model):
+    """An fp32 copy of a half-precision model (the same, rounded, weights), else None."""
+    import copy
+
+    import torch
+
+    if model.embed.weight.dtype not in (torch.bfloat16, torch.float16):
+        return None
+    return copy.deepcopy(model).float()
+
+
+def judge(err_vs_eager: float, tol: float, err_vs_ref: float | None = None,
+          eager_err_vs_ref: float | None = None) -> dict:
+    """The correctness verdict: within `tol` of eager, or (half dtypes, with an fp32 reference)
+    no further from the reference than REF_MULTIPLIER x eager's own error + tol/10."""
+    out = {"rel_err": err_vs_eager, "tol": tol, "ok": err_vs_eager <= tol}
+    if err_vs_ref is not None and eager_err_vs_ref is not None:
+        bound = REF_MULTIPLIER * eager_err_vs_ref + tol / 10
+        out.update({"rel_err_vs_fp32": err_vs_ref, "eager_rel_err_vs_fp32": eager_err_vs_ref,
+                    "fp32_bound": bound, "ok": out["ok"] or err_vs_ref <= bound})
+    return out
+
+
+
+
+def _return_gpu_memory() -> None:
+    """Give the fp32 reference's freed blocks back, so the timed steps run as without it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _global_rel_err(got: list, want: list) -> float:
+    num = sum(float((g.float() - w.float()).norm() ** 2) for g, w in zip(got, want))
+    den = sum(float(w.float().norm() ** 2) for w in want)
+    return math.sqrt(num / max(den, 1e-60))
+
+
+def run_train(model, spec, res, save, compile_fn) -> None:
+    """Compiled forward + loss (+ its compiled backward), eager AdamW; checked on step 1."""
+    import torch
+    import torch.nn.functional as F
+
+    device = model.embed.weight.device
+    tokens = _tokens(spec, model.cfg.vocab, spec["seq"], device)
+    targets = _tokens(spec, model.cfg.vocab, spec["seq"], device, offset=1)
+
+    def loss_of(m):
+        return lambda t, y: F.cross_entropy(m(t).flatten(0, 1).float(), y.flatten())
+
+    loss_fn = loss_of(model)
+
+    params = list(model.parameters())
+
+    def eager_grads():
+        loss = loss_fn(tokens, targets)
+        loss.backward()
+        return loss.detach()
+
+    loss_e, res["eager_first_s"] = timed_call(eager_grads, device)
+    grads_e = [p.grad.detach().clone() for p in params]
+    for p in params:
+        p.grad = None
+    ref = None   # (loss, grads) of an fp32 copy: the anchor for half-precision drift
+    model32 = fp32_copy(model)
+    if model32 is not None:
+        loss32 = loss_of(model32)(tokens, targets)
+        loss32.backward()
+        ref = (float(loss32.detach()), [p.grad.detach() for p in model32.parameters()])
+        del model32, loss32
+        _return_gpu_memory()
+    opt = torch.optim.AdamW(params, lr=1e-5, **({"fused": True} if device.type == "cuda" else {}))
+    compiled = compile_fn(loss_fn)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = compiled(tokens, targets)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    loss_c = timed_compile(step, device, spec, res)
+    res["compile_phases"] = compile_phases()
+    save()
+    grads_c = [torch.zeros_like(g) if p.grad is None else p.grad for p, g in zip(params, grads_e)]
+    grad_err = _global_rel_err(grads_c, grads_e)
+    worst = max(relative_error(c, g) for c, g in zip(grads_c, grads_e))
+
+    def loss_rel(a, b):
+        return abs(float(a) - float(b)) / max(abs(float(b)), 1e-30)
+
+    loss_err = loss_rel(loss_c, loss_e)
+    vs_ref = eager_vs_ref = None
+    if ref is not None:   # step 1's gradients (the optimizer has not touched them)
+        vs_ref = max(loss_rel(loss_c, ref[0]), _global_rel_err(grads_c, ref[1]))
+        eager_vs_ref = max(loss_rel(loss_e, ref[0]), _global_rel_err(grads_e, ref[1]))
+    del grads_e, grads_c, ref
+    _return_gpu_memory()
+    res["correctness"] = {"what": "step-1 loss and gradients (global relative norm) vs eager",
+                          **judge(max(loss_err, grad_err), spec["rtol"], vs_ref, eager_vs_ref),
+                          "loss_rel_err": loss_err, "grad_rel_err": grad_err,
+                          "grad_rel_err_worst_tensor": worst, "loss_eager": float(loss_e),
+                          "loss_compiled": float(loss_c)}
+    save()
+    _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"], spec.get("warmup_s", 0.0)),
+            spec["batch"] * spec["seq"])
+    _profile_kernels(res, save, step, device, spec)
+
+
+@contextlib.contextmanager
+def compile_profile(spec: dict):
+    """--profile-compile: cProfile around the compiling call, saved beside the run's log as
+    pstats (<log>.prof, for `python -m pstats`) and as text (<log>.prof.txt); else nothing."""
+    if not spec.get("profile_compile") or not spec.get("log_path"):
+        yield
+        return
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        base = Path(spec["log_path"]).with_suffix("")
+        prof.dump_stats(f"{base}.prof")
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(60)
+        Path(f"{base}.prof.txt").write_text(text.getvalue())
+
+
+def compile_phases(top: int = 30) -> dict:
+    """Where compile_s went, by Inductor's own clock: seconds per phase it times so far in this
+    process (torch._dynamo.utils.compilation_time_metrics, summed over calls; phases nest, e.g.
+    GraphLowering.run -- lowering, GEMM choice generation and selection -- is inside
+    compile_fx_inner), the `top` largest. {} when this torch does not keep them."""
+    try:
+        from torch._dynamo.utils import compilation_time_metrics
+        total = {str(k): float(sum(v)) for k, v in compilation_time_metrics.items()}
+    except Exception:  # noqa: BLE001 -- a private table: its absence must not fail the bench
+        return {}
+    return {k: round(v, 3) for k, v in sorted(total.items(), key=lambda kv: -kv[1])[:top]}
+
+
+def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int, tokens_per_step: int):
+    import torch
+
+    device = model.embed.weight.device
+
+    def fn(t, c):
+        return model(t, c, pos, last_only=True)
+
+    with torch.no_grad():
+        ref, model32 = None, fp32_copy(model)
+        if model32 is not None:   # an fp32 run on fp32 copies of the same caches
+            caches32 = [(k.float(), v.float()) for k, v in caches]
+            ref = model32(tokens, caches32, pos, last_only=True)
+            del model32, caches32
+            _return_gpu_memory()
+        want, res["eager_first_s"] = timed_call(lambda: fn(tokens, caches), device)
+        compiled = compile_fn(fn)
+        got = timed_compile(lambda: compiled(tokens, caches), device, spec, res)
+        res["compile_phases"] = compile_phases()
+        anchored = (relative_error(got, ref), relative_error(want, ref)) if ref is not None else (None, None)
+        res["correctness"] = {"what": "last-position logits vs eager (relative norm)",
+                              **judge(relative_error(got, want), spec["rtol"], *anchored)}
+        del ref
+        save()
+        before = device_state(device)
+        timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"],
+                              spec.get("warmup_s", 0.0), snapshot=lambda: device_state(device))
+        warmed = timing.pop("after_warmup", None)
+        _record(res, save, timing, tokens_per_step)
+        graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
+                                profile_steps=spec.get("profile_steps", 0))
+        graph = graph or {}
+        if before is not None:
+            during = {"during_replays": graph.pop("during_replays")} if "during_replays" in graph else {}
+            res["device_state"] = {"before_steps": before, **({"after_warmup": warmed} if warmed else {}),
+                                   **during, "after_replays": device_state(device)}
+        res.update(graph)
+        save()
+        _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
+
+
+def run_prefill(model, spec, res, save, compile_fn) -> None:
+    """Prompt of `seq` tokens into a static KV cache; logits of the last position."""
+    caches = model.new_caches(spec["batch"], spec["seq"] + 1)
+    prompt = _tokens(spec, model.cfg.vocab, spec["seq"], model.embed.weight.device)
+    _run_inference(model, spec, res, save, compile_fn, caches, prompt, 0, spec["batch"] * spec["seq"])
+
+
+def run_decode(model, spec, res, save, compile_fn) -> None:
+    """One new token per sequence at position `seq`, attending over the prompt's cached keys.
+    The prompt is prefilled eagerly (untimed); every timed step rewrites the same slot."""
+    import torch
+
+    device = model.embed.weight.device
+    caches = model.new_caches(spec["batch"], spec["seq"] + 1)
+    with torch.no_grad():
+        model(_tokens(spec, model.cfg.vocab, spec["seq"], device), caches, 0, last_only=True)
+    nxt = _tokens(spec, model.cfg.vocab, 1, device, offset=2)
+    _run_inference(model, spec, res, save, compile_fn, caches, nxt, spec["seq"], spec["batch"])
+
+
+WORKLOAD_FNS = {"train": run_train, "prefill": run_prefill, "decode": run_decode}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m kselect.training.bench.e2e_worker SPEC.json (run by `kselect bench e2e`)",
+              file=sys.stderr)
+        sys.exit(2)
+    worker_main(sys.argv[1])

@@ -1,0 +1,1 @@
+"""The `kselect` command line: one module per verb; each only parses, calls and prints."""

@@ -1,0 +1,68 @@
+"""`kselect evaluate`: held-out accuracy of a model's recipe and of every baseline on a dataset
+(training/learn/evaluation.py computes it; this prints it)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from kselect.selector.jsonable import json_default
+from kselect.selector.model.cost_model import CostModel
+
+from kselect.training.learn.evaluation import SCHEMES, load_data, run_evaluation
+from kselect.training.learn.train import dataset_hash
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("evaluate", help="held-out accuracy of a model on a dataset",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="dataset directory (measurements.parquet + fingerprint.json)")
+    p.add_argument("--model", required=True, help="model file (.json) with its .meta.json sidecar")
+    p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds (default 5)")
+    p.add_argument("--scheme", choices=("both",) + SCHEMES, default="both")
+    p.add_argument("--no-baselines", action="store_true", help="evaluate the cost model only")
+    p.add_argument("--force", action="store_true", help="use a model trained for another device")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    df, fp = load_data(args.data)
+    model = CostModel.load(args.model, fingerprint=fp, force=args.force)
+    schemes = SCHEMES if args.scheme == "both" else (args.scheme,)
+    log = (lambda m: print(m, file=sys.stderr, flush=True))
+    result, _, _ = run_evaluation(df, fp, model, schemes, args.folds, not args.no_baselines, log)
+    result.update({"data": str(args.data), "dataset_hash": dataset_hash(args.data), "model": str(args.model)})
+    if args.json:
+        print(json.dumps(result, indent=1, default=json_default))
+    else:
+        g = result["pct_oracle_geomean"]
+        print(f"{result['primary']}: {result['shapes']} shapes; % of oracle " +
+              "  ".join(f"k={k} {100 * g[k]:.2f}" for k in g) + f"; top-1 {100 * result['top1']:.1f}%")
+        if "oracle_shapes" in result:
+            o = result["oracle_shapes"]
+            print(f"  oracle shapes only (full space measured): {o['shapes']} shapes; % of oracle " +
+                  "  ".join(f"k={k} {100 * v:.2f}" for k, v in o["pct_oracle_geomean"].items()) +
+                  f"; top-1 {100 * o['top1']:.1f}%")
+        for line in headroom_lines(result.get("headroom_capture", {})):
+            print(line)
+    return 0
+
+
+def headroom_lines(hc: dict) -> list[str]:
+    """The headroom capture, one line per scheme, realistic shapes (text output)."""
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"   # n/a: no headroom on those shapes
+
+    out = []
+    for scheme, sec in hc.items():
+        r = sec["realistic"]
+        ours = r["aten_plus_k"].get("cost_model", {})
+        near = r["aten_plus_k"].get("nearest_shape", {})
+        pol = "".join(f"; {m} {pct(r[m])}" for m in ("verify", "predict") if m in r)
+        out.append(f"headroom capture ({scheme} held out, {r['shapes']} realistic shapes){pol}; ATen + k templates: "
+                   + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
+                   + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")"
+                      if near else ""))
+    return out
+
+

@@ -1,0 +1,97 @@
+"""`kselect` command line: one small module per subcommand, imported only when used.
+
+Each subcommand module exposes `add_parser(subparsers)` that registers its parser and sets
+`func(args) -> int`. Bad input raises a `ValueError` subclass whose message names the
+problem; it is printed as `kselect: error: ...` with exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# name -> (module, one-line help). Order is the order `kselect --help` lists them.
+SUBCOMMANDS = {
+    "shapes": ("kselect.training.cli.shapes", "list or export the named GEMM workload sets"),
+    "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
+    "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
+    "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
+    "faithfulness": ("kselect.training.measure.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
+    "compile-cost": ("kselect.training.cli.compile_cost", "time Triton candidates' compiles on this CPU; fit their model"),
+    "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
+    "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
+    "report": ("kselect.training.cli.report", "write an accuracy report with plots"),
+    "retrain": ("kselect.training.cli.retrain", "a cost model for a new GPU in one resumable command"),
+    "amd": ("kselect.training.cli.amd", "AMD backend-winner model over tuned-GEMM tables"),
+    "flydsl": ("kselect.training.cli.flydsl", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
+    "export-lookup-table": ("kselect.training.cli.lookup_export",
+                            "write kselect's decisions as Inductor's template lookup table"),
+    "import-lookup-table": ("kselect.training.cli.lookup_import",
+                            "read an Inductor lookup table's timed configs into a dataset"),
+    "bench": ("kselect.training.cli.bench", "stock max-autotune vs kselect: tuning time and kernel speed"),
+}
+
+
+def _available_subcommands() -> dict[str, tuple[str, str]]:
+    """Subcommands whose module is importable in this install (all, in a full checkout)."""
+    found = {}
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if importlib.util.find_spec(module) is not None:
+            found[name] = (module, help_text)
+    return found
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kselect",
+        description="Learned cost-model guided GEMM kernel selection for TorchInductor.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    available = _available_subcommands()
+    wanted = next((a for a in (argv or []) if a in available), None)
+    for name, (module, help_text) in available.items():
+        if wanted is None or name == wanted:
+            try:
+                importlib.import_module(module).add_parser(sub)
+            except ModuleNotFoundError as exc:
+                if exc.name not in TRAINING_DEPENDENCIES:
+                    raise
+                raise MissingExtra(f"`kselect {name}` needs {exc.name}, from the training extra: "
+                                   "pip install 'kselect[train]'") from None
+        else:  # listed in --help without importing its (possibly heavy) module
+            sub.add_parser(name, help=help_text)
+    return parser
+
+
+# Modules of the [train] extra: without them only the runtime plug-in works.
+TRAINING_DEPENDENCIES = ("pandas", "pyarrow", "sklearn", "scipy", "xgboost", "matplotlib", "tqdm")
+
+
+class MissingExtra(ImportError):
+    """A subcommand's module needs a dependency of an extra that is not installed."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(argv)
+    except MissingExtra as exc:
+        print(f"kselect: error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    args.argv = argv  # reports quote the exact command that produced them
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"kselect: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The measured dataset: schema, part files, labels, oracle shapes, lookup tables."""

@@ -1,0 +1,1 @@
+"""Measuring candidates on a GPU: crash-safe collection, re-timing as Inductor compiles, faithfulness checks."""

@@ -1,0 +1,235 @@
+"""Is the collector's time the time a user gets? Three numbers per (shape, candidate):
+
+  collector  -- our harness on our runtime-size kernels (kselect.kernels.timing);
+  compiled   -- torch.compile(mode="max-autotune-no-cudagraphs") forced to that one
+                choice (an InductorChoices filter keeps only it, so nothing is
+                benchmarked), timed as a whole compiled function with
+                triton.testing.do_bench (median, L2 flushed, warm-up) -- the real runtime;
+  inductor   -- Inductor's own autotune number for the choice (feedback saver) when
+                it benchmarks all of that shape's chosen candidates together.
+
+Writes a CSV and a Markdown summary: collector/compiled ratio (median, p10-p90),
+Spearman rank correlation within each shape, and where Inductor's number disagrees
+with the real runtime.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.problem import Problem
+
+log = logging.getLogger(__name__)
+
+# Shapes from the H200 baseline notes (stock mis-picks) plus decompose-k and TMA-friendly ones.
+DEFAULT_SHAPES = ["333x7168x5120", "64x18176x4544", "7x3584x14336", "1024x9216x3072",
+                  "4096x3584x4096", "32x4096x4096", "16x4096x131072"]
+
+
+def pick_candidates(problem: Problem, per_template: int = 3, large_per_template: int = 0) -> list[Candidate]:
+    """ATen + a spread of DEFAULT configs of every template that applies, plus each tile
+    template's `large_per_template` largest output tiles of the EXHAUSTIVE space (the tiles
+    that win on large GEMMs; deterministic)."""
+    from kselect.kernels.triton.space import triton_space
+
+    out = [Candidate.make("aten", problem.op)]
+    space = triton_space(problem, "default")
+    for template in ("mm", "persistent_tma", "decompose_k"):
+        cs = [c for c in space if c.template == template]
+        if cs:
+            step = max(1, len(cs) // per_template)
+            out += cs[::step][:per_template]
+    if large_per_template:
+        from kselect.kernels.triton.space import shared_memory_bytes
+        from kselect.selector.model.features import DEFAULT_SMEM_OPTIN
+
+        taken = {c.key for c in out}
+        wide = triton_space(problem, "exhaustive")
+        for template in ("mm", "persistent_tma"):
+            # tiles an H100/H200 can launch (232,448 B of shared memory per block)
+            cs = [c for c in wide if c.template == template and c.key not in taken
+                  and shared_memory_bytes(c, problem.dtype_bytes) <= DEFAULT_SMEM_OPTIN]
+            # the widest tile, then the deepest K pipeline (BLOCK_K x stages) it fits
+            cs.sort(key=lambda c: (-c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"],
+                                   -c.kwargs["BLOCK_K"] * c.kwargs["num_stages"], -c.kwargs["num_stages"], c.key))
+            out += cs[:large_per_template]
+    return out
+
+
+def _compile_mm(problem: Problem, keep, record=None, feedback=None):
+    import torch
+    from torch._inductor import config as ic
+
+    from kselect.selector.inductor.compat import add_feedback_saver, choices_handler, make_filtering_choices
+
+    def f(a, b):
+        return a @ b
+
+    torch._dynamo.reset()
+    patches = {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON",
+               "max_autotune_gemm_search_space": "EXHAUSTIVE", "force_disable_caches": True,
+               "triton.enable_persistent_tma_matmul": True, "benchmark_epilogue_fusion": False}
+    handler = make_filtering_choices(keep, record)
+    remove = add_feedback_saver(feedback) if feedback else (lambda: None)
+    try:
+        with ic.patch(patches), choices_handler(handler):
+            compiled = torch.compile(f, mode="max-autotune-no-cudagraphs", dynamic=False)
+            from kselect.kernels.operands import make_operands
+
+            ops = make_operands(problem, "cuda", seed=1)
+            compiled(ops.a, ops.b)
+            torch.cuda.synchronize()
+    finally:
+        remove()
+    return compiled, ops
+
+
+def collector_times(problem: Problem, cands: list[Candidate], rows: dict, backends=None,
+                    column: str = "collector") -> None:
+    """Our harness on our kernels: `<column>_ms` and `<column>_rel_error` per candidate row.
+    `backends` maps a backend name to the instance to use (default: the registry's)."""
+    import torch
+
+    from kselect.kernels.backend import get_backend
+    from kselect.kernels.operands import reference, relative_error, rotating_operands
+    from kselect.kernels.timing import time_runners
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    sets = rotating_operands(problem, l2)
+    base = sets[0]
+    ref = reference(problem, base)
+    for c in cands:
+        backend = (backends or {}).get(c.backend) or get_backend(c.backend)
+        try:
+            compiled = backend.compile(c, problem)
+            runners = [backend.runner(compiled, s) for s in sets]
+            runners[0]()
+            torch.cuda.synchronize()
+            rows[c.key][f"{column}_rel_error"] = relative_error(base.out, ref)
+            rows[c.key][f"{column}_ms"] = time_runners(runners).median_ms
+        except Exception as exc:
+            rows[c.key][f"{column}_error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
+def inductor_autotune_times(problem: Problem, cands: list[Candidate], rows: dict) -> None:
+    """Inductor's own autotune number per candidate, all of them benchmarked together."""
+    keys = {c.key for c in cands}
+
+    def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
+        from kselect.selector.inductor.compat import choice_candidate
+
+        for ch, ms in timings.items():
+            cand = choice_candidate(ch)
+            if cand is not None and cand.key in rows:
+                rows[cand.key]["inductor_ms"] = float(ms)
+
+    try:
+        _compile_mm(problem, keep=lambda c: c.key in keys, feedback=saver)
+    except Exception as exc:
+        log.warning("inductor autotune compile failed for %s: %s", problem.key, exc)
+
+
+def compiled_times(problem: Problem, cands: list[Candidate], rows: dict) -> None:
+    """The compiled program forced to each candidate, timed as a user runs it."""
+    import torch
+    import triton
+
+    from kselect.kernels.operands import reference, relative_error, rotating_operands
+    from kselect.kernels.timing import time_runners
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for c in cands:
+        try:
+            fn, ops = _compile_mm(problem, keep=lambda x, k=c.key: x.key == k)
+            out = fn(ops.a, ops.b)
+            rows[c.key]["compiled_rel_error"] = relative_error(out, reference(problem, ops))
+            # Real runtime: the compiled function itself, under CUDA graphs (as
+            # mode="max-autotune" runs it) with cold-L2 rotating inputs ...
+            sets = rotating_operands(problem, l2, first=ops)
+            rows[c.key]["compiled_ms"] = time_runners(
+                [lambda o=o: fn(o.a, o.b) for o in sets], target_ms=0.5, replays=9).median_ms
+            del sets
+            # ... and the plain do_bench number, launch overhead included, for reference.
+            rows[c.key]["compiled_dobench_ms"] = triton.testing.do_bench(
+                lambda: fn(ops.a, ops.b), warmup=50, rep=200, return_mode="median")
+        except Exception as exc:
+            rows[c.key]["compiled_error"] = f"{type(exc).__name__}: {exc}"[:300]
+
+
+def candidate_rows(problem: Problem, cands: list[Candidate]) -> dict:
+    return {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"}
+            for c in cands}
+
+
+def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
+    """collector, Inductor's autotune number and the compiled time for each candidate."""
+    rows = candidate_rows(problem, cands)
+    collector_times(problem, cands, rows)
+    inductor_autotune_times(problem, cands, rows)
+    compiled_times(problem, cands, rows)
+    return list(rows.values())
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation (scipy's; ties take their average rank); NaN under 3 pairs."""
+    from scipy.stats import spearmanr
+
+    if len(x) < 3:
+        return float("nan")
+    return float(spearmanr(list(x), list(y)).statistic)
+
+
+def summarize(df) -> dict:
+    import numpy as np
+
+    ok = df.dropna(subset=["collector_ms", "compiled_ms"]).copy()
+    ok["ratio"] = ok["collector_ms"] / ok["compiled_ms"]
+    per_shape = {p: spearman(g["collector_ms"], g["compiled_ms"]) for p, g in ok.groupby("problem")}
+    res = {"pairs": int(len(ok)), "shapes": int(ok["problem"].nunique()),
+           "ratio_median": float(ok["ratio"].median()) if len(ok) else float("nan"),
+           "ratio_p10": float(ok["ratio"].quantile(0.1)) if len(ok) else float("nan"),
+           "ratio_p90": float(ok["ratio"].quantile(0.9)) if len(ok) else float("nan"),
+           "abs_dev_median": float((ok["ratio"] - 1).abs().median()) if len(ok) else float("nan"),
+           "spearman_by_shape": per_shape,
+           "spearman_min": float(np.nanmin(list(per_shape.values()))) if per_shape else float("nan")}
+    if "inductor_ms" in ok:
+        ind = ok.dropna(subset=["inductor_ms"])
+        res["inductor_vs_compiled_median"] = float((ind["inductor_ms"] / ind["compiled_ms"]).median()) if len(ind) else float("nan")
+        res["inductor_spearman_by_shape"] = {p: spearman(g["inductor_ms"], g["compiled_ms"])
+                                             for p, g in ind.groupby("problem")}
+    return res
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("faithfulness", help="collector time vs compiled-program time vs Inductor autotune")
+    p.add_argument("--shapes", default=",".join(DEFAULT_SHAPES), help="comma-separated MxNxK (bf16, x @ W^T)")
+    p.add_argument("--per-template", type=int, default=3)
+    p.add_argument("--large-per-template", type=int, default=0,
+                   help="also each tile template's N largest EXHAUSTIVE output tiles")
+    p.add_argument("--out", required=True, help="directory for faithfulness.csv and summary.json")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from kselect.kernels.timing import warm_gpu
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    warm_gpu()
+    rows = []
+    for spec in args.shapes.split(","):
+        m, n, k = (int(x) for x in spec.lower().split("x"))
+        problem = Problem(m, n, k, "bf16", "nt", "mm")
+        t0 = time.time()
+        rows += measure_problem(problem, pick_candidates(problem, args.per_template, args.large_per_template))
+        pd.DataFrame(rows).to_csv(out / "faithfulness.csv", index=False)
+        print(f"{problem.key}: {time.time() - t0:.0f} s", flush=True)
+    summary = summarize(pd.DataFrame(rows))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    return 0

@@ -1,0 +1,1 @@
+"""Which GEMMs to measure: named, seeded workload sets and shape lists."""
