@@ -631,7 +631,7 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
     import sys
 
     probe = ("import sys, torch\n"
-             "from kselect.selector import inductor_compat as c\n"
+             "from kselect.selector.inductor import compat as c\n"
              "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
              "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n")
     base = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_")}
