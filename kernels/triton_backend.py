@@ -22,6 +22,11 @@ from .triton_space import TEMPLATES, triton_space
 log = logging.getLogger(__name__)
 
 
+# The mm kernel indexes each (batch's) operand with int32 element offsets, as Inductor's
+# template does unless a tensor is larger (then it compiles int64 indexing instead).
+MM_MAX_OPERAND_ELEMENTS = 2**31 - 1
+
+
 def _stride_class(s: int) -> int:
     """How Triton specialises an integer argument: 1, divisible by 16, or neither."""
     return 1 if s == 1 else (16 if s % 16 == 0 else 0)
@@ -71,6 +76,10 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
     const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8),
              "ALLOW_TF32": allow_tf32}
     if candidate.template == "mm":
+        largest = max(problem.M * problem.K, problem.K * problem.N, problem.M * problem.N)
+        if largest > MM_MAX_OPERAND_ELEMENTS:
+            raise CandidateError("compile", f"an operand of {largest} elements exceeds the mm kernel's "
+                                 f"int32 indexing ({MM_MAX_OPERAND_ELEMENTS} elements)")
         # Contiguity hints matter only along a contiguous M (A column-major) or N (B
         # row-major); elsewhere they are off so 'nt' shapes share one binary per config.
         const.update(EVEN_K=problem.K % bk == 0,
