@@ -19,7 +19,8 @@ the zero accumulator and ptxas keeps the wgmma pipeline asynchronous; and the lo
 int32 offsets recomputed per step, as Inductor's template does, instead of carrying 64-bit
 pointer tensors through the pipelined loop, which spills registers on wide, few-warp tiles.
 reports/faithfulness-* measures how close this stays to the kernels Inductor itself
-generates. Imported only where Triton and a CUDA device exist.
+generates. Imported only where Triton is installed (to launch on a CUDA device, or to
+compile for one: triton_cross).
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def mm_kernel(A, B, C, M, N, K,
     # accumulator is the zeros above, and ptxas then serialises every wgmma of the loop.
     for k0 in range(0, tl.maximum(tl.cdiv(K, BLOCK_K), 1)):
         # int32 element offsets recomputed each step, as Inductor's template indexes, rather
-        # than 64-bit pointer tensors carried through the pipelined loop (register spills).
+        # than 64-bit pointer tensors carried through the pipelined loop (register spills);
+        # launch_plan refuses operands too large for int32 offsets.
         k_idx = k0 * BLOCK_K + ks
         a_ptrs = a_batch + (a_rows[:, None] * stride_am + k_idx[None, :] * stride_ak)
         b_ptrs = b_batch + (k_idx[:, None] * stride_bk + b_cols[None, :] * stride_bn)
