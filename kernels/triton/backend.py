@@ -1,7 +1,7 @@
 """Triton backend: Inductor's mm, persistent-TMA and decompose-k candidates on CUDA.
 
 Candidate space: `triton_space` (Inductor's own lists, clamping and dedup). Kernels:
-`triton_kernels` (Inductor's algorithms with runtime sizes). A compiled kernel is keyed by
+`kernels.py` (Inductor's algorithms with runtime sizes). A compiled kernel is keyed by
 its constexprs, warps, stages, dtype and stride specialisation -- not by M, N, K -- so
 one compile serves every shape that shares them; `precompile` fills Triton's on-disk
 cache from a pool of processes before timing starts.
@@ -20,6 +20,11 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import TEMPLATES, triton_space
 
 log = logging.getLogger(__name__)
+
+
+# The mm kernel indexes each (batch's) operand with int32 element offsets, as Inductor's
+# template does unless a tensor is larger (then it compiles int64 indexing instead).
+MM_MAX_OPERAND_ELEMENTS = 2**31 - 1
 
 
 def _stride_class(s: int) -> int:
@@ -71,6 +76,10 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
     const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8),
              "ALLOW_TF32": allow_tf32}
     if candidate.template == "mm":
+        largest = max(problem.M * problem.K, problem.K * problem.N, problem.M * problem.N)
+        if largest > MM_MAX_OPERAND_ELEMENTS:
+            raise CandidateError("compile", f"an operand of {largest} elements exceeds the mm kernel's "
+                                 f"int32 indexing ({MM_MAX_OPERAND_ELEMENTS} elements)")
         # Contiguity hints matter only along a contiguous M (A column-major) or N (B
         # row-major); elsewhere they are off so 'nt' shapes share one binary per config.
         const.update(EVEN_K=problem.K % bk == 0,
@@ -84,7 +93,7 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
         const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n",
                      B_ROW_MAJOR=problem.layout[1] == "n")
         names = ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
-    # N's and K's classes join the strides': Triton specialises them (see triton_kernels).
+    # N's and K's classes join the strides': Triton specialises them (see kernels.py).
     spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.N),
                                                               _stride_class(problem.K))
     return LaunchPlan(candidate.template, tuple(sorted(const.items())), kw["num_warps"],

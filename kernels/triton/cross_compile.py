@@ -9,13 +9,17 @@ measured on any machine, here, against a named target (default sm_90, the H200).
 `plan_source` states the arguments as a launch would specialise them (pointers and integers
 divisible by 16 marked so, integers equal to 1 made constants, M left alone as the
 kernels ask), so the compile is the one a real launch of that LaunchPlan triggers.
+`ptxas_facts` reads what ptxas made of a compiled kernel (registers, spills, whether it kept
+the wgmma pipeline asynchronous): static facts about speed, checkable without the GPU.
 `python -m kselect.kernels.triton.cross_compile` is the compile child (kernels/compile_worker.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
+import subprocess
 import tempfile
 import time
 
@@ -77,33 +81,75 @@ def plan_source(plan: LaunchPlan):
     return triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
 
 
-def cross_compile(plan: LaunchPlan, arch: str = "sm_90") -> dict:
-    """Compile `plan` for `arch` into a fresh cache (always a miss) and say what it cost:
-    wall ms, this thread's CPU ms, ptxas's CPU ms (the children's), and what came out."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
-    target = GPUTarget("cuda", check_arch(arch), 32)
-    source = plan_source(plan)
-    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages}
+@contextlib.contextmanager
+def _fresh_triton_cache():
+    """Triton's cache pointed at an empty folder for the block, so every compile is a miss."""
     with tempfile.TemporaryDirectory(prefix="kselect-triton-cross-") as cache:
         before = os.environ.get("TRITON_CACHE_DIR")
         os.environ["TRITON_CACHE_DIR"] = cache
         try:
-            children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            wall0, cpu0 = time.perf_counter(), time.thread_time()
-            kernel = triton.compile(source, target=target, options=options)
-            wall1, cpu1 = time.perf_counter(), time.thread_time()
-            children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            yield
         finally:
             if before is None:
                 os.environ.pop("TRITON_CACHE_DIR", None)
             else:
                 os.environ["TRITON_CACHE_DIR"] = before
+
+
+def _compile(source, plan: LaunchPlan, arch: str):
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    return triton.compile(source, target=GPUTarget("cuda", check_arch(arch), 32),
+                          options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+
+
+def cross_compile(plan: LaunchPlan, arch: str = "sm_90") -> dict:
+    """Compile `plan` for `arch` into a fresh cache (always a miss) and say what it cost:
+    wall ms, this thread's CPU ms, ptxas's CPU ms (the children's), and what came out."""
+    check_arch(arch)
+    source = plan_source(plan)
+    with _fresh_triton_cache():
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall0, cpu0 = time.perf_counter(), time.thread_time()
+        kernel = _compile(source, plan, arch)
+        wall1, cpu1 = time.perf_counter(), time.thread_time()
+        children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     children_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     return {"wall_ms": (wall1 - wall0) * 1e3, "thread_cpu_ms": (cpu1 - cpu0) * 1e3,
             "ptxas_cpu_ms": children_s * 1e3, "shared_bytes": int(kernel.metadata.shared),
             "ptx_lines": kernel.asm["ptx"].count("\n"), "cubin_bytes": len(kernel.asm["cubin"])}
+
+
+def compile_ptx(plan: LaunchPlan, arch: str = "sm_90") -> str:
+    """The PTX a launch of `plan` runs on `arch` (compiled into a fresh cache)."""
+    source = plan_source(plan)
+    with _fresh_triton_cache():
+        return _compile(source, plan, arch).asm["ptx"]
+
+
+def ptxas_facts(ptx: str) -> dict:
+    """ptxas -v on `ptx` (for the target its .target line names), with Triton's ptxas:
+    registers per thread, spill bytes stored and loaded, and whether ptxas serialised the
+    kernel's wgmma instructions (its C7515 note: each waits for the one before to finish)."""
+    import triton
+
+    target = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
+    if target is None:
+        raise ValueError("PTX without a .target line")
+    with tempfile.TemporaryDirectory(prefix="kselect-ptxas-") as d:
+        src = os.path.join(d, "kernel.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-v", f"--gpu-name={target.group(1)}", src,
+                               "-o", os.path.join(d, "kernel.cubin")], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"ptxas failed ({done.returncode}): {done.stderr.strip()[:500]}")
+    log = done.stderr
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    return {"registers": int(re.search(r"Used (\d+) registers", log).group(1)),
+            "spill_store_bytes": int(spills.group(1)), "spill_load_bytes": int(spills.group(2)),
+            "wgmma_serialised": "C7515" in log}
 
 
 def plan_to_dict(plan: LaunchPlan) -> dict:

@@ -10,11 +10,17 @@ Triton specialises integers (equal to 1, divisible by 16, or neither):
   slower than Inductor's kernel);
 - N: the epilogue's `cols < N` store mask is uniform over 16 columns when N % 16 == 0, so
   the store vectorises (16-byte stores, as in Inductor's baked-size kernels); unspecialised,
-  every element is stored alone (sm_90 PTX: reports/2026-12-05-faithful-kernels), the likely
-  cause of large tiles reading 1.1-1.4x slower than Inductor's kernels (to be timed on a GPU);
-- M is left runtime: C is row-major, so M's class changes no vector width.
+  every element is stored alone (sm_90 PTX: reports/2026-12-05-faithful-kernels);
+- M is left runtime: C is row-major, so M's class changes no vector width (nor, on sm_90,
+  any register count or instruction of the mm kernel's large tiles).
+Two forms in the mm kernel's K loop matter with runtime sizes (same report, "The mm
+template's large tiles"): the loop runs at least once, so no path reaches the epilogue with
+the zero accumulator and ptxas keeps the wgmma pipeline asynchronous; and the loads index with
+int32 offsets recomputed per step, as Inductor's template does, instead of carrying 64-bit
+pointer tensors through the pipelined loop, which spills registers on wide, few-warp tiles.
 reports/faithfulness-* measures how close this stays to the kernels Inductor itself
-generates. Imported only where Triton and a CUDA device exist.
+generates. Imported only where Triton is installed (to launch on a CUDA device, or to
+compile for one: cross_compile.py).
 """
 from __future__ import annotations
 
@@ -52,11 +58,19 @@ def mm_kernel(A, B, C, M, N, K,
     if HINT_N:
         b_cols = tl.max_contiguous(tl.multiple_of(b_cols, BLOCK_N), BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
-    a_ptrs = A + batch * stride_ab + a_rows[:, None] * stride_am + ks[None, :] * stride_ak
-    b_ptrs = B + batch * stride_bb + ks[:, None] * stride_bk + b_cols[None, :] * stride_bn
+    a_batch = A + batch * stride_ab
+    b_batch = B + batch * stride_bb
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
-    for k0 in range(0, tl.cdiv(K, BLOCK_K)):
+    # At least one step (K >= 1): a loop that may run zero times leaves a path where the
+    # accumulator is the zeros above, and ptxas then serialises every wgmma of the loop.
+    for k0 in range(0, tl.maximum(tl.cdiv(K, BLOCK_K), 1)):
+        # int32 element offsets recomputed each step, as Inductor's template indexes, rather
+        # than 64-bit pointer tensors carried through the pipelined loop (register spills);
+        # launch_plan refuses operands too large for int32 offsets.
+        k_idx = k0 * BLOCK_K + ks
+        a_ptrs = a_batch + (a_rows[:, None] * stride_am + k_idx[None, :] * stride_ak)
+        b_ptrs = b_batch + (k_idx[:, None] * stride_bk + b_cols[None, :] * stride_bn)
         if EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
@@ -65,8 +79,6 @@ def mm_kernel(A, B, C, M, N, K,
             a = tl.load(a_ptrs, mask=ks[None, :] < remaining, other=0.0)
             b = tl.load(b_ptrs, mask=ks[:, None] < remaining, other=0.0)
         acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
 
     c_ptrs = C + batch * stride_cb + rows[:, None] * stride_cm + cols[None, :] * stride_cn
     mask = (rows[:, None] < M) & (cols[None, :] < N)

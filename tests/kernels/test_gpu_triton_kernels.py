@@ -32,3 +32,29 @@ def test_background_compiles_serve_each_n_class(n):
     for cand in cands:
         _check(backend, cand, problem)
     assert not backend._pending
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape", [(333, 7168, 5120, "nt"), (300, 4104, 1000, "nn"), (17, 4099, 4099, "tn"),
+                                   (8, 9216, 3072, "tt")], ids=["nt", "nn-n%8-oddk", "tn-odd", "tt-small-m"])
+def test_large_mm_tiles_are_correct(shape):
+    """The wide tiles (K loop of int32 offsets, at least one step) over each N class, odd M/K."""
+    from kselect.kernels.candidate import Candidate
+
+    m, n, k, layout = shape
+    problem = Problem(m, n, k, "bf16", layout)
+    backend = TritonBackend()
+    for bm, bn, bk, stages, warps in ((128, 256, 64, 4, 8), (16, 256, 128, 3, 2)):
+        cand = Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                              num_stages=stages, num_warps=warps)
+        _check(backend, cand, problem)
+
+
+@needs_cuda
+def test_large_mm_tile_serves_bmm():
+    from kselect.kernels.candidate import Candidate
+
+    problem = Problem(200, 520, 264, "bf16", "nt", "bmm", batch=3)
+    cand = Candidate.make("triton", "mm", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+                          num_stages=4, num_warps=8)
+    _check(TritonBackend(), cand, problem)
