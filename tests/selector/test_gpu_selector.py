@@ -186,17 +186,21 @@ class Harness:
                         list(self.logs.lines), ours, dict(sel.stats), sel, time.perf_counter() - t0)
 
 
-@pytest.fixture(scope="module")
-def harness():
+def _skip_unless_the_shipped_model_is_for_this_gpu():
+    """The wrong GPU skips; any other model problem must fail the tests (as fallbacks), not hide."""
     from kselect.models import shipped_model_path
     from kselect.selector.model.cost_model import DeviceMismatchError, check_device
 
-    # the wrong GPU skips; any other model problem must fail the tests (as fallbacks), not hide
     fp = compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
     try:
         check_device(json.loads(shipped_model_path("h200-bf16.meta.json").read_text()), fp)
     except DeviceMismatchError as exc:
         pytest.skip(f"the shipped model is not for this GPU: {exc}")
+
+
+@pytest.fixture(scope="module")
+def harness():
+    _skip_unless_the_shipped_model_is_for_this_gpu()
     bench, logs = Benchmarks(), LogLines()
     logger = logging.getLogger("kselect.selector")
     old_level = logger.level
@@ -519,6 +523,7 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     from kselect.kernels.triton.space import triton_space
     from kselect.selector.decide.policy import choose_kept
 
+    _skip_unless_the_shipped_model_is_for_this_gpu()
     fingerprint = compat.device_fingerprint(torch.device("cuda"))
     problem = Problem(8, 128256, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
