@@ -29,6 +29,26 @@ log = logging.getLogger(__name__)
 
 _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
 
+# The torch releases this layer is written and tested for (pyproject.toml pins the same range):
+# 2.11 on the GPU machine, 2.13 in CI. Another release may move a private name this file reads.
+SUPPORTED_TORCH = ((2, 11), (2, 13))
+
+
+def torch_support_problem(version: str | None = None) -> str | None:
+    """Why this torch is outside the supported range, or None when it is inside."""
+    import torch
+
+    text = version if version is not None else torch.__version__
+    try:
+        release = tuple(int(part) for part in text.split("+")[0].split(".")[:2])
+    except ValueError:
+        return f"torch {text}: cannot read its version"
+    low, high = SUPPORTED_TORCH
+    if not low <= release <= high:
+        return (f"torch {text} is outside kselect's supported range "
+                f"{low[0]}.{low[1]}-{high[0]}.{high[1]} (its Inductor hooks are private API)")
+    return None
+
 
 @functools.lru_cache(maxsize=256)
 def template_of(uid: str) -> tuple[str, str]:

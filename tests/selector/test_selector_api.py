@@ -48,7 +48,7 @@ BAD = [({"k": 0}, "k"), ({"k": 2.7}, "k"), ({"k": "3"}, "k"), ({"k": True}, "k")
        ({"mode": "fast"}, "mode"), ({"mode": None}, "mode")]
 
 
-@pytest.mark.parametrize("kwargs, name", BAD, ids=[repr(b[0]) for b in BAD])
+@pytest.mark.parametrize("kwargs, name", BAD, ids=[f"{i}-{b[1]}" for i, b in enumerate(BAD)])
 def test_enable_refuses_a_bad_keyword_and_changes_nothing(outer, kwargs, name):
     kwargs = {"mode": "verify", **kwargs}
     with pytest.raises(ValueError, match=name):
