@@ -257,17 +257,16 @@ def _one_fallback_warning(bench, stock_counts) -> str:
 
 
 def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
+    from kselect.selector.model import artifact
     from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
-    from kselect.selector.model.cost_model import MODEL_FORMAT
 
     bad = tmp_path / "bad.json"  # a valid sidecar, a truncated booster
     bad.write_text('{"learner": {"truncated')
     (tmp_path / "bad.meta.json").write_text(json.dumps({
-        "format": MODEL_FORMAT, "feature_schema_version": FEATURE_SCHEMA_VERSION,
-        "feature_names": list(FEATURE_NAMES)}))
+        **artifact.header("cost-model", FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION}))
     sel = ksi.enable("predict", model=str(bad))
     msg = _one_fallback_warning(fresh, stock[0])
-    assert "not an XGBoost model" in msg
+    assert "cannot read XGBoost model" in msg
     assert sel.stats["fallbacks"] == N_GEMMS
 
 
