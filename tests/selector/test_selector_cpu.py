@@ -166,7 +166,7 @@ def test_predict_aten_margin_in_a_real_compile(fresh, caplog, margin, picked):
     chosen = [m.group(1) for r in caplog.records
               if (m := re.search(r"kselect choices \S+: .*chosen \['([^':]+):", r.getMessage()))]
     assert chosen and set(chosen) == {picked}, chosen
-    assert sel.stats["decisions"] == N_GEMMS and ":atenmargin" in sel.uuid()
+    assert sel.stats["decisions"] == N_GEMMS and f":aten_margin={margin}:" in sel.uuid()
 
 
 def test_verify_prunes_to_k_and_cache_makes_recompile_benchmark_free(stock, fresh, caplog, tmp_path):
@@ -543,7 +543,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 
 def test_options_env_and_help():
-    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
+    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": None, "model": None, "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
                                 "early_decision": True, "release_memory": True, "warm_while_compiling": True,
                                 "compile_in": "threads", "compile_budget": COMPILE_BUDGET, "warm_start": True}
@@ -630,7 +630,7 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
     import sys
 
     probe = ("import sys, torch\n"
-             "from kselect.selector import inductor_compat as c\n"
+             "from kselect.selector.inductor import compat as c\n"
              "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
              "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n")
     base = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_")}
