@@ -47,7 +47,7 @@ def serve() -> int:
     from kselect.kernels.compile_worker import serve as serve_requests
     from kselect.kernels.flydsl import options
 
-    fault = options.get("KSELECT_FLYDSL_WORKER_FAULT")
+    fault = options.get("worker_fault")
     return serve_requests(compile_request, lambda: _fault(fault))
 
 

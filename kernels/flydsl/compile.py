@@ -58,7 +58,7 @@ class CompileResult:
 
 
 def cache_dir() -> Path:
-    return Path(options.get("KSELECT_FLYDSL_CACHE")).expanduser()
+    return Path(options.get("cache")).expanduser()
 
 
 @functools.lru_cache(maxsize=None)
@@ -182,7 +182,7 @@ def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | No
     root = cache_dir()
     (root / arch).mkdir(parents=True, exist_ok=True)
     env = _child_env(arch, root)
-    timeout = timeout or options.get_int("KSELECT_FLYDSL_TIMEOUT")
+    timeout = timeout or options.get("timeout")
     pending: queue.SimpleQueue = queue.SimpleQueue()
     for p in todo:
         pending.put(p)
@@ -198,6 +198,6 @@ def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | No
         for i in todo[p]:
             results[i] = res
 
-    n = min(workers or options.get_int("KSELECT_FLYDSL_WORKERS"), len(todo))
+    n = min(workers or options.get("workers"), len(todo))
     drain_with_workers(take, compile_in, WORKER_MODULE, env, root / arch, n)
     return results

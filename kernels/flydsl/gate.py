@@ -45,4 +45,4 @@ def target_arch() -> str:
     """Arch to build for: the device's when the gate passes, else KSELECT_FLYDSL_ARCH or gfx942."""
     if rocm_gate():
         return device_arch()
-    return options.get("KSELECT_FLYDSL_ARCH") or DEFAULT_ARCH
+    return options.get("arch") or DEFAULT_ARCH

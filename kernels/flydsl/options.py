@@ -1,33 +1,36 @@
 """Every environment variable the FlyDSL backend reads or sets, declared once.
 
-`OPTIONS` are ours (read with `get`); `CHILD_ENV` names the FlyDSL/ROCm variables the
-compile subprocess is given, so nothing else in the package touches `os.environ` ad hoc.
+`FlyDSLOptions` declares ours (kselect/kernels/settings.py: each field's variable, kind and
+help), read one at a time with `get(field)` so a bad value fails where it is used, naming the
+variable; `CHILD_ENV` names the FlyDSL/ROCm variables the compile subprocess is given, so
+nothing else in the package touches `os.environ` ad hoc.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import dataclasses
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    default: str
-    help: str
+from kselect.kernels import settings
+from kselect.kernels.settings import Choice, Number, Text, setting
 
 
-OPTIONS = {o.name: o for o in (
-    Option("KSELECT_FLYDSL_CACHE", str(Path.home() / ".cache" / "kselect" / "flydsl"),
-           "on-disk cache of compile results, final ISA and FlyDSL binaries"),
-    Option("KSELECT_FLYDSL_ARCH", "",
-           "target arch when no AMD GPU is present (gfx942|gfx950); default: the device's, else gfx942"),
-    Option("KSELECT_FLYDSL_TIMEOUT", "180", "seconds before one compile subprocess is killed"),
-    Option("KSELECT_FLYDSL_WORKERS", "2", "compile subprocesses run at once"),
-    Option("KSELECT_FLYDSL_WORKER_FAULT", "",
-           "testing only: 'abort' or 'hang' makes the compile child fail that way before compiling"),
-    Option("ROCM_PATH", "", "ROCm (or stand-in) prefix whose llvm/bin/ld.lld FlyDSL links with"),
-)}
+@dataclasses.dataclass(frozen=True)
+class FlyDSLOptions(settings.Settings):
+    cache: str = setting(str(Path.home() / ".cache" / "kselect" / "flydsl"), Text(),
+                         "on-disk cache of compile results, final ISA and FlyDSL binaries",
+                         env="KSELECT_FLYDSL_CACHE")
+    arch: str = setting("", Text(), "target arch when no AMD GPU is present (gfx942|gfx950); default: the "
+                        "device's, else gfx942", env="KSELECT_FLYDSL_ARCH")
+    timeout: int = setting(180, Number(int, 1), "seconds before one compile subprocess is killed",
+                           env="KSELECT_FLYDSL_TIMEOUT")
+    workers: int = setting(2, Number(int, 1), "compile subprocesses run at once", env="KSELECT_FLYDSL_WORKERS")
+    worker_fault: str = setting("", Choice("", "abort", "hang"), "testing only: 'abort' or 'hang' makes the "
+                                "compile child fail that way before compiling", env="KSELECT_FLYDSL_WORKER_FAULT")
+    rocm_path: str = setting("", Text(), "ROCm (or stand-in) prefix whose llvm/bin/ld.lld FlyDSL links with",
+                             env="ROCM_PATH")
+
+
+OPTIONS = settings.options(FlyDSLOptions)
 
 # Set (never read) by us for the compile child; FlyDSL reads them.
 CHILD_ENV = {
@@ -41,24 +44,10 @@ CHILD_ENV = {
 }
 
 
-def get(name: str) -> str:
-    """The value of a declared option (its default when unset); undeclared names are a bug."""
-    if name not in OPTIONS:
-        raise KeyError(f"undeclared option {name!r}: declare it in kselect.kernels.flydsl.options")
-    value = os.environ.get(name, "")
-    return value if value != "" else OPTIONS[name].default
-
-
-def get_int(name: str, minimum: int = 1) -> int:
-    raw = get(name)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise ValueError(f"{name}={value} must be >= {minimum}")
-    return value
+def get(field: str, environ=None):
+    """The value of one option (its variable's, else its default); OptionError names a bad one."""
+    return settings.env_value(FlyDSLOptions, field, environ)
 
 
 def describe() -> str:
-    return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in OPTIONS.values())
+    return settings.describe(FlyDSLOptions)

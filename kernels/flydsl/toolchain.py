@@ -41,7 +41,7 @@ def _find_lld() -> str:
 
 def rocm_path(cache_dir: Path) -> str:
     """A prefix whose llvm/bin/ld.lld exists: $ROCM_PATH if it has one, else a stand-in."""
-    given = options.get("ROCM_PATH")
+    given = options.get("rocm_path")
     if given and os.access(os.path.join(given, "llvm", "bin", "ld.lld"), os.X_OK):
         return given
     lld = _find_lld()

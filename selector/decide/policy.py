@@ -33,6 +33,7 @@ from kselect.kernels.problem import Problem
 
 from kselect.selector.inductor.epilogue import fuses_epilogue
 from kselect.selector.decide.candidate_memo import IdentityMemo
+from kselect.selector.config import DEFAULTS
 
 
 class RankerUnavailable(RuntimeError):
@@ -267,8 +268,9 @@ def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
 
 
 # predict: a template must out-score ATen by this many standard deviations of the GEMM's
-# scores to be picked (see prefer_aten for the held-out evidence and the compile-time reason).
-ATEN_MARGIN_SD = 2.0
+# scores to be picked (see prefer_aten for the held-out evidence and the compile-time reason);
+# the default of the aten_margin setting (config.SelectorSettings)
+ATEN_MARGIN_SD = DEFAULTS.aten_margin
 
 
 def prefer_aten(candidates: Sequence[Candidate], scores: np.ndarray, top: int, margin_sd: float) -> int | None:
@@ -336,8 +338,9 @@ def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], 
 
 
 # verify: another kept template may be predicted to compile at most this many times as long as
-# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector.md.
-COMPILE_BUDGET = 1.5
+# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector.md. The default of
+# the compile_budget setting (config.SelectorSettings)
+COMPILE_BUDGET = DEFAULTS.compile_budget
 
 
 class CompilePrice:

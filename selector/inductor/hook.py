@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import operator
 import threading
 import time
 import weakref
@@ -31,10 +32,8 @@ from kselect.selector.inductor.flydsl_join import FlyDSLJoin
 from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.logs import log_decision, register_with_torch_logs
-from kselect.selector.config import check_settings, read as read_options
+from kselect.selector.config import SETTINGS, SelectorSettings, keyword_help, read as read_options
 from kselect.selector.decide.policy import (
-    ATEN_MARGIN_SD,
-    COMPILE_BUDGET,
     CompilePrice,
     CostModelRanker,
     RankerUnavailable,
@@ -57,38 +56,17 @@ DYNAMIC_M_SIZES = (16, 64, 256, 1024, 4096)
 class Selector:
     """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
 
-    def __init__(self, mode: str = "verify", k: int = 4, model=None, cache_dir=None,
-                 keep_aten: bool = True, ranker=None, verify_timing: str = "auto",
-                 epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
-                 aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-                 release_memory: bool = True, warm_while_compiling: bool = True,
-                 compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
-                 warm_start: bool = True):
-        o = check_settings(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten,
-                           ranker=ranker, verify_timing=verify_timing, epilogue_fusion=epilogue_fusion,
-                           adaptive_k=adaptive_k, min_k=min_k, aten_margin=aten_margin,
-                           early_decision=early_decision, release_memory=release_memory,
-                           warm_while_compiling=warm_while_compiling, compile_in=compile_in,
-                           compile_budget=compile_budget, warm_start=warm_start)
-        self.verify_timing = o["verify_timing"]
-        self.compile_in = o["compile_in"]              # where verify's kept templates compile
+    def __init__(self, mode: str = "verify", **settings):
+        """`mode` and the other keywords of config.SelectorSettings, checked there (SettingError
+        naming a bad one). Each setting reads as an attribute (`sel.k`, `sel.mode`)."""
+        self.config = config = SelectorSettings.from_keywords(mode=mode, **settings)
         # Triton's set-up and the compile workers' warm-up, begun as a compile starts
         # (selector/warmup/triton_setup.py); verify's templates in workers need warm workers
-        self.warm_start_on = o["warm_start"]
-        self.warm_start = (WarmStart() if o["mode"] != "off" and (o["warm_start"] or (
-            o["compile_in"] == "workers" and o["mode"] == "verify")) else None)
-        self.compile_budget = o["compile_budget"]      # verify: policy.CompilePrice's budget (0 = off)
+        self.warm_start = (WarmStart() if config.mode != "off" and (config.warm_start or (
+            config.compile_in == "workers" and config.mode == "verify")) else None)
         self._compile_models: dict = {}
-        self.epilogue_fusion = o["epilogue_fusion"]    # selector/inductor/epilogue.py; GPUs, verify mode
-        self.release_memory = o["release_memory"]      # verify_timing.release_gpu_memory after measuring
-        self.warm_while_compiling = o["warm_while_compiling"]   # verify_timing.measure's GPU warm-up
-        self.adaptive_k = o["adaptive_k"]              # verify: k from the scores' gaps, or the cap
-        self.min_k = o["min_k"]                        # verify, adaptive: never fewer kept
-        self.aten_margin = o["aten_margin"]            # predict: a template must beat ATen by this (sd)
-        self.early_decision = o["early_decision"]      # decide before Inductor generates (plan_ktcs)
-        self.mode, self.k, self.model, self.keep_aten = o["mode"], o["k"], o["model"], o["keep_aten"]
-        self.ranker = o["ranker"]
-        self.cache = DecisionCache(o["cache_dir"]) if o["cache_dir"] else None
+        self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
+        self._decision_fields = config.decision_fields()   # in every decision's cache key
         self._rankers: dict = {}
         self._lock = threading.Lock()
         self._warmed_graphs = weakref.WeakSet()   # graphs whose GEMMs the ranker was warmed for
@@ -107,15 +85,14 @@ class Selector:
         self._local = threading.local()
         self.flydsl = FlyDSLJoin()
 
+    @property
+    def warm_start_on(self) -> bool:
+        """The warm_start setting (the `warm_start` attribute is the warm-up itself, or None)."""
+        return self.config.warm_start
+
     def settings(self) -> dict:
         """The keywords that make this configuration again (enable(**settings()))."""
-        return {"mode": self.mode, "k": self.k, "model": self.model,
-                "cache_dir": self.cache.root if self.cache else None, "keep_aten": self.keep_aten,
-                "ranker": self.ranker, "verify_timing": self.verify_timing, "epilogue_fusion": self.epilogue_fusion,
-                "adaptive_k": self.adaptive_k, "min_k": self.min_k, "aten_margin": self.aten_margin,
-                "early_decision": self.early_decision, "release_memory": self.release_memory,
-                "warm_while_compiling": self.warm_while_compiling, "compile_in": self.compile_in,
-                "compile_budget": self.compile_budget, "warm_start": self.warm_start_on}
+        return self.config.keywords()
 
     # -- compile-cost model per device -------------------------------------------------
     def compile_price(self, fingerprint: dict, problem, candidates) -> CompilePrice | None:
@@ -254,21 +231,20 @@ class Selector:
         t0, c0 = time.perf_counter(), time.thread_time()
         map_s, map_cpu_s = mapped
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
+        # the settings this mode decides by (config.SelectorSettings' `decides`): a changed
+        # policy must not reuse the old policy's decisions
         key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
-                      "mode": self.mode, "k": self.k, "keep_aten": self.keep_aten,
-                      "candidates": keys, "ranker": getattr(ranker, "ident", type(ranker).__name__)}
+                      **self._decision_fields, "candidates": keys,
+                      "ranker": getattr(ranker, "ident", type(ranker).__name__)}
         if epilogue:
             key_fields["epilogue"] = True
-        if self.mode == "verify":  # a changed policy must not reuse the old policy's decisions
-            key_fields["adaptive_k"] = f"min{self.min_k}" if self.adaptive_k else False
+        if self.mode == "verify":
             if self.compile_budget:   # and which compile-cost model priced it (None: unpriced)
                 model = self._compile_model(fingerprint)
                 key_fields["compile_budget"] = [self.compile_budget,
                                                 (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None]
             if as_planned:
                 key_fields["as_planned"] = True
-        elif self.aten_margin:
-            key_fields["aten_margin"] = self.aten_margin
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
         if self.cache is not None:
             key = decision_key(key_fields)
@@ -693,10 +669,15 @@ class Selector:
         source = getattr(self.ranker, "ident", type(self.ranker).__name__) if self.ranker is not None \
             else (str(self.model) if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
                   else type(self.model).__name__)
-        return (f"kselect:{self.mode}:k{self.k}:aten{int(self.keep_aten)}"
-                f"{':epilogue' if self.epilogue_fusion else ''}{f':min{self.min_k}' if self.adaptive_k else ':fixedk'}"
-                f"{f':atenmargin{self.aten_margin:g}' if self.mode == 'predict' else ''}"
-                f"{f':compilebudget{self.compile_budget:g}' if self.mode == 'verify' else ''}:{source}")
+        decides = ":".join(f"{name}={value}" for name, value in self._decision_fields.items())
+        return f"kselect:{decides}:{source}"
+
+
+# each setting reads as a read-only attribute (`sel.k`, `sel.mode`) of the one SelectorSettings;
+# `warm_start` is the warm-up itself (`warm_start_on` the setting)
+for _name in SETTINGS:
+    if _name != "warm_start":
+        setattr(Selector, _name, property(operator.attrgetter("config." + _name), doc=f"the {_name} setting"))
 
 
 def _round_robin(picks: list[list[int]]) -> list[int]:
@@ -765,80 +746,28 @@ def _ensure_preprocess() -> None:
             _preprocess_registered = True
 
 
-def enable(mode: str = "verify", k: int = 4, model=None, cache_dir=None, keep_aten: bool = True,
-           ranker=None, search_space: str | None = "EXHAUSTIVE", verify_timing: str = "auto",
-           epilogue_fusion: bool = False, adaptive_k: bool = True, min_k: int = 1,
-           aten_margin: float = ATEN_MARGIN_SD, early_decision: bool = True,
-           release_memory: bool = True, warm_while_compiling: bool = True,
-           compile_in: str = "threads", compile_budget: float = COMPILE_BUDGET,
-           warm_start: bool = True) -> Selector | None:
+def enable(mode: str = "verify", **settings) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
-    model: a booster path or CostModel (default: the shipped model for the GPU); ranker: any
-    object with rank(problem, candidates) (overrides model; e.g. a MeasuredRanker on CPU).
-    verify_timing: who measures verify mode's kept set -- "kselect" (the collector's harness,
-    faithful to ATen), "inductor" (its autotune benchmark), "auto" (kselect's on GPUs).
-    epilogue_fusion: verify on GPUs also keeps a template that can fuse a GEMM's pointwise
-    epilogue and charges ATen the separate epilogue kernel (selector/inductor/epilogue.py; opt-in until
-    the H200 end-to-end runs show a gain, docs/selector.md).
-    adaptive_k: verify keeps min_k..k by the scores' gaps (True) or always k.
-    min_k: adaptive verify's floor (default 1; 2 measures the runner-up too: held out on the
-    re-timed labels 98.5 % vs 94.4 % of the best kernel, at ~1 s of compile per extra Triton
-    template on the H200).
-    aten_margin: predict keeps ATen unless the top-1 template out-scores it by this many
-    standard deviations of the GEMM's scores (default 2; 0 = the top-1 whatever it is): each
-    template predict picks is compiled; held out (re-timed labels) 2 sd keeps template picks to
-    0.25 % of GEMMs at 92.33 % of the best kernel (0.5 sd: 3.5 %, 92.50 %; the top-1: 5.7 %,
-    93.79 %; policy.prefer_aten).
-    early_decision: on CUDA, decide over kselect's own enumeration of the space before Inductor
-    generates it, so Inductor converts only the kept configs (on the H200 ~0.02 s of lowering
-    saved per EXHAUSTIVE GEMM: 0.59 vs 0.69 s for 5 decode GEMMs); False decides over Inductor's
-    generated choices (the same set: tested on the H200). Either way the same decision.
-    release_memory: after verify measures a kept set on a GPU, free the cuBLAS workspace its
-    stream made and the caching allocator's unused blocks (verify_timing.release_gpu_memory),
-    so the program runs without the measurement's memory (31 MiB allocated, 0.25 GiB reserved
-    on the H200's 8-layer prefill, reports/2026-12-04-prefill-gap-process-not-tile).
-    warm_while_compiling: while the kept templates compile, keep the GPU busy (its clocks are up
-    when the timing starts, and the warm-up costs no wall time); False lets it idle and warms it
-    for 100 ms before the timing: ~0.1 s more per measured set, a tenth of the heat just before
-    the compile ends (whether that heat slows the first steps is measured in docs/device-plan.md).
-    compile_in: where verify compiles its kept Triton templates -- "threads" of this process
-    (default) or "workers": Inductor's compile-worker processes, warmed as a compile starts
-    (selector/verify/template_compiles.py; slower than threads on the H200's one-layer decode, 2 of 4
-    pairs faster, reports/2026-12-05-decode-compile-test-prefill-steady-state; "workers" turns the warm start on).
-    warm_start: on CUDA, as each compile starts (once per selector), prepare Triton's target in
-    a background thread and then warm Inductor's compile workers (selector/warmup/triton_setup.py): the
-    one-time set-up the compiling thread and the workers otherwise pay on their first Triton
-    kernel (0.34 s and ~0.3 s on the H200's one-layer decode). False: the compile pays them.
-    compile_budget: verify on CUDA GPUs passes over a kept template predicted to compile more
-    than this many times as long as the top-1 (or the median compile, when the top-1 is
-    quicker), for the next candidate: the kept set compiles in parallel, so its slowest compile
-    is the measurement's wait (policy.CompilePrice, selector/model/compile_cost.py). 0 = off.
-    search_space: the GEMM config list Inductor builds while kselect is on (it is ranked before
-    code generation, so the whole EXHAUSTIVE space costs little); None keeps the user's. A
-    GEMM kselect cannot rank is narrowed back to the user's own space.
+    The keywords are config.SelectorSettings' fields, each checked before the active selector
+    is touched (SettingError naming a bad one). A GEMM kselect cannot rank goes back to the
+    user's own search space. The keywords:
     """
-    settings = dict(mode=mode, k=k, model=model, cache_dir=cache_dir, keep_aten=keep_aten, ranker=ranker,
-                    verify_timing=verify_timing, epilogue_fusion=epilogue_fusion, adaptive_k=adaptive_k,
-                    min_k=min_k, aten_margin=aten_margin, early_decision=early_decision,
-                    release_memory=release_memory, warm_while_compiling=warm_while_compiling,
-                    compile_in=compile_in, compile_budget=compile_budget, warm_start=warm_start)
-    space = check_settings(search_space=search_space)["search_space"]
-    # every keyword checked (Selector runs options.check_settings) before anything is replaced
-    if mode == "off":
-        check_settings(**settings)
-        sel = None
-    else:
-        sel = Selector(**settings)
+    config = SelectorSettings.from_keywords(mode=mode, **settings)
+    sel = None if config.mode == "off" else Selector(**config.keywords())
     disable()
     reset_warnings()
     if sel is None:
         return None
     register_with_torch_logs()
-    _install(sel, space)
+    _install(sel, config.search_space)
     log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", sel.mode, sel.k, sel.keep_aten,
              sel.cache.root if sel.cache else None)
     return sel
+
+
+enable.__doc__ += keyword_help()
+enable.__signature__ = SelectorSettings.signature()
 
 
 def _install(sel: Selector, search_space: str | None) -> None:
@@ -908,9 +837,8 @@ def selecting(mode: str = "verify", **kwargs):
 
 
 def enable_from_env(environ=None) -> Selector | None:
-    """enable() from KSELECT_MODE / KSELECT_K / KSELECT_CACHE_DIR / KSELECT_MODEL (see options)."""
+    """enable() from the KSELECT_* environment options (config.OPTIONS)."""
     o = read_options(environ)
     if o["mode"] == "off":
         return None
-    # every option is an enable() keyword; an empty path means none
-    return enable(**{**o, "model": o["model"] or None, "cache_dir": o["cache_dir"] or None})
+    return enable(**o)   # every environment option is an enable() keyword

@@ -7,14 +7,13 @@ front end and LLVM in the thread, plus ptxas) from its config alone, so the poli
 a kept template before anything compiles (policy.choose_kept's `compile_budget`).
 
 Trained by `kselect compile-cost fit` on compile times measured on a CPU for one CUDA target
-(`kselect compile-cost collect`, kernels/triton/cross_compile.py): XGBoost regression on log ms, saved
-as XGBoost JSON with a `.meta.json` sidecar, evaluated with numpy (forest.TreeEnsemble) so the
-selector never imports xgboost for it. Its unit is the collecting CPU's milliseconds; the
-policy compares candidates with each other, so the unit cancels.
+(`kselect compile-cost collect`, kernels/triton/cross_compile.py): XGBoost regression on log ms,
+saved as XGBoost JSON with a `.meta.json` sidecar of kind "compile-cost" (selector/model/artifact.py),
+evaluated with numpy (forest.TreeEnsemble) so the selector never imports xgboost for it. Its unit
+is the collecting CPU's milliseconds; the policy compares candidates with each other, so the unit cancels.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -24,9 +23,10 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 
-from kselect.selector.model.cost_model import ModelError, meta_path, read_sidecar, save_model_files
+from kselect.selector.model import artifact
+from kselect.selector.model.artifact import ModelError
 
-FORMAT = "kselect-compile-cost/1"
+KIND = "compile-cost"
 TEMPLATES = ("mm", "persistent_tma")            # the Triton templates with a compile of their own
 COMPILE_FEATURES = ("persistent_tma", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "EVEN_K",
                     "HINT_M", "HINT_N", "log2_acc_per_thread", "log2_loads_per_thread", "log2_smem_bytes")
@@ -65,19 +65,12 @@ def compile_features(rows: Iterable[Mapping]) -> np.ndarray:
     return np.array(out, dtype=np.float64).reshape(-1, len(COMPILE_FEATURES))
 
 
-class CompileCostModel:
+class CompileCostModel(artifact.HyperParameters):
     """Predicts compile milliseconds from COMPILE_FEATURES (fit / predict_ms / save / load)."""
 
     def __init__(self, n_estimators: int = 150, max_depth: int = 5, learning_rate: float = 0.1,
                  subsample: float = 0.8, seed: int = 0):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.subsample = subsample
-        self.seed = seed
-
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("n_estimators", "max_depth", "learning_rate", "subsample", "seed")}
+        self.keep_params(locals())
 
     def fit(self, X: np.ndarray, ms: np.ndarray) -> "CompileCostModel":
         import xgboost as xgb
@@ -123,41 +116,28 @@ class CompileCostModel:
         return out
 
     def save(self, path: str | Path, metadata: Mapping) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"format": FORMAT, "feature_names": list(COMPILE_FEATURES), "params": self.get_params(),
-                **dict(metadata)}
-        return save_model_files(self.booster_, path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        meta = {**artifact.header(KIND, COMPILE_FEATURES), "params": self.get_params(), **dict(metadata)}
+        return artifact.save(self.booster_, Path(path), meta)
 
     @classmethod
     def load(cls, path: str | Path) -> "CompileCostModel":
         """Read a saved model (numpy trees); ModelError names what is wrong with the files."""
         from kselect.selector.model.forest import TreeEnsemble, UnsupportedModel
 
-        path = Path(path)
-        meta = read_sidecar(meta_path(path))
+        path, meta = artifact.load_sidecar(path, KIND, COMPILE_FEATURES)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelError(f"cannot read compile-cost model {path}: {exc}") from None
-        if not isinstance(raw, dict):
-            raise ModelError(f"compile-cost model {path} holds a JSON {type(raw).__name__}, not an object")
-        if meta.get("format") != FORMAT or meta.get("feature_names") != list(COMPILE_FEATURES):
-            raise ModelError(f"{path} is not a {FORMAT} model with this kselect's compile features")
-        try:
-            forest = TreeEnsemble(raw)
+            forest = TreeEnsemble(artifact.read_model_json(path))
         except UnsupportedModel as exc:
             raise ModelError(f"{path}: {exc}") from None
         if forest.n_features != len(COMPILE_FEATURES):
             raise ModelError(f"{path} takes {forest.n_features} features, not {len(COMPILE_FEATURES)}")
-        model = cls(**{k: v for k, v in (meta.get("params") or {}).items() if k in cls().get_params()})
+        model = cls.with_params(meta.get("params"))
         model._forest, model.metadata_, model.path_ = forest, meta, path
         return model
 
 
 def shipped_compile_cost(arch: str) -> CompileCostModel | None:
-    """The shipped compile-cost model for CUDA target `arch` (sm_90, ...), or None."""
-    from kselect.models import MODELS_DIR
-
-    path = MODELS_DIR / f"triton-compile-{arch.replace('_', '')}.json"
-    return CompileCostModel.load(path) if path.exists() else None
+    """The shipped compile-cost model for CUDA target `arch` (sm_90, ...; its sidecar's `arch`),
+    or None (artifact.discover)."""
+    found = artifact.discover(KIND, where=lambda meta: meta.get("arch") == arch)
+    return CompileCostModel.load(found[0]) if found else None

@@ -6,9 +6,10 @@ answers one question for the selector: which candidates of ONE problem are faste
 `predict` returns a cost where lower means predicted faster; for ranking objectives only
 its order within a problem means anything.
 
-On disk a model is two files: `<name>.json` (the XGBoost booster, XGBoost's own JSON) and
-`<name>.meta.json` (feature schema, device fingerprint, dataset hash, objective, training
-command, metrics). Loading checks the feature schema always and the device unless forced.
+On disk a model is two files (selector/model/artifact.py, the one schema for every model):
+`<name>.json` (the XGBoost booster, XGBoost's own JSON) and `<name>.meta.json` (kind
+"cost-model", feature schema, device fingerprint, dataset hash, objective, training command,
+metrics). Loading checks the feature schema always and the device unless forced.
 
 Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
@@ -16,7 +17,6 @@ bit-identical), and the XGBoost booster is loaded only when something asks for `
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -24,9 +24,10 @@ from typing import Mapping
 
 import numpy as np
 
-from kselect.selector.atomic_write import replacing
+from kselect.selector.model import artifact
+from kselect.selector.model.artifact import ModelError, read_sidecar  # noqa: F401 -- this model's errors and reader
+from kselect.selector.model.artifact import sidecar_path as meta_path
 from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
-from kselect.selector.jsonable import json_default
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +36,12 @@ log = logging.getLogger(__name__)
 # Must be set before libxgboost loads, i.e. before anything imports xgboost.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-MODEL_FORMAT = "kselect-cost-model"
-MODEL_FORMAT_VERSION = 1
+KIND = "cost-model"
 # Our objective names -> XGBoost objectives. "reg:log" regresses log(time / shape's best);
 # "reg:aten" regresses log(time / ATen's time of the shape), so a score is a predicted gap to
 # cuBLAS (< 0: predicted faster) that the policy reads as such (training/learn/train.py).
 OBJECTIVES = {"rank:pairwise": "rank:pairwise", "rank:ndcg": "rank:ndcg", "reg:log": "reg:squarederror",
               "reg:aten": "reg:squarederror"}
-
-
-class ModelError(ValueError):
-    """A model file or request that cannot be used; the message names the problem."""
 
 
 class FeatureSchemaError(ModelError):
@@ -56,13 +52,7 @@ class DeviceMismatchError(ModelError):
     """The model was trained for another GPU than the one it is asked to serve."""
 
 
-def meta_path(model_path: str | Path) -> Path:
-    """Sidecar of a booster file: models/h200-bf16.json -> models/h200-bf16.meta.json."""
-    p = Path(model_path)
-    return p.with_name(p.name[: -len(p.suffix)] + ".meta.json" if p.suffix else p.name + ".meta.json")
-
-
-class CostModel:
+class CostModel(artifact.HyperParameters):
     """Gradient-boosted trees ranking GEMM candidates of one problem."""
 
     def __init__(self, objective: str = "rank:pairwise", n_estimators: int = 300, max_depth: int = 8,
@@ -70,34 +60,7 @@ class CostModel:
                  colsample_bytree: float = 0.8, reg_lambda: float = 1.0, max_bin: int = 256,
                  nthread: int = 2, random_state: int = 0, cascade_trees: int = 5,
                  cascade_keep: int = 64):
-        self.objective = objective
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.min_child_weight = min_child_weight
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.reg_lambda = reg_lambda
-        self.max_bin = max_bin
-        self.nthread = nthread
-        self.random_state = random_state
-        self.cascade_trees = cascade_trees
-        self.cascade_keep = cascade_keep
-
-    # -- sklearn-style parameter access -----------------------------------------------
-    _PARAMS = ("objective", "n_estimators", "max_depth", "learning_rate", "min_child_weight",
-               "subsample", "colsample_bytree", "reg_lambda", "max_bin", "nthread", "random_state",
-               "cascade_trees", "cascade_keep")
-
-    def get_params(self, deep: bool = False) -> dict:
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params) -> "CostModel":
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise ModelError(f"unknown hyper-parameter {k!r}: expected one of {self._PARAMS}")
-            setattr(self, k, v)
-        return self
+        self.keep_params(locals())
 
     @property
     def is_ranking(self) -> bool:
@@ -272,21 +235,18 @@ class CostModel:
         path = Path(path)
         if path.suffix not in (".json", ".ubj"):
             raise ModelError(f"model path must end in .json or .ubj, got {path.name!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
         import xgboost as xgb
 
         meta = dict(metadata or {})
         fp = meta.get("fingerprint") or {}
         meta.update({
-            "format": MODEL_FORMAT, "format_version": MODEL_FORMAT_VERSION,
-            "feature_schema_version": FEATURE_SCHEMA_VERSION, "feature_names": list(FEATURE_NAMES),
+            **artifact.header(KIND, FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION,
             "objective": self.objective, "hyper_parameters": self.get_params(),
             "fingerprint_id": fp.get("fingerprint_id"), "gpu_name": fp.get("gpu_name"),
             "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
             "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
         })
-        mp = save_model_files(self.booster_, path, json.dumps(meta, indent=2, sort_keys=True,
-                                                               default=json_default) + "\n")
+        mp = artifact.save(self.booster_, path, meta)
         self.metadata_ = meta
         return mp
 
@@ -294,18 +254,9 @@ class CostModel:
     def load(cls, path: str | Path, fingerprint: Mapping | None = None, force: bool = False) -> "CostModel":
         """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch.
         A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it."""
-        path = Path(path)
-        if not path.exists():
-            raise ModelError(f"model file {path} does not exist")
-        mp = meta_path(path)
-        if not mp.exists():
-            raise ModelError(f"model {path} has no sidecar {mp.name}: cannot check its schema or device")
-        meta = read_sidecar(mp)
-        if meta.get("format") != MODEL_FORMAT:
-            raise ModelError(f"{mp} is not a {MODEL_FORMAT} sidecar (format={meta.get('format')!r})")
+        path, meta = artifact.load_sidecar(path, KIND)
         check_schema(meta, source=str(path))
-        params = {k: v for k, v in (meta.get("hyper_parameters") or {}).items() if k in cls._PARAMS}
-        model = cls(**params)
+        model = cls.with_params(meta.get("hyper_parameters"))
         forest = _read_forest(path)
         if forest is None:
             model.booster_ = _read_booster(path)
@@ -328,33 +279,6 @@ class CostModel:
         check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force)
 
 
-def save_model_files(booster, path: Path, sidecar_text: str) -> Path:
-    """Save an XGBoost booster to `path` and `sidecar_text` to its `.meta.json`, whole or not at
-    all: both go to temp files first and the sidecar is published last, so a reader (or a save
-    killed or failing midway) never meets a half-written booster, and a failed save leaves the
-    previous model as it was. Returns the sidecar path."""
-    mp = meta_path(path)
-    with replacing(mp) as meta_tmp:
-        meta_tmp.write_text(sidecar_text, encoding="utf-8")
-        with replacing(path, suffix=path.suffix) as booster_tmp:   # XGBoost reads the format off it
-            booster.save_model(str(booster_tmp))
-    return mp
-
-
-def read_sidecar(mp: Path) -> dict:
-    """A model's `.meta.json` as a dict; ModelError naming the file when it cannot be read, is
-    not UTF-8 or not JSON, or holds something other than a JSON object."""
-    try:
-        meta = json.loads(Path(mp).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"cannot read model sidecar {mp}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"model sidecar {mp} is not valid JSON: {exc}") from None
-    if not isinstance(meta, dict):
-        raise ModelError(f"model sidecar {mp} holds a JSON {type(meta).__name__}, not an object")
-    return meta
-
-
 def _read_booster(path: Path):
     import xgboost as xgb
 
@@ -374,13 +298,7 @@ def _read_forest(path: Path):
     if path.suffix != ".json":
         return None
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"{path} is not an XGBoost model: not valid JSON ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ModelError(f"{path} is not an XGBoost model: a JSON {type(raw).__name__}, not an object")
-    try:
-        forest = TreeEnsemble(raw)
+        forest = TreeEnsemble(artifact.read_model_json(path))
     except UnsupportedModel as exc:
         log.debug("%s: read by xgboost (%s)", path, exc)
         return None
@@ -425,19 +343,8 @@ def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> No
 
 
 def shipped_models() -> list[Path]:
-    """Cost-model booster files shipped in kselect.models (those with a cost-model sidecar)."""
-    from kselect.models import MODELS_DIR
-
-    out = []
-    for p in sorted(MODELS_DIR.glob("*.json")):
-        if p.name.endswith(".meta.json") or not meta_path(p).exists():
-            continue
-        try:
-            if read_sidecar(meta_path(p)).get("format") == MODEL_FORMAT:
-                out.append(p)
-        except ModelError:
-            continue
-    return out
+    """Cost-model booster files shipped in kselect.models (artifact.discover)."""
+    return artifact.discover(KIND)
 
 
 def load_shipped(name: str | None = None, fingerprint: Mapping | None = None,

@@ -166,7 +166,7 @@ def test_predict_aten_margin_in_a_real_compile(fresh, caplog, margin, picked):
     chosen = [m.group(1) for r in caplog.records
               if (m := re.search(r"kselect choices \S+: .*chosen \['([^':]+):", r.getMessage()))]
     assert chosen and set(chosen) == {picked}, chosen
-    assert sel.stats["decisions"] == N_GEMMS and ":atenmargin" in sel.uuid()
+    assert sel.stats["decisions"] == N_GEMMS and f":aten_margin={margin}:" in sel.uuid()
 
 
 def test_verify_prunes_to_k_and_cache_makes_recompile_benchmark_free(stock, fresh, caplog, tmp_path):
@@ -257,17 +257,16 @@ def _one_fallback_warning(bench, stock_counts) -> str:
 
 
 def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
+    from kselect.selector.model import artifact
     from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
-    from kselect.selector.model.cost_model import MODEL_FORMAT
 
     bad = tmp_path / "bad.json"  # a valid sidecar, a truncated booster
     bad.write_text('{"learner": {"truncated')
     (tmp_path / "bad.meta.json").write_text(json.dumps({
-        "format": MODEL_FORMAT, "feature_schema_version": FEATURE_SCHEMA_VERSION,
-        "feature_names": list(FEATURE_NAMES)}))
+        **artifact.header("cost-model", FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION}))
     sel = ksi.enable("predict", model=str(bad))
     msg = _one_fallback_warning(fresh, stock[0])
-    assert "not an XGBoost model" in msg
+    assert "cannot read XGBoost model" in msg
     assert sel.stats["fallbacks"] == N_GEMMS
 
 
@@ -544,7 +543,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 
 def test_options_env_and_help():
-    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": "", "model": "", "verify_timing": "auto",
+    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": None, "model": None, "verify_timing": "auto",
                                 "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
                                 "early_decision": True, "release_memory": True, "warm_while_compiling": True,
                                 "compile_in": "threads", "compile_budget": COMPILE_BUDGET, "warm_start": True}

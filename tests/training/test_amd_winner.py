@@ -137,7 +137,7 @@ def test_save_load_round_trip(toy_dir, tmp_path):
 
 
 def test_load_missing_or_bad_model(tmp_path):
-    with pytest.raises(ValueError, match="not found"):
+    with pytest.raises(ValueError, match="does not exist"):
         aw.BackendWinnerClassifier.load(tmp_path / "nope.json")
     (tmp_path / "m.json").write_text("{}")
     (tmp_path / "m.meta.json").write_text("not json")

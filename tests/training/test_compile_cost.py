@@ -113,7 +113,10 @@ def test_broken_or_foreign_compile_cost_files_are_refused(tmp_path):
     path.write_text(shipped.path_.read_text())
     meta = json.loads(meta_path(shipped.path_).read_text())
     meta_path(path).write_text(json.dumps({**meta, "format": "kselect-cost-model/1"}))
-    with pytest.raises(ModelError, match="compile features"):
+    with pytest.raises(ModelError, match="not a compile-cost sidecar"):
+        CompileCostModel.load(path)
+    meta_path(path).write_text(json.dumps({**meta, "feature_names": meta["feature_names"][::-1]}))
+    with pytest.raises(ModelError, match="other features"):
         CompileCostModel.load(path)
     meta_path(path).write_text(json.dumps(meta))
     path.write_text("{not json")
@@ -218,7 +221,8 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
         ksi.Selector("verify", compile_budget=-1)
     broken = tmp_path / "models"
     broken.mkdir()
-    (broken / "triton-compile-sm90.json").write_text("{}")
+    (broken / "triton-compile-sm90.json").write_text("{}")   # its sidecar says sm_90; the trees are gone
+    (broken / "triton-compile-sm90.meta.json").write_text(meta_path(shipped_compile_cost("sm_90").path_).read_text())
     monkeypatch.setattr(models, "MODELS_DIR", broken)
     reset_warnings()
     sel = ksi.Selector("verify")

@@ -14,7 +14,6 @@ leave-one-table-out.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -22,7 +21,11 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 1
+from kselect.selector.model import artifact
+from kselect.selector.model.artifact import ModelError
+
+KIND = "amd-backend-winner"
+SCHEMA_VERSION = artifact.KINDS[KIND]
 
 # Per-row columns that describe the problem: the only ones features may read.
 INPUT_COLUMNS = ("gfx", "cu_num", "M", "N", "K", "bias", "dtype", "outdtype", "scaleAB",
@@ -49,7 +52,7 @@ class TableError(ValueError):
     """A tuned-GEMM table (or directory of them) that cannot be used; names the file."""
 
 
-class ModelFileError(ValueError):
+class ModelFileError(ModelError):
     """A saved model or its sidecar that cannot be loaded; names the file."""
 
 
@@ -372,7 +375,7 @@ def training_rows(frame: pd.DataFrame, recipe: Recipe) -> tuple[pd.DataFrame, np
 # The estimator
 # ----------------------------------------------------------------------------------------
 
-class BackendWinnerClassifier:
+class BackendWinnerClassifier(artifact.HyperParameters):
     """XGBoost multi:softprob over engineered shape features; scikit-learn style.
 
     X is a frame of problems with INPUT_COLUMNS (extra columns are ignored, so a whole
@@ -388,28 +391,7 @@ class BackendWinnerClassifier:
                  colsample_bytree: float = 0.6, min_child_weight: float = 1.0,
                  reg_lambda: float = 5.0, max_bin: int = 64, n_jobs: int = 1,
                  random_state: int = 0):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.min_child_weight = min_child_weight
-        self.reg_lambda = reg_lambda
-        self.max_bin = max_bin
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in (
-            "n_estimators", "max_depth", "learning_rate", "subsample", "colsample_bytree",
-            "min_child_weight", "reg_lambda", "max_bin", "n_jobs", "random_state")}
-
-    def set_params(self, **params) -> "BackendWinnerClassifier":
-        for name, value in params.items():
-            if name not in self.get_params():
-                raise ValueError(f"unknown hyper-parameter {name!r}")
-            setattr(self, name, value)
-        return self
+        self.keep_params(locals())
 
     def _xgb_params(self, num_class: int) -> dict:
         return {"objective": "multi:softprob", "num_class": num_class,
@@ -460,45 +442,25 @@ class BackendWinnerClassifier:
 
     @staticmethod
     def paths(stem_or_file: str | Path) -> tuple[Path, Path]:
-        """models/x or models/x.json -> (models/x.json, models/x.meta.json)."""
-        p = Path(stem_or_file)
-        if p.name.endswith(".meta.json"):
-            p = p.with_name(p.name[: -len(".meta.json")])
-        elif p.suffix == ".json":
-            p = p.with_suffix("")
-        return p.with_name(p.name + ".json"), p.with_name(p.name + ".meta.json")
+        """models/x or models/x.json -> (models/x.json, models/x.meta.json) (artifact.paths)."""
+        return artifact.paths(stem_or_file)
 
     def save(self, stem_or_file: str | Path, extra: dict | None = None) -> tuple[Path, Path]:
         self._check_fitted()
-        model_path, meta_path = self.paths(stem_or_file)
-        model_path.parent.mkdir(parents=True, exist_ok=True)
-        self.booster_.save_model(str(model_path))
-        meta = {"schema_version": SCHEMA_VERSION, "kind": "amd-backend-winner",
-                "classes": [str(c) for c in self.classes_],
-                "feature_names": self.feature_names_, "params": self.get_params(),
-                **(extra or {})}
-        meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        return model_path, meta_path
+        model_path, _ = self.paths(stem_or_file)
+        meta = {**artifact.header(KIND, self.feature_names_), "classes": [str(c) for c in self.classes_],
+                "params": self.get_params(), **(extra or {})}
+        return model_path, artifact.save(self.booster_, model_path, meta)
 
     @classmethod
     def load(cls, stem_or_file: str | Path) -> "BackendWinnerClassifier":
+        """A saved model (artifact.load_sidecar's checks; ModelFileError names the file)."""
         import xgboost as xgb
-        model_path, meta_path = cls.paths(stem_or_file)
-        for p in (model_path, meta_path):
-            if not p.is_file():
-                raise ModelFileError(f"{p}: model file not found (a model is NAME.json plus "
-                                     "its sidecar NAME.meta.json)")
         try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ModelFileError(f"{meta_path}: sidecar is not JSON ({exc})") from exc
-        for key in ("schema_version", "classes", "feature_names", "params"):
-            if key not in meta:
-                raise ModelFileError(f"{meta_path}: sidecar lacks {key!r}")
-        if meta["schema_version"] != SCHEMA_VERSION:
-            raise ModelFileError(f"{meta_path}: schema version {meta['schema_version']}, "
-                                 f"this code reads {SCHEMA_VERSION}")
-        model = cls(**{k: v for k, v in meta["params"].items() if k in cls().get_params()})
+            model_path, meta = artifact.load_sidecar(stem_or_file, KIND, required=("classes", "params"))
+        except ModelError as exc:
+            raise ModelFileError(str(exc)) from None
+        model = cls.with_params(meta["params"])
         booster = xgb.Booster()
         try:
             booster.load_model(str(model_path))

@@ -2,9 +2,11 @@
 counting what Inductor benchmarked."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
+from typing import Mapping
 
 
 def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
@@ -33,47 +35,66 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
     return str(getattr(ranker, "ident", type(ranker).__name__))
 
 
-def add_policy_args(p) -> None:
-    """kselect's policy flags, the same in `bench gemm` and `bench e2e` (selector.enable's keywords)."""
-    from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
+# The selector settings a bench run sets by flag (their type, default and help come from
+# config.SelectorSettings); a setting named with a flag is on by default and that flag turns it
+# off, the others take `--<setting> VALUE`.
+BENCH_SETTINGS = {"k": None, "adaptive_k": "--fixed-k", "min_k": None, "aten_margin": None,
+                  "compile_budget": None, "early_decision": "--late-decision", "warm_start": "--cold-start"}
 
-    p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
-    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
-                   "gaps (enable(adaptive_k=False))")
-    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
-                   "ranked candidates (enable(min_k=...); default 1)")
-    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
-                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
-    p.add_argument("--compile-budget", type=float, default=COMPILE_BUDGET, help="kselect verify on CUDA: pass "
-                   "over a kept template predicted to compile more than this many times as long as the "
-                   "top-1 (enable(compile_budget=...); 0 = no pricing)")
-    p.add_argument("--cold-start", action="store_true", help="kselect: no warm start -- the compile "
-                   "prepares Triton and meets cold compile workers as stock does (enable(warm_start=False))")
-    p.add_argument("--late-decision", action="store_true", help="kselect: decide over Inductor's generated "
-                   "choices instead of before generation (enable(early_decision=False)); same picks")
+
+def _fields() -> dict:
+    from kselect.selector.config import SelectorSettings
+
+    return {f.name: f for f in dataclasses.fields(SelectorSettings)}
+
+
+def _flag_type(kind):
+    """argparse's type for a setting: the kind's parser, named as the kind for its errors."""
+    def parse(raw: str):
+        return kind.parse(raw)
+    parse.__name__ = kind.describe()
+    return parse
+
+
+def add_policy_args(p) -> None:
+    """kselect's policy flags, the same in `bench gemm` and `bench e2e`: one per BENCH_SETTINGS
+    entry, made from the setting's declaration (selector.enable's keywords)."""
+    from kselect.kernels.settings import spec
+
+    fields = _fields()
+    for name, off_flag in BENCH_SETTINGS.items():
+        f, s = fields[name], spec(fields[name])
+        if off_flag:
+            if f.default is not True:
+                raise TypeError(f"{off_flag} turns {name} off, which must be a setting on by default")
+            p.add_argument(off_flag, dest=name, action="store_false", default=True,
+                           help=f"kselect, enable({name}=False): {s.help}")
+        else:
+            p.add_argument("--" + name.replace("_", "-"), dest=name, type=_flag_type(s.kind), default=f.default,
+                           help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}")
 
 
 def policy_settings(args) -> dict:
-    """The flags of add_policy_args as run settings: what a worker's plan carries and a
-    results.json records."""
-    from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
-
-    return {"k": args.k, "fixed_k": bool(getattr(args, "fixed_k", False)), "min_k": getattr(args, "min_k", 1),
-            "aten_margin": getattr(args, "aten_margin", ATEN_MARGIN_SD),
-            "compile_budget": getattr(args, "compile_budget", COMPILE_BUDGET),
-            "early_decision": not getattr(args, "late_decision", False),
-            "warm_start": not getattr(args, "cold_start", False)}
+    """The flags of add_policy_args as run settings, {setting: value}: what a worker's plan
+    carries and a results.json records."""
+    fields = _fields()
+    return {name: getattr(args, name, fields[name].default) for name in BENCH_SETTINGS}
 
 
-def policy_keywords(settings: dict) -> dict:
-    """selector.enable()'s policy keywords from run settings (policy_settings); a setting an
-    older plan lacks takes enable()'s default."""
-    from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
+def run_settings(recorded: Mapping) -> dict:
+    """A plan's or results.json's settings with every policy setting under its own name: a
+    record that says `fixed_k` (adaptive_k turned off) reads as adaptive_k."""
+    out = dict(recorded)
+    if "fixed_k" in out:
+        out.setdefault("adaptive_k", not out.pop("fixed_k"))
+    return out
 
-    return {"k": settings["k"], "adaptive_k": not settings.get("fixed_k", False),
-            "min_k": settings.get("min_k", 1), "aten_margin": settings.get("aten_margin", ATEN_MARGIN_SD),
-            "compile_budget": settings.get("compile_budget", COMPILE_BUDGET),
-            "early_decision": settings.get("early_decision", True), "warm_start": settings.get("warm_start", True)}
+
+def policy_keywords(settings: Mapping) -> dict:
+    """selector.enable()'s policy keywords from run settings (policy_settings); a setting a
+    record lacks takes enable()'s default."""
+    fields, recorded = _fields(), run_settings(settings)
+    return {name: recorded.get(name, fields[name].default) for name in BENCH_SETTINGS}
 
 
 def describe_choice(choice) -> str:

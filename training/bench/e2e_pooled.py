@@ -35,6 +35,7 @@ import json
 import statistics
 from pathlib import Path
 
+from kselect.training.bench.common import run_settings
 from kselect.training.bench.e2e_report import combine_repeats, graph_gap_ms, targets
 from kselect.training.bench.e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 from kselect.training.bench.kernel_time import sequence_differences
@@ -42,7 +43,7 @@ from kselect.training.bench.run_effects import fit_effects
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
-SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "fixed_k", "min_k", "aten_margin",
+SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "adaptive_k", "min_k", "aten_margin",
                         "compile_budget", "early_decision", "warm_start", "warm_pool", "steps", "warmup",
                         "warmup_s")
 # a setting added later, as the runs made before it existed had it (they pool with its value then)
@@ -128,7 +129,7 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
         if not isinstance(report, dict) or not isinstance(report.get("runs"), list) \
                 or not isinstance(report.get("settings"), dict):
             raise PoolError(f"{path}: not a `kselect bench e2e` results.json (no 'settings' and 'runs')")
-        settings = report["settings"]
+        settings = run_settings(report["settings"])
         if settings.get("profile_compile"):
             skipped.append(f"{path}: --profile-compile (cProfile slows the compile)")
             continue

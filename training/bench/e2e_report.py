@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
 
+from kselect.training.bench.common import run_settings
 from kselect.training.bench.e2e_spec import (
     ORDER,
     PREDICT_COMPILE_VS_PLAIN,
@@ -279,7 +280,7 @@ def render(report: dict) -> str:
              "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
              "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
              f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
-             f"{', adaptive_k=False' if s.get('fixed_k') else ''}"
+             f"{', adaptive_k=False' if run_settings(s).get('adaptive_k') is False else ''}"
              f"{policy_note(s)})` on top of max-autotune, search space "
              f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
              f"the whole space costs milliseconds), cost model "

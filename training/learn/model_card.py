@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from kselect.selector.jsonable import json_default
+from kselect.selector.model import artifact
 from kselect.selector.model.cost_model import meta_path
 
 from kselect.training.learn.train import dataset_hash
@@ -25,7 +26,7 @@ def save_trained(model, card: dict, fingerprint: dict, data, model_path: Path, c
     """Save the booster and its sidecar (device, dataset and its hash, labels, command, the
     training card), then render the Markdown card."""
     meta = {"fingerprint": fingerprint, "dataset": str(data), "dataset_hash": dataset_hash(data),
-            "labels": labels_description(data), "training_command": command,
+            "labels": labels_description(data), "command": command,
             "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "training": card, "metrics": {}}
     model.save(model_path, meta)
     write_card(model_path, card_path)
@@ -72,7 +73,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
              f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
              f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
              f"| families | {', '.join(tr.get('families', []))} |",
-             f"| training command | `{meta.get('training_command')}` |",
+             f"| training command | `{artifact.provenance(meta)['command']}` |",
              f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
              f"| trained at | {meta.get('trained_at')} |",
              f"| hyper-parameters | `{json.dumps(meta.get('hyper_parameters'), sort_keys=True)}` |", ""]
