@@ -1,6 +1,6 @@
 """The Inductor plug-in: prune max-autotune's GEMM choices with a ranker, cache decisions.
 
-Two hook points, both in inductor_compat (the only module touching private Inductor API):
+Two hook points, both in inductor/compat.py (the only module touching private Inductor API):
 - `_finalize_template_configs` (an InductorChoices subclass) sees the KTC-based templates
   (ATen, Triton mm / persistent TMA / decompose-k) BEFORE code generation -- where pruning
   saves most on the GPU;
@@ -758,6 +758,11 @@ def enable(mode: str = "verify", **settings) -> Selector | None:
     disable()
     reset_warnings()
     if sel is None:
+        return None
+    unsupported = compat.torch_support_problem()
+    if unsupported:
+        # the hooks below are private Inductor API: outside the tested range, stock autotuning
+        warn_once("torch-version", f"kselect: {unsupported} -- stock autotuning")
         return None
     register_with_torch_logs()
     _install(sel, config.search_space)

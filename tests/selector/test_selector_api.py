@@ -118,3 +118,23 @@ def test_check_settings_normalises_and_names_unknown_keywords():
     with pytest.raises(options.SettingError, match="kk"):
         options.check_settings(kk=2)
     assert options.expand_path("~") == os.path.expanduser("~")
+
+
+@pytest.mark.parametrize("version", ["2.10.0", "2.14.0", "3.0.0a0+git1234"])
+def test_enable_outside_the_supported_torch_range_warns_once_and_keeps_stock(monkeypatch, version):
+    from kselect.selector.warn import KselectFallbackWarning
+
+    monkeypatch.setattr(torch, "__version__", version)
+    with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
+        with pytest.warns(KselectFallbackWarning, match="supported range 2.11-2.13") as caught:
+            assert ksi.enable("predict", ranker=MeasuredRanker({})) is None
+        assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
+        # nothing installed: Inductor keeps its own handler and the user's search space
+        assert ksi.current() is None
+        assert getattr(compat.current_choices(), "kselect_selector", None) is None
+        assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"
+
+
+@pytest.mark.parametrize("version", ["2.11.0+cu130", "2.13.0+cpu"])
+def test_the_supported_torch_releases_are_inside_the_range(version):
+    assert compat.torch_support_problem(version) is None
