@@ -160,7 +160,7 @@ def test_warmup_seconds_default_to_the_devices_steady_state():
     compile left the GPU), none on a CPU; a given value wins on either."""
     import argparse
 
-    from kselect.training.bench.e2e import add_parser, settings_from_args
+    from kselect.training.cli.bench_e2e import add_parser, settings_from_args
 
     root = argparse.ArgumentParser()
     add_parser(root.add_subparsers())

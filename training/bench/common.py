@@ -33,26 +33,6 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
     return str(getattr(ranker, "ident", type(ranker).__name__))
 
 
-def add_policy_args(p) -> None:
-    """kselect's policy flags, the same in `bench gemm` and `bench e2e` (selector.enable's keywords)."""
-    from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
-
-    p.add_argument("--k", type=int, default=4, help="kselect verify: most candidates kept per stage")
-    p.add_argument("--fixed-k", action="store_true", help="kselect verify keeps k whatever the scores' "
-                   "gaps (enable(adaptive_k=False))")
-    p.add_argument("--min-k", type=int, default=1, help="kselect verify, adaptive: never keep fewer "
-                   "ranked candidates (enable(min_k=...); default 1)")
-    p.add_argument("--aten-margin", type=float, default=ATEN_MARGIN_SD, help="kselect predict: a Triton "
-                   "top-1 must out-score ATen by this many sd (enable(aten_margin=...); 0 = plain top-1)")
-    p.add_argument("--compile-budget", type=float, default=COMPILE_BUDGET, help="kselect verify on CUDA: pass "
-                   "over a kept template predicted to compile more than this many times as long as the "
-                   "top-1 (enable(compile_budget=...); 0 = no pricing)")
-    p.add_argument("--cold-start", action="store_true", help="kselect: no warm start -- the compile "
-                   "prepares Triton and meets cold compile workers as stock does (enable(warm_start=False))")
-    p.add_argument("--late-decision", action="store_true", help="kselect: decide over Inductor's generated "
-                   "choices instead of before generation (enable(early_decision=False)); same picks")
-
-
 def policy_settings(args) -> dict:
     """The flags of add_policy_args as run settings: what a worker's plan carries and a
     results.json records."""
