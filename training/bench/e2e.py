@@ -160,8 +160,9 @@ def device_slug(device: str) -> str:
 
 # ---------------------------------------------------------------------------------------
 # supervisor
-def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
-    """Run the plan, one cold worker per run, rewriting the report after each."""
+def bench(settings: dict, out: Path, say=print, command: str = "", progress=None) -> dict:
+    """Run the plan, one cold worker per run, rewriting the report after each. `say` hears a
+    line per run; `progress` ("bench e2e runs", done, total) after each."""
     runs = plan(settings)
     t0 = time.monotonic()
     deadline = t0 + settings["max_minutes"] * 60
@@ -192,6 +193,8 @@ def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
         report["elapsed_s"] = round(time.monotonic() - t0, 1)
         say(f"{tag} {safely(describe, res)}")
         write_report(report, out)
+        if progress:
+            progress("bench e2e runs", i, len(runs))
     say(f"done in {_minutes(time.monotonic() - t0)}; wrote {out}/results.json, README.md, compile_vs_step.png")
     return report
 

@@ -425,11 +425,12 @@ def _environment(device: str) -> dict:
 
 def bench_gemm(problems, variants: list[str], out: Path, *, device: str = "cuda", model: str = "",
                exhaustive_shapes: int = 3, max_minutes: float = 0.0, repeats: int = 1,
-               policy: dict | None = None, command: str = "", say=print) -> dict:
+               policy: dict | None = None, command: str = "", say=print, progress=None) -> dict:
     """Every variant over `problems` (stock EXHAUSTIVE over the `exhaustive_shapes` with the
     smallest space), each in its own cold process, `repeats` interleaved rounds; writes
     results.jsonl, summary.json and README.md into `out` and returns the summary. `policy`:
-    kselect's run settings (training/bench/common.py policy_settings)."""
+    kselect's run settings (training/bench/common.py policy_settings). `say` hears a line per
+    variant process; `progress` ("bench gemm processes", done, total) after each."""
     variants = parse_variants(",".join(variants))
     if not problems:
         raise BenchError("no shapes selected (check --shapes-file / --workload)")
@@ -457,7 +458,10 @@ def bench_gemm(problems, variants: list[str], out: Path, *, device: str = "cuda"
     subset = exhaustive_subset(problems, exhaustive_shapes)
     # interleaved rounds, every other one reversed; stock EXHAUSTIVE stays last in each round,
     # so a time budget cuts it, not kselect
-    for repeat, v in alternating_rounds(variants, repeats, last=("exhaustive",)):
+    order = list(alternating_rounds(variants, repeats, last=("exhaustive",)))
+    for done, (repeat, v) in enumerate(order, 1):
+        if progress:
+            progress("bench gemm processes", done - 1, len(order))
         shapes = subset if v == "exhaustive" else problems
         left = deadline - time.time() if deadline else None
         if left is not None and left <= 0:
@@ -474,6 +478,8 @@ def bench_gemm(problems, variants: list[str], out: Path, *, device: str = "cuda"
             say(f"   {v}: {why}")
             with open(results, "a") as fh:
                 fh.write(json.dumps({"variant": v, "problem": "*", "repeat": repeat, "error": why}) + "\n")
+    if progress:
+        progress("bench gemm processes", len(order), len(order))
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     summary = summarize(rows)
     write_report(out, rows, summary, command, _environment(device))

@@ -68,7 +68,7 @@ def add_parser(bench_subparsers) -> None:
     p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
                    "later are skipped (and reported); a running one is stopped at the deadline")
     p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")
-    p.add_argument("--json", action="store_true", help="print results.json to stdout (progress to stderr)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout")
     p.set_defaults(func=run)
 
 
@@ -89,8 +89,7 @@ def run(args) -> int:
     out = Path(args.out or f"reports/e2e-{e2e.device_slug(settings['device'])}")
     out.mkdir(parents=True, exist_ok=True)
     console = Console.of(args)
-    say = console.log if args.json else (lambda m: print(m, flush=True))
-    report = e2e.bench(settings, out, say, invocation(args))
+    report = e2e.bench(settings, out, console.log, invocation(args), console.progress)
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     return 1 if e2e.failed_runs(report) else 0

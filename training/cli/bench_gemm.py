@@ -33,10 +33,11 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     problems, _ = shapes_from_args(args)
     out = Path(args.out or f"reports/bench-gemm-{'cpu' if args.device == 'cpu' else 'gpu'}")
+    console = Console.of(args)
     summary = bench_gemm(problems, args.variants.split(","), out, device=args.device, model=args.model,
                          exhaustive_shapes=args.exhaustive_shapes, max_minutes=args.max_minutes,
                          repeats=args.repeats, policy=policy_settings(args), command=invocation(args),
-                         say=Console.of(args).log)
+                         say=console.log, progress=console.progress)
     if args.json:
         print(json.dumps(summary, default=str))
     else:

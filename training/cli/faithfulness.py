@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    console = Console.of(args)
     summary = measure_faithfulness(shapes, args.out, args.per_template, args.large_per_template,
-                                   log=Console.of(args).log)
+                                   log=console.log, progress=console.progress)
     print(json.dumps(summary, indent=2))
     return 0

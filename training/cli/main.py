@@ -1,7 +1,8 @@
 """`kselect` command line: one small module per subcommand, imported only when used.
 
 Each subcommand module exposes `add_parser(subparsers)` that registers its parser and sets
-`func(args) -> int`. Bad input raises a `ValueError` subclass whose message names the
+`func(args) -> int`, which parses nothing else: it calls the logic module's function with
+typed arguments and prints what it returns (progress on stderr: output.py). Bad input raises a `ValueError` subclass whose message names the
 problem; it is printed as `kselect: error: ...` with exit status 2, never a traceback.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ SUBCOMMANDS = {
     "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
-    "faithfulness": ("kselect.training.measure.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
+    "faithfulness": ("kselect.training.cli.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
     "compile-cost": ("kselect.training.cli.compile_cost", "time Triton candidates' compiles on this CPU; fit their model"),
     "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
@@ -47,6 +48,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="kselect",
         description="Learned cost-model guided GEMM kernel selection for TorchInductor.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress on stderr (bars with an ETA, progress lines); results still print")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     available = _available_subcommands()
     wanted = next((a for a in (argv or []) if a in available), None)

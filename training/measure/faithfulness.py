@@ -204,9 +204,10 @@ def summarize(df) -> dict:
 
 
 def measure_faithfulness(shapes: list[str], out: str | Path, per_template: int = 3,
-                         large_per_template: int = 0, log=print) -> dict:
+                         large_per_template: int = 0, log=print, progress=None) -> dict:
     """Measure each `MxNxK` shape (bf16, x @ W^T) of `shapes` on this GPU into
-    out/faithfulness.csv (rewritten after every shape) and out/summary.json; returns the summary."""
+    out/faithfulness.csv (rewritten after every shape) and out/summary.json; returns the summary.
+    `log` hears a line per shape; `progress` ("shapes", done, total) after each."""
     import pandas as pd
 
     from kselect.kernels.timing import warm_gpu
@@ -222,11 +223,13 @@ def measure_faithfulness(shapes: list[str], out: str | Path, per_template: int =
     out.mkdir(parents=True, exist_ok=True)
     warm_gpu()
     rows = []
-    for problem in problems:
+    for done, problem in enumerate(problems, 1):
         t0 = time.time()
         rows += measure_problem(problem, pick_candidates(problem, per_template, large_per_template))
         pd.DataFrame(rows).to_csv(out / "faithfulness.csv", index=False)
         log(f"{problem.key}: {time.time() - t0:.0f} s")
+        if progress:
+            progress("shapes", done, len(problems))
     summary = summarize(pd.DataFrame(rows))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
