@@ -7,7 +7,7 @@ here (training/cli/bench_*.py), imported only when its sub-subcommand runs.
 """
 from __future__ import annotations
 
-import importlib
+from kselect.training.cli.main import add_subcommands
 
 BENCHES = {
     "gemm": ("kselect.training.cli.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
@@ -22,9 +22,4 @@ BENCHES = {
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="stock max-autotune vs kselect: tuning time and kernel speed")
-    bsub = p.add_subparsers(dest="bench", metavar="BENCH")
-    for name, (module, help_text) in BENCHES.items():
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module).add_parser(bsub)
-        else:  # pragma: no cover - partial installs
-            bsub.add_parser(name, help=help_text)
+    add_subcommands(p.add_subparsers(dest="bench", metavar="BENCH"), BENCHES, verb="kselect bench")

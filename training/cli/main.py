@@ -51,20 +51,29 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress on stderr (bars with an ETA, progress lines); results still print")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    available = _available_subcommands()
-    wanted = next((a for a in (argv or []) if a in available), None)
-    for name, (module, help_text) in available.items():
+    wanted = next((a for a in (argv or []) if a in _available_subcommands()), None)
+    add_subcommands(sub, SUBCOMMANDS, wanted)
+    return parser
+
+
+def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None = None,
+                    verb: str = "kselect") -> None:
+    """Register under `sub` each entry of `table` (name -> (module, help)) whose module this
+    install has: the `wanted` one (every one, when None) through its module's add_parser, the
+    others by name and help only, so --help lists them without importing their modules."""
+    for name, (module, help_text) in table.items():
+        if importlib.util.find_spec(module) is None:
+            continue
         if wanted is None or name == wanted:
             try:
                 importlib.import_module(module).add_parser(sub)
             except ModuleNotFoundError as exc:
                 if exc.name not in TRAINING_DEPENDENCIES:
                     raise
-                raise MissingExtra(f"`kselect {name}` needs {exc.name}, from the training extra: "
+                raise MissingExtra(f"`{verb} {name}` needs {exc.name}, from the training extra: "
                                    "pip install 'kselect[train]'") from None
-        else:  # listed in --help without importing its (possibly heavy) module
+        else:
             sub.add_parser(name, help=help_text)
-    return parser
 
 
 # Modules of the [train] extra: without them only the runtime plug-in works.
