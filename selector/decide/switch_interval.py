@@ -3,8 +3,8 @@
 Why: ranking releases the GIL dozens of times (every numpy ufunc over ~2,400 rows, each
 XGBoost call). When another thread of the compiling process runs Python meanwhile, every
 re-acquisition waits up to the interpreter's switch interval (5 ms), and a 4 ms decision
-took 14-25 ms on the H200 host (reports/2026-12-02-bench-exhaustive-h200). `python -m
-kselect.training.bench.rank --contend` measures it: with one busy Python thread a 2,000-
+took 14-25 ms on the H200 host (reports/2026-12-02-bench-exhaustive-h200). `kselect bench
+rank --contend` measures it: with one busy Python thread a 2,000-
 candidate ranking went from 6.8 ms to 282 ms on the 2-core dev machine, and to 18 ms with
 a 50 us interval. The interval is process-wide, so nested and concurrent decisions share
 one reference count: the first to enter sets it, the last to leave restores the old value.

@@ -53,3 +53,33 @@ def test_every_package_folder_ships_in_the_wheel():
     folders = {"kselect." + ".".join(p.parent.relative_to(REPO).parts)
                for top in TOP for p in (REPO / top).rglob("__init__.py")}
     assert folders <= declared, sorted(folders - declared)
+
+
+def _parses_arguments(path: Path) -> list[str]:
+    """Where a source file imports argparse or calls `add_argument` / `add_parser`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names):
+            found.append(f"{node.lineno}: import argparse")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse":
+            found.append(f"{node.lineno}: from argparse import ...")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("add_argument", "add_parser", "add_subparsers", "parse_args"):
+            found.append(f"{node.lineno}: .{node.func.attr}(...)")
+    return found
+
+
+def test_only_the_command_line_parses_arguments():
+    """Argument parsing lives in training/cli/ alone; the logic modules take typed arguments."""
+    wrong = [f"{p.relative_to(REPO)}:{where}" for top in TOP for p in _sources(top)
+             if p.parent != REPO / "training" / "cli" for where in _parses_arguments(p)]
+    assert not wrong, wrong
+
+
+def test_the_argument_check_sees_a_parser(tmp_path):
+    """The check above finds each way a module could build a parser."""
+    src = tmp_path / "mod.py"
+    src.write_text("import argparse as ap\nfrom argparse import ArgumentParser\n"
+                   "def add(sub):\n    p = sub.add_parser('x')\n    p.add_argument('--y')\n")
+    assert [w.split(": ", 1)[1] for w in _parses_arguments(src)] == [
+        "import argparse", "from argparse import ...", ".add_parser(...)", ".add_argument(...)"]

@@ -99,7 +99,7 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
     assert (out / "compile_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "logs" / "decode-default.log").read_text().startswith("fault injected")
     for line in ("[1/4] decode  plain", "[4/4] decode  kselect-predict"):
-        assert line.replace("[", "[ ", 1) in proc.stdout
+        assert line.replace("[", "[ ", 1) in proc.stderr   # progress: on stderr
 
 
 @pytest.mark.slow
@@ -160,7 +160,7 @@ def test_warmup_seconds_default_to_the_devices_steady_state():
     compile left the GPU), none on a CPU; a given value wins on either."""
     import argparse
 
-    from kselect.training.bench.e2e import add_parser, settings_from_args
+    from kselect.training.cli.bench_e2e import add_parser, settings_from_args
 
     root = argparse.ArgumentParser()
     add_parser(root.add_subparsers())

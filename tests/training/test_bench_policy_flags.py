@@ -9,11 +9,12 @@ import pytest
 
 from kselect.selector.config import DEFAULTS, SETTINGS, SelectorSettings
 from kselect.training.bench import common
+from kselect.training.cli import flags
 
 
 def _parse(argv):
     p = argparse.ArgumentParser()
-    common.add_policy_args(p)
+    flags.add_policy_args(p)
     return p, p.parse_args(argv)
 
 

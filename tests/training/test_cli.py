@@ -38,3 +38,23 @@ def test_shapes_command_exports_csv(tmp_path, capsys):
     assert out.read_text().splitlines()[0].startswith("M,N,K")
     assert main(["shapes", "--workload", "random", "--n-random", "17", "--count"]) == 0
     assert capsys.readouterr().out.strip() == "17"
+
+
+def test_bench_rank_times_the_shipped_model_from_the_command_line():
+    """In its own process: the bench pins the process it runs in to one core."""
+    from conftest import REPO
+
+    out = subprocess.run([sys.executable, "-m", "kselect.training.cli.main", "bench", "rank", "--model",
+                          str(REPO / "models" / "h200-bf16.json"), "--reps", "3", "--shape", "256x512x1024"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    idle = json.loads(out.stdout)["idle"]
+    assert idle["reps"] == 3 and idle["candidates"] > 100 and idle["total_median_ms"] > 0
+
+
+def test_bad_shapes_are_an_error_before_anything_is_measured(tmp_path, capsys):
+    assert main(["bench", "rank", "--model", "m.json", "--shape", "4096x4096"]) == 2
+    assert "--shape '4096x4096': expected MxNxK" in capsys.readouterr().err
+    assert main(["faithfulness", "--shapes", "64x64x64,12x", "--out", str(tmp_path / "f")]) == 2
+    assert "shape '12x': expected MxNxK" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()

@@ -76,7 +76,7 @@ def test_collect_appends_row_by_row_and_resumes(tmp_path, capsys):
                  "--workers", "1"]) == 0
     first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert first["compiled"]["ok"] == 2 and first["already_done"] == 0
-    collect_compile_costs(tmp_path, shard="5/7", limit=1, workers=1, progress=lambda *_: None)
+    collect_compile_costs(tmp_path, shard="5/7", limit=1, workers=1, log=lambda *_: None)
     with open(tmp_path / "compile_times-5of7.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 3 and len({r["plan_id"] for r in rows}) == 3   # the resume compiled a new plan

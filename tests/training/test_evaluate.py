@@ -105,7 +105,10 @@ def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     capsys.readouterr()
     assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json", "--json",
                      "--scheme", "family", "--folds", "3"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    # off a terminal: the progress lines, no bar
+    assert "family: cost_model ..." in captured.err and "held-out fits" not in captured.err
     for key in ("pct_oracle_geomean", "top1", "regret_p99", "shapes"):
         assert key in result
     g = {int(k): v for k, v in result["pct_oracle_geomean"].items()}
@@ -193,3 +196,81 @@ def test_targets_on_oracle_shapes_are_checked_separately():
     strict = check_targets(res, "oracle")
     assert strict["pct_oracle_geomean_k4>=0.99"][1] is False
     assert strict["beats_every_baseline_at_every_k"] == [["default@k=1", "default@k=4"], False]
+
+
+def _on_a_terminal(argv: list[str]) -> tuple[int, str]:
+    """Run `kselect ARGV` with stderr on a pseudo-terminal 120 columns wide, as a user at a
+    shell would; (exit status, what the terminal showed)."""
+    import fcntl
+    import os
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import threading
+
+    main_fd, term_fd = os.openpty()
+    fcntl.ioctl(term_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "kselect.training.cli.main", *argv],
+                            stdout=subprocess.DEVNULL, stderr=term_fd)
+    os.close(term_fd)
+    shown: list[bytes] = []
+
+    def read():  # drain the terminal while the command runs, so it never blocks on a full buffer
+        while True:
+            try:
+                chunk = os.read(main_fd, 4096)
+            except OSError:   # the command closed its end
+                return
+            if not chunk:
+                return
+            shown.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    rc = proc.wait(timeout=300)
+    reader.join(30)
+    os.close(main_fd)
+    return rc, b"".join(shown).decode(errors="replace")
+
+
+def test_evaluate_shows_its_folds_as_a_bar_with_an_eta_on_a_terminal(tmp_path):
+    import re
+
+    data = small_slice(tmp_path)
+    model = tmp_path / "m"
+    assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "rank:pairwise",
+                     "--cv-folds", "0", "--nthread", "1"]) == 0
+    argv = ["evaluate", "--data", str(data), "--model", f"{model}.json", "--scheme", "family",
+            "--folds", "2", "--no-baselines", "--json"]
+    rc, shown = _on_a_terminal(argv)
+    assert rc == 0, shown
+    # 3 families, one ranker: 3 held-out fits, each drawn with elapsed<remaining
+    assert re.search(r"held-out fits: +\d+%\|.*\| [123]/3 \[\d\d:\d\d<\d\d:\d\d", shown), shown
+    assert "family: cost_model ..." in shown
+    rc, shown = _on_a_terminal(["--quiet", *argv])
+    assert rc == 0 and "held-out fits" not in shown and "cost_model" not in shown, shown
+
+
+def test_progress_counts_every_held_out_fit_and_cross_validation_fit():
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.training.learn.evaluation import run_evaluation
+    from kselect.training.learn.train import DEFAULT_GRID, train
+
+    df = synthetic_dataset(n_shapes=12, n_oracle=3, sample=40)
+    heard: list[tuple] = []
+    grid = [{**DEFAULT_GRID[0], "n_estimators": 30}, {**DEFAULT_GRID[0], "n_estimators": 40}]
+    model, card = train(df, FINGERPRINT, objective="rank:pairwise", cv_folds=2, grid=grid, nthread=1,
+                        log=lambda m: None, progress=lambda *a: heard.append(a))
+    cv = [(d, t) for w, d, t in heard if w == "cross-validation fits"]
+    assert cv == [(d, 4) for d in range(1, 5)]                  # 2 settings x 2 folds, in order
+    rounds = [(d, t) for w, d, t in heard if w.startswith("final fit")]
+    assert rounds[-1] == (40, 40) or rounds[-1] == (30, 30)
+    assert isinstance(model, CostModel) and len(card["cv_table"]) == 2
+    heard.clear()
+    run_evaluation(df, FINGERPRINT, model, ("shape",), 3, baselines=True, log=lambda m: None,
+                   progress=lambda *a: heard.append(a))
+    assert {w for w, _, _ in heard} == {"held-out fits"}
+    total = heard[0][2]
+    assert total == 3 * 4                                       # 3 folds x (ours + 3 baselines)
+    assert [d for _, d, _ in heard] == list(range(1, total + 1))

@@ -48,34 +48,8 @@ def _fields() -> dict:
     return {f.name: f for f in dataclasses.fields(SelectorSettings)}
 
 
-def _flag_type(kind):
-    """argparse's type for a setting: the kind's parser, named as the kind for its errors."""
-    def parse(raw: str):
-        return kind.parse(raw)
-    parse.__name__ = kind.describe()
-    return parse
-
-
-def add_policy_args(p) -> None:
-    """kselect's policy flags, the same in `bench gemm` and `bench e2e`: one per BENCH_SETTINGS
-    entry, made from the setting's declaration (selector.enable's keywords)."""
-    from kselect.kernels.settings import spec
-
-    fields = _fields()
-    for name, off_flag in BENCH_SETTINGS.items():
-        f, s = fields[name], spec(fields[name])
-        if off_flag:
-            if f.default is not True:
-                raise TypeError(f"{off_flag} turns {name} off, which must be a setting on by default")
-            p.add_argument(off_flag, dest=name, action="store_false", default=True,
-                           help=f"kselect, enable({name}=False): {s.help}")
-        else:
-            p.add_argument("--" + name.replace("_", "-"), dest=name, type=_flag_type(s.kind), default=f.default,
-                           help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}")
-
-
 def policy_settings(args) -> dict:
-    """The flags of add_policy_args as run settings, {setting: value}: what a worker's plan
+    """The flags of cli.flags.add_policy_args as run settings, {setting: value}: what a worker's plan
     carries and a results.json records."""
     fields = _fields()
     return {name: getattr(args, name, fields[name].default) for name in BENCH_SETTINGS}

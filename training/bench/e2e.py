@@ -4,7 +4,7 @@ plain torch.compile, stock max-autotune (DEFAULT, EXHAUSTIVE) and kselect (verif
     kselect bench e2e --device cuda --model llama3-8b-1l --batch 8 --seq 1024 \\
         --exhaustive-model llama3-8b-1l-v32k --exhaustive-workloads decode --max-minutes 8.5
 
-This module is the command line and the supervisor. Every (variant, workload) runs in a fresh
+This module is the supervisor (training/cli/bench_e2e.py its command line). Every (variant, workload) runs in a fresh
 worker process (e2e_worker.py, `python -m kselect.training.bench.e2e_worker SPEC`) with new, empty
 TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR: a cold compile,
 as a user's first one, with Inductor's caches on (so a GEMM repeated in another layer is tuned
@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -41,13 +40,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kselect.training.bench.common import add_policy_args, cold_cache_env, policy_settings
+from kselect.training.bench.common import cold_cache_env
 from kselect.training.bench.e2e_report import anchor_note, safely, write_report
 from kselect.training.bench.e2e_spec import (
     DEFAULT_VARIANTS,
     DEVICE_DEFAULTS,
     FAULT_ENV,
-    OPT_IN,
     ORDER,
     TOLERANCE,
     WATCHDOG_GRACE_S,
@@ -61,67 +59,7 @@ class BenchError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------
-# command line
-def add_parser(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser(
-        "e2e", help="Llama-style training step, prefill and decode under each variant",
-        description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", help="model preset (training/bench/llama.py PRESETS: llama3-8b-2l, llama3-8b-1l, "
-                   "llama3-8b-1l-v32k, tiny, or llama3-8b-<N>l for N of the 32 layers; default "
-                   "llama3-8b-1l on cuda, tiny on cpu)")
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on cuda, fp32 on cpu")
-    p.add_argument("--device", choices=("cuda", "cpu"), help="default cuda when available")
-    p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of "
-                   f"{','.join(WORKLOADS)}")
-    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                   help=f"comma-separated subset of {','.join(ORDER)} (default: all but the opt-in experiments "
-                   f"{', '.join(OPT_IN[:-1])} and {OPT_IN[-1]})")
-    p.add_argument("--batch", type=int, help="sequences per step (decode: M = batch); default 8 cuda, 2 cpu")
-    p.add_argument("--seq", type=int, help="train sequence and prompt length; default 1024 cuda, 32 cpu")
-    p.add_argument("--steps", type=int, default=20, help="timed steady-state steps (median; default 20)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first call (default 3)")
-    p.add_argument("--warmup-s", type=float, help="and untimed steps until this many seconds have passed "
-                   "(default 10 on cuda, 0 on cpu): the first seconds after a compile still carry what the "
-                   "compile did to the GPU (its temperature and clocks; verify's measurement ends it), at a "
-                   "power limit above all; 0 = none, as the runs before 2026-12-04 had")
-    p.add_argument("--profile-steps", type=int, default=5, help="steps run under torch.profiler after "
-                   "the timing, for the step's kernel time by kind (GEMM, attention, Inductor, memory, "
-                   "other), and (prefill/decode) as many CUDA-graph replays; 0 = none (default 5)")
-    add_policy_args(p)
-    p.add_argument("--kselect-space", choices=("exhaustive", "default"), default="exhaustive",
-                   help="search space kselect ranks (default exhaustive: it prunes before code "
-                   "generation, so the whole space costs only ranking time)")
-    p.add_argument("--autotune", choices=("gemm", "full"), default="gemm",
-                   help="what the max-autotune variants tune: gemm = GEMM choices only (Inductor's "
-                   "max_autotune_gemm; default: compile-time differences are GEMM selection alone), "
-                   "full = mode max-autotune-no-cudagraphs, which adds coordinate-descent tuning of "
-                   "every pointwise/reduction kernel to every max-autotune variant, kselect ones too")
-    p.add_argument("--kselect-model", default="", help="cost-model booster (default: the shipped one)")
-    p.add_argument("--exhaustive-model", help="model preset for the exhaustive variant (default --model)")
-    p.add_argument("--exhaustive-workloads", help="workloads of the exhaustive variant (default --workloads)")
-    p.add_argument("--freezing", action="store_true", help="prefill/decode: inductor freezing (weights "
-                   "as constants) in every variant")
-    p.add_argument("--rtol", type=float, help="relative-norm tolerance vs eager (default bf16 2e-2, "
-                   "fp16 1e-2, fp32 1e-4)")
-    p.add_argument("--profile-compile", action="store_true",
-                   help="run each compile under cProfile: logs/<workload>-<variant>.prof (pstats) and "
-                   ".prof.txt (the 60 largest cumulative entries); profiling inflates compile s")
-    p.add_argument("--cold-pool", action="store_true",
-                   help="do not wait for Inductor's compile-worker pool before the timed compile (it "
-                   "then starts racing the compile, as in a script's first torch.compile; by default "
-                   "every variant waits for it first and the wait is reported apart: `compile_pool_s` in results.json)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1, help="processes per (workload, variant), in "
-                   "interleaved rounds, every other one reversed; the report gives the median and range "
-                   "over them (between-process noise on the H200 reached 5-48 %% of a step, "
-                   "reports/2026-12-02-e2e-h200/samples.md); exhaustive runs once")
-    p.add_argument("--max-minutes", type=float, default=60.0, help="budget: runs that would start "
-                   "later are skipped (and reported); a running one is stopped at the deadline")
-    p.add_argument("--out", help="report directory (default reports/e2e-<device>, e.g. e2e-h200)")
-    p.add_argument("--json", action="store_true", help="print results.json to stdout (progress to stderr)")
-    p.set_defaults(func=run)
-
-
+# settings
 def _csv(text: str, allowed, what: str) -> list[str]:
     items = [x.strip() for x in (text or "").split(",") if x.strip()]
     bad = [x for x in items if x not in allowed]
@@ -138,29 +76,39 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def settings_from_args(args) -> dict:
-    """Validated, defaulted settings (everything a worker needs, and the report prints)."""
+def bench_settings(*, policy: dict, device: str | None = None, model: str | None = None,
+                   dtype: str | None = None, batch: int | None = None, seq: int | None = None,
+                   steps: int = 20, warmup: int = 3, warmup_s: float | None = None, profile_steps: int = 5,
+                   kselect_space: str = "exhaustive", kselect_model: str = "", freezing: bool = False,
+                   seed: int = 0, autotune: str = "gemm", workloads: str = ",".join(WORKLOADS),
+                   variants: str = ",".join(DEFAULT_VARIANTS), max_minutes: float = 60.0, repeats: int = 1,
+                   profile_compile: bool = False, warm_pool: bool = True, exhaustive_model: str | None = None,
+                   exhaustive_workloads: str | None = None, rtol: float | None = None) -> dict:
+    """Validated, defaulted settings (everything a worker needs, and the report prints).
+    None takes the device's default (e2e_spec.DEVICE_DEFAULTS); `workloads`, `variants` and
+    `exhaustive_workloads` are comma-separated; `policy`: kselect's run settings
+    (training/bench/common.py policy_settings)."""
     from kselect.training.bench.llama import preset
 
-    device = args.device or _default_device()
+    device = device or _default_device()
     d = DEVICE_DEFAULTS[device]
     pick = (lambda given, key: d[key] if given is None else given)
-    s = {"device": device, "model": pick(args.model, "model"), "dtype": pick(args.dtype, "dtype"),
-         "batch": pick(args.batch, "batch"), "seq": pick(args.seq, "seq"), "steps": args.steps,
-         "warmup": args.warmup, "warmup_s": pick(getattr(args, "warmup_s", None), "warmup_s"),
-         "profile_steps": getattr(args, "profile_steps", 5), **policy_settings(args),
-         "kselect_space": args.kselect_space.upper(),
-         "kselect_model": args.kselect_model, "freezing": bool(args.freezing), "seed": args.seed,
-         "autotune": getattr(args, "autotune", "gemm"),
-         "workloads": _csv(args.workloads, WORKLOADS, "workload"),
-         "variants": _csv(args.variants, ORDER, "variant"), "max_minutes": args.max_minutes,
-         "repeats": getattr(args, "repeats", 1),
-         "profile_compile": bool(getattr(args, "profile_compile", False)),
-         "warm_pool": not getattr(args, "cold_pool", False)}
-    s["exhaustive_model"] = args.exhaustive_model or s["model"]
-    s["exhaustive_workloads"] = (_csv(args.exhaustive_workloads, WORKLOADS, "workload")
-                                 if args.exhaustive_workloads else s["workloads"])
-    s["rtol"] = args.rtol if args.rtol is not None else TOLERANCE[s["dtype"]]
+    s = {"device": device, "model": pick(model, "model"), "dtype": pick(dtype, "dtype"),
+         "batch": pick(batch, "batch"), "seq": pick(seq, "seq"), "steps": steps,
+         "warmup": warmup, "warmup_s": pick(warmup_s, "warmup_s"),
+         "profile_steps": profile_steps, **policy,
+         "kselect_space": kselect_space.upper(),
+         "kselect_model": kselect_model, "freezing": bool(freezing), "seed": seed,
+         "autotune": autotune,
+         "workloads": _csv(workloads, WORKLOADS, "workload"),
+         "variants": _csv(variants, ORDER, "variant"), "max_minutes": max_minutes,
+         "repeats": repeats,
+         "profile_compile": bool(profile_compile),
+         "warm_pool": bool(warm_pool)}
+    s["exhaustive_model"] = exhaustive_model or s["model"]
+    s["exhaustive_workloads"] = (_csv(exhaustive_workloads, WORKLOADS, "workload")
+                                 if exhaustive_workloads else s["workloads"])
+    s["rtol"] = rtol if rtol is not None else TOLERANCE[s["dtype"]]
     if not s["aten_margin"] >= 0:
         raise BenchError(f"--aten-margin must be >= 0, got {s['aten_margin']}")
     if not s["compile_budget"] >= 0:
@@ -210,31 +158,11 @@ def device_slug(device: str) -> str:
     return words[0] if words else "cuda"
 
 
-def run(args) -> int:
-    settings = settings_from_args(args)
-    out = Path(args.out or f"reports/e2e-{device_slug(settings['device'])}")
-    out.mkdir(parents=True, exist_ok=True)
-    say = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
-    argv = getattr(args, "argv", None)  # set by the kselect CLI; sys.argv otherwise
-    command = "kselect " + shlex.join(argv) if argv else \
-        "kselect bench e2e " + shlex.join(_argv_after("e2e"))
-    report = bench(settings, out, say, command)
-    if args.json:
-        print(json.dumps(report, indent=1, default=str))
-    bad = [r for r in report["runs"] if r["status"] not in ("ok", "skipped")
-           or (r.get("correctness") or {}).get("ok") is False]
-    return 1 if bad else 0
-
-
-def _argv_after(word: str) -> list[str]:
-    argv = sys.argv[1:]
-    return argv[argv.index(word) + 1:] if word in argv else argv
-
-
 # ---------------------------------------------------------------------------------------
 # supervisor
-def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
-    """Run the plan, one cold worker per run, rewriting the report after each."""
+def bench(settings: dict, out: Path, say=print, command: str = "", progress=None) -> dict:
+    """Run the plan, one cold worker per run, rewriting the report after each. `say` hears a
+    line per run; `progress` ("bench e2e runs", done, total) after each."""
     runs = plan(settings)
     t0 = time.monotonic()
     deadline = t0 + settings["max_minutes"] * 60
@@ -265,8 +193,17 @@ def bench(settings: dict, out: Path, say=print, command: str = "") -> dict:
         report["elapsed_s"] = round(time.monotonic() - t0, 1)
         say(f"{tag} {safely(describe, res)}")
         write_report(report, out)
+        if progress:
+            progress("bench e2e runs", i, len(runs))
     say(f"done in {_minutes(time.monotonic() - t0)}; wrote {out}/results.json, README.md, compile_vs_step.png")
     return report
+
+
+def failed_runs(report: dict) -> list[dict]:
+    """The runs that neither finished well nor were skipped by the budget: errors, deaths,
+    overruns and wrong results."""
+    return [r for r in report["runs"] if r["status"] not in ("ok", "skipped")
+            or (r.get("correctness") or {}).get("ok") is False]
 
 
 def _minutes(seconds: float) -> str:

@@ -39,6 +39,7 @@ from kselect.training.bench.common import run_settings
 from kselect.training.bench.e2e_report import combine_repeats, graph_gap_ms, targets
 from kselect.training.bench.e2e_spec import ORDER, PREDICT_COMPILE_VS_PLAIN, VERIFY_COMPILE_VS_PLAIN, write_json
 from kselect.training.bench.kernel_time import sequence_differences
+from kselect.training.bench.pooling import PoolError, read_results
 from kselect.training.bench.run_effects import fit_effects
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
@@ -77,40 +78,24 @@ CONFIDENCE = 0.90
 EFFECT_BASELINES = ("default", "kselect-predict", "plain")
 
 
-class PoolError(ValueError):
-    """A file `bench e2e-pool` cannot use; the message names it and why."""
-
-
-def add_parser(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser(
-        "e2e-pool", help="pool the processes of several `bench e2e` runs: medians, targets, how sure")
-    p.add_argument("results", nargs="+", help="bench e2e results.json files, or the folders holding them")
-    p.add_argument("--variants", default="",
-                   help="comma-separated: pool only these variants (default: all), e.g. to leave out one "
-                        "whose code changed between the runs")
-    p.add_argument("--out", required=True, help="folder for README.md and results.json")
-    p.set_defaults(func=run)
-
-
-def run(args) -> int:
-    runs, skipped = load_runs(args.results)
-    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = sorted(set(wanted) - set(ORDER))
+def pool_e2e_runs(results: list[str], out: str | Path, variants: list[str] | None = None,
+                  command: str = "") -> dict:
+    """Pool the processes of the given runs (only `variants`, when given) into `out`
+    (results.json, README.md); returns the report."""
+    runs, skipped = load_runs(results)
+    unknown = sorted(set(variants or ()) - set(ORDER))
     if unknown:
         raise PoolError(f"unknown variant(s) {unknown}: expected some of {list(ORDER)}")
-    if wanted:
-        runs = [r for r in runs if r["variant"] in wanted]
-    pooled = pool(runs)
-    out = Path(args.out)
+    if variants:
+        runs = [r for r in runs if r["variant"] in variants]
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    command = "kselect " + " ".join(getattr(args, "argv", []) or ["bench", "e2e-pool", *args.results])
     report = {"command": command, "sources": sorted({r["source"] for r in runs}), "skipped": skipped,
-              "setups": pooled}
+              "setups": pool(runs)}
     write_json(out / "results.json", report)
     (out / "README.md").write_text(render(report))
-    print(f"pooled {len(runs)} processes from {len(report['sources'])} files into {len(pooled)} setups; "
-          f"wrote {out}/README.md, results.json")
-    return 0
+    report["processes"] = len(runs)
+    return report
 
 
 def load_runs(paths) -> tuple[list[dict], list[str]]:
@@ -118,13 +103,10 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
     and a line per file left out (--profile-compile)."""
     runs, skipped = [], []
     for given in paths:
-        path = Path(given)
-        path = path / "results.json" if path.is_dir() else path
+        path, text = read_results(given, "results.json")
         try:
-            report = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise PoolError(f"{path}: no such file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            report = json.loads(text)
+        except json.JSONDecodeError as exc:
             raise PoolError(f"{path}: not JSON ({exc})") from None
         if not isinstance(report, dict) or not isinstance(report.get("runs"), list) \
                 or not isinstance(report.get("settings"), dict):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shlex
 import statistics
 import subprocess
 import sys
@@ -30,10 +29,8 @@ from pathlib import Path
 
 from kselect.training.bench.common import (
     GemmCounter,
-    add_policy_args,
     cold_cache_env,
     policy_keywords,
-    policy_settings,
     ranker_ident,
 )
 from kselect.training.bench.run_order import alternating_rounds
@@ -426,39 +423,45 @@ def _environment(device: str) -> dict:
     return env
 
 
-def run(args) -> int:
-    from kselect.training.workloads.shapes import select_shapes
-
-    variants = parse_variants(args.variants)
-    problems, _ = select_shapes(args)
+def bench_gemm(problems, variants: list[str], out: Path, *, device: str = "cuda", model: str = "",
+               exhaustive_shapes: int = 3, max_minutes: float = 0.0, repeats: int = 1,
+               policy: dict | None = None, command: str = "", say=print, progress=None) -> dict:
+    """Every variant over `problems` (stock EXHAUSTIVE over the `exhaustive_shapes` with the
+    smallest space), each in its own cold process, `repeats` interleaved rounds; writes
+    results.jsonl, summary.json and README.md into `out` and returns the summary. `policy`:
+    kselect's run settings (training/bench/common.py policy_settings). `say` hears a line per
+    variant process; `progress` ("bench gemm processes", done, total) after each."""
+    variants = parse_variants(",".join(variants))
     if not problems:
         raise BenchError("no shapes selected (check --shapes-file / --workload)")
-    if args.device not in ("cuda", "cpu"):
-        raise BenchError(f"--device must be cuda or cpu, got {args.device!r}")
-    if args.device == "cuda":
+    if device not in ("cuda", "cpu"):
+        raise BenchError(f"--device must be cuda or cpu, got {device!r}")
+    if repeats < 1:
+        raise BenchError(f"--repeats must be >= 1, got {repeats}")
+    if device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise BenchError("no CUDA device visible: `kselect bench gemm` times real kernels "
                              "(use --device cpu to exercise the pipeline on a CPU)")
-    if args.device == "cuda" and any(VARIANTS[v][1] for v in variants):
+    if device == "cuda" and any(VARIANTS[v][1] for v in variants):
         try:
-            ranker_ident(torch.device("cuda"), args.model)
+            ranker_ident(torch.device("cuda"), model)
         except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ModelError, ImportError...
             raise BenchError(f"kselect cannot rank on this GPU ({type(exc).__name__}: {exc}); its variants "
                              "would fall back to stock and the comparison would be meaningless") from None
-    out = Path(args.out or f"reports/bench-gemm-{'cpu' if args.device == 'cpu' else 'gpu'}")
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
     results.unlink(missing_ok=True)
-    deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0.0
-    subset = exhaustive_subset(problems, args.exhaustive_shapes)
-    repeats = getattr(args, "repeats", 1)
-    if repeats < 1:
-        raise BenchError(f"--repeats must be >= 1, got {repeats}")
+    deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
+    subset = exhaustive_subset(problems, exhaustive_shapes)
     # interleaved rounds, every other one reversed; stock EXHAUSTIVE stays last in each round,
     # so a time budget cuts it, not kselect
-    for repeat, v in alternating_rounds(variants, repeats, last=("exhaustive",)):
+    order = list(alternating_rounds(variants, repeats, last=("exhaustive",)))
+    for done, (repeat, v) in enumerate(order, 1):
+        if progress:
+            progress("bench gemm processes", done - 1, len(order))
         shapes = subset if v == "exhaustive" else problems
         left = deadline - time.time() if deadline else None
         if left is not None and left <= 0:
@@ -467,46 +470,20 @@ def run(args) -> int:
                     fh.write(json.dumps({"variant": v, "problem": p.key, "repeat": repeat,
                                          "skipped": "time budget spent"}) + "\n")
             continue
-        print(f"== {v}: {len(shapes)} shapes" + (f" (round {repeat + 1} of {repeats})" if repeats > 1 else ""),
-              flush=True)
-        plan = {"variant": v, "repeat": repeat, "device": args.device, "model": args.model,
-                **policy_settings(args), "out": str(results.resolve()), "deadline": deadline,
-                "problems": [p.to_dict() for p in shapes]}
+        say(f"== {v}: {len(shapes)} shapes" + (f" (round {repeat + 1} of {repeats})" if repeats > 1 else ""))
+        plan = {"variant": v, "repeat": repeat, "device": device, "model": model, **(policy or {}),
+                "out": str(results.resolve()), "deadline": deadline, "problems": [p.to_dict() for p in shapes]}
         why = _spawn(plan, timeout=left + 30 if left is not None else None)
         if why:
-            print(f"   {v}: {why}", flush=True)
+            say(f"   {v}: {why}")
             with open(results, "a") as fh:
                 fh.write(json.dumps({"variant": v, "problem": "*", "repeat": repeat, "error": why}) + "\n")
+    if progress:
+        progress("bench gemm processes", len(order), len(order))
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     summary = summarize(rows)
-    command = "kselect " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
-    write_report(out, rows, summary, command, _environment(args.device))
-    if args.json:
-        print(json.dumps(summary, default=str))
-    else:
-        print((out / "README.md").read_text())
-    return 0
-
-
-def add_parser(sub) -> None:
-    from kselect.training.workloads.shapes import add_shape_args
-
-    p = sub.add_parser("gemm", help="per-GEMM tuning time and kernel speed: stock vs kselect")
-    add_shape_args(p)
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated: {', '.join(VARIANTS)}")
-    p.add_argument("--exhaustive-shapes", type=int, default=3,
-                   help="stock EXHAUSTIVE on only the N shapes with the smallest space (-1 = all)")
-    add_policy_args(p)
-    p.add_argument("--model", default="", help="cost-model booster (default: the shipped model)")
-    p.add_argument("--device", default="cuda", help="cuda (real measurements) or cpu (pipeline check)")
-    p.add_argument("--max-minutes", type=float, default=0.0, help="time budget; later work is skipped")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="processes per variant, in interleaved rounds (every other one reversed, "
-                        "EXHAUSTIVE last); a shape's numbers are their medians (stock DEFAULT's pick "
-                        "varies between processes)")
-    p.add_argument("--out", help="report directory (default reports/bench-gemm-<device>)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.set_defaults(func=run)
+    write_report(out, rows, summary, command, _environment(device))
+    return summary
 
 
 if __name__ == "__main__":  # worker: python -m kselect.training.bench.gemm PLAN.json

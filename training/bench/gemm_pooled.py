@@ -20,32 +20,17 @@ import json
 from pathlib import Path
 
 from kselect.training.bench.gemm import summarize, write_report
+from kselect.training.bench.pooling import PoolError, read_results
 
 _SAME = ("device_name", "torch", "triton")
-
-
-class PoolError(ValueError):
-    """A file `bench gemm-pool` cannot use; the message names it and why."""
-
-
-def add_parser(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser(
-        "gemm-pool", help="several `bench gemm` runs as one report: each shape at its median over runs")
-    p.add_argument("results", nargs="+", help="bench gemm results.jsonl files, or the folders holding them")
-    p.add_argument("--out", required=True, help="folder for README.md, summary.json and results.jsonl")
-    p.set_defaults(func=run)
 
 
 def load(paths) -> tuple[list[dict], dict]:
     """Every row of the given runs (tagged with its file) and their common environment."""
     rows, env, env_from, codes = [], None, None, {}
     for given in paths:
-        path = Path(given)
-        path = path / "results.jsonl" if path.is_dir() else path
-        try:
-            lines = path.read_text().splitlines()
-        except FileNotFoundError:
-            raise PoolError(f"{path}: no such file") from None
+        path, text = read_results(given, "results.jsonl")
+        lines = text.splitlines()
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -72,15 +57,15 @@ def load(paths) -> tuple[list[dict], dict]:
     return rows, env
 
 
-def run(args) -> int:
-    rows, env = load(args.results)
-    out = Path(args.out)
+def pool_gemm_runs(results: list[str], out: str | Path, command: str) -> tuple[int, list[str]]:
+    """Pool the rows of the given runs into `out` (results.jsonl, summary.json, README.md);
+    returns the number of rows and the files they came from."""
+    rows, env = load(results)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    command = "kselect " + " ".join(getattr(args, "argv", []) or ["bench", "gemm-pool", *args.results])
     write_report(out, rows, summarize(rows), command, env)
     sources = sorted({r["source"] for r in rows})
     with open(out / "README.md", "a") as fh:
         fh.write("\nPooled from:\n\n" + "".join(f"- `{s}`\n" for s in sources))
-    print(f"pooled {len(rows)} rows from {len(sources)} runs; wrote {out}/README.md, summary.json, results.jsonl")
-    return 0
+    return len(rows), sources

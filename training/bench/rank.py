@@ -1,6 +1,6 @@
 """Time ranking one GEMM's whole EXHAUSTIVE + persistent-TMA space (featurise + predict).
 
-    python -m kselect.training.bench.rank --model models/h200-bf16.json [--reps 200] [--contend]
+    kselect bench rank --model models/h200-bf16.json [--reps 200] [--contend] [--decision]
 
 Pins itself to one CPU core and one XGBoost thread, as a selector inside a compile would
 run. Reports median and p90 wall milliseconds over repetitions after one warm-up call (which
@@ -17,9 +17,7 @@ mapping Inductor's choices; "early_cold" enumerates a size class for the first t
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
 import threading
 import time
@@ -147,26 +145,17 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     return {**out, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--shape", default="4096x4096x4096", help="MxNxK (bf16, nt)")
-    ap.add_argument("--contend", action="store_true",
-                    help="also time with one busy Python thread (as inside a compile), with and "
-                         "without the selector's short GIL switch interval")
-    ap.add_argument("--decision", action="store_true",
-                    help="also time predict mode's whole per-GEMM decision: Inductor's choices "
-                         "mapped to candidates, cache key and miss, ranking, policy")
-    args = ap.parse_args(argv)
-    model = CostModel.load(args.model)
-    m, n, k = (int(x) for x in args.shape.lower().split("x"))
-    problem = Problem(m, n, k)
+def rank_timings(model_path: str, problem: Problem, reps: int = 200, contend: bool = False,
+                 decision: bool = False) -> dict:
+    """Ranking `problem`'s space with the model at `model_path`: idle; with `decision`, predict
+    mode's whole per-GEMM decision too; with `contend`, beside one busy Python thread, with and
+    without the selector's short GIL switch interval."""
+    model = CostModel.load(model_path)
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    out = {"idle": bench(model, model.fingerprint, problem, args.reps)}
-    if args.decision:
-        out["decision"] = bench_decision(model, problem, args.reps)
-    if args.contend:
+    out = {"idle": bench(model, model.fingerprint, problem, reps)}
+    if decision:
+        out["decision"] = bench_decision(model, problem, reps)
+    if contend:
         stop = threading.Event()
         if cpus:  # unpin: both threads may run on any core, as in a compile
             os.sched_setaffinity(0, cpus)
@@ -179,15 +168,10 @@ def main(argv=None) -> int:
         t = threading.Thread(target=busy, daemon=True)
         t.start()
         try:
-            reps = max(10, args.reps // 10)
-            out["busy_thread"] = bench(model, model.fingerprint, problem, reps, pin=False)
-            out["busy_thread_guarded"] = bench(model, model.fingerprint, problem, reps, pin=False, guard=True)
+            few = max(10, reps // 10)
+            out["busy_thread"] = bench(model, model.fingerprint, problem, few, pin=False)
+            out["busy_thread_guarded"] = bench(model, model.fingerprint, problem, few, pin=False, guard=True)
         finally:
             stop.set()
             t.join()
-    print(json.dumps(out, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return out

@@ -2,26 +2,24 @@
 
 `gemm` compares per-GEMM tuning time and chosen-kernel time on a shapes file; `e2e` does the
 same for whole transformer training/inference steps; `gemm-pool` and `e2e-pool` pool several
-runs of each. Each lives in its own module, imported
-only when its sub-subcommand runs.
+runs of each; `rank` times ranking one GEMM's space on one CPU core. Each has its own module
+here (training/cli/bench_*.py), imported only when its sub-subcommand runs.
 """
 from __future__ import annotations
 
-import importlib
+from kselect.training.cli.main import add_subcommands
 
 BENCHES = {
-    "gemm": ("kselect.training.bench.gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
-    "e2e": ("kselect.training.bench.e2e", "Llama-style training step, prefill and decode under each variant"),
-    "gemm-pool": ("kselect.training.bench.gemm_pooled", "several `bench gemm` runs as one report: each shape at its median"),
-    "e2e-pool": ("kselect.training.bench.e2e_pooled", "pool the processes of several `bench e2e` runs: medians, targets, how sure"),
+    "gemm": ("kselect.training.cli.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
+    "e2e": ("kselect.training.cli.bench_e2e", "Llama-style training step, prefill and decode under each variant"),
+    "gemm-pool": ("kselect.training.cli.bench_gemm_pool",
+                  "several `bench gemm` runs as one report: each shape at its median"),
+    "e2e-pool": ("kselect.training.cli.bench_e2e_pool",
+                 "pool the processes of several `bench e2e` runs: medians, targets, how sure"),
+    "rank": ("kselect.training.cli.bench_rank", "time ranking one GEMM's whole space (featurise + predict)"),
 }
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="stock max-autotune vs kselect: tuning time and kernel speed")
-    bsub = p.add_subparsers(dest="bench", metavar="BENCH")
-    for name, (module, help_text) in BENCHES.items():
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module).add_parser(bsub)
-        else:  # pragma: no cover - partial installs
-            bsub.add_parser(name, help=help_text)
+    add_subcommands(p.add_subparsers(dest="bench", metavar="BENCH"), BENCHES, verb="kselect bench")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kselect.training.workloads.shapes import add_shape_args, select_shapes
+from kselect.training.cli.flags import add_shape_args, shapes_from_args
 
 
 def add_parser(sub) -> None:
@@ -31,7 +31,7 @@ def run(args) -> int:
     parse_shard(args.shard)
     parse_space(args.space)
     backends = [b.name for b in parse_backends(args.backends)]
-    problems, tags = select_shapes(args)
+    problems, tags = shapes_from_args(args)
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     result = collect(problems, args.out, backends=backends, space=args.space, shard=args.shard,
                      max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms,

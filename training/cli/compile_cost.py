@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from kselect.training.cli.output import Console
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile-cost", help="time Triton candidates' compiles for a GPU target; fit their model")
@@ -30,8 +32,10 @@ def add_parser(sub) -> None:
 def run_collect(args) -> int:
     from kselect.training.compile_cost.collect import collect_compile_costs
 
+    console = Console.of(args)
     print(json.dumps(collect_compile_costs(args.out, args.arch, args.shard, args.workers, args.limit,
-                                           args.repeat, args.max_minutes)))
+                                           args.repeat, args.max_minutes, log=console.log,
+                                           progress=console.progress)))
     return 0
 
 

@@ -3,34 +3,30 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from kselect.selector.jsonable import json_default
-from kselect.selector.model.cost_model import CostModel
-
-from kselect.training.learn.evaluation import SCHEMES, load_data, run_evaluation
+from kselect.training.cli.flags import add_data_model_args, data_and_model
+from kselect.training.cli.output import Console
+from kselect.training.learn.evaluation import SCHEMES, run_evaluation
 from kselect.training.learn.train import dataset_hash
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="held-out accuracy of a model on a dataset",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, help="dataset directory (measurements.parquet + fingerprint.json)")
-    p.add_argument("--model", required=True, help="model file (.json) with its .meta.json sidecar")
-    p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds (default 5)")
+    add_data_model_args(p)
     p.add_argument("--scheme", choices=("both",) + SCHEMES, default="both")
     p.add_argument("--no-baselines", action="store_true", help="evaluate the cost model only")
-    p.add_argument("--force", action="store_true", help="use a model trained for another device")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    df, fp = load_data(args.data)
-    model = CostModel.load(args.model, fingerprint=fp, force=args.force)
+    df, fp, model = data_and_model(args)
     schemes = SCHEMES if args.scheme == "both" else (args.scheme,)
-    log = (lambda m: print(m, file=sys.stderr, flush=True))
-    result, _, _ = run_evaluation(df, fp, model, schemes, args.folds, not args.no_baselines, log)
+    console = Console.of(args)
+    result, _, _ = run_evaluation(df, fp, model, schemes, args.folds, not args.no_baselines, console.log,
+                                  console.progress)
     result.update({"data": str(args.data), "dataset_hash": dataset_hash(args.data), "model": str(args.model)})
     if args.json:
         print(json.dumps(result, indent=1, default=json_default))

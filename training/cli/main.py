@@ -1,7 +1,8 @@
 """`kselect` command line: one small module per subcommand, imported only when used.
 
 Each subcommand module exposes `add_parser(subparsers)` that registers its parser and sets
-`func(args) -> int`. Bad input raises a `ValueError` subclass whose message names the
+`func(args) -> int`, which parses nothing else: it calls the logic module's function with
+typed arguments and prints what it returns (progress on stderr: output.py). Bad input raises a `ValueError` subclass whose message names the
 problem; it is printed as `kselect: error: ...` with exit status 2, never a traceback.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ SUBCOMMANDS = {
     "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
-    "faithfulness": ("kselect.training.measure.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
+    "faithfulness": ("kselect.training.cli.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
     "compile-cost": ("kselect.training.cli.compile_cost", "time Triton candidates' compiles on this CPU; fit their model"),
     "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
@@ -47,21 +48,32 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="kselect",
         description="Learned cost-model guided GEMM kernel selection for TorchInductor.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress on stderr (bars with an ETA, progress lines); results still print")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    available = _available_subcommands()
-    wanted = next((a for a in (argv or []) if a in available), None)
-    for name, (module, help_text) in available.items():
+    wanted = next((a for a in (argv or []) if a in _available_subcommands()), None)
+    add_subcommands(sub, SUBCOMMANDS, wanted)
+    return parser
+
+
+def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None = None,
+                    verb: str = "kselect") -> None:
+    """Register under `sub` each entry of `table` (name -> (module, help)) whose module this
+    install has: the `wanted` one (every one, when None) through its module's add_parser, the
+    others by name and help only, so --help lists them without importing their modules."""
+    for name, (module, help_text) in table.items():
+        if importlib.util.find_spec(module) is None:
+            continue
         if wanted is None or name == wanted:
             try:
                 importlib.import_module(module).add_parser(sub)
             except ModuleNotFoundError as exc:
                 if exc.name not in TRAINING_DEPENDENCIES:
                     raise
-                raise MissingExtra(f"`kselect {name}` needs {exc.name}, from the training extra: "
+                raise MissingExtra(f"`{verb} {name}` needs {exc.name}, from the training extra: "
                                    "pip install 'kselect[train]'") from None
-        else:  # listed in --help without importing its (possibly heavy) module
+        else:
             sub.add_parser(name, help=help_text)
-    return parser
 
 
 # Modules of the [train] extra: without them only the runtime plug-in works.

@@ -8,35 +8,28 @@ model's sidecar and re-renders its card; with --bench it times ranking one GEMM'
 """
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
-from kselect.selector.model.cost_model import CostModel
-
-from kselect.training.learn.evaluation import load_data
+from kselect.training.cli.flags import add_data_model_args, data_and_model
+from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.report import write_report
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("report", help="write an accuracy report with plots",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True)
-    p.add_argument("--model", required=True)
+    add_data_model_args(p)
     p.add_argument("--out", required=True, help="report directory, e.g. reports/2026-12-05-cost-model-h200-bf16/")
-    p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--force", action="store_true", help="use a model trained for another device")
     p.add_argument("--update-card", action="store_true", help="store held-out metrics in the model card")
     p.add_argument("--bench", action="store_true", help="also time ranking 4096^3's full space on 1 core")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    df, fp = load_data(args.data)
-    model = CostModel.load(args.model, fingerprint=fp, force=args.force)
+    df, fp, model = data_and_model(args)
     out = Path(args.out)
-    write_report(out, args.data, df, fp, model, Path(args.model), args.folds,
-                 "kselect report " + " ".join(shlex.quote(a) for a in sys.argv[2:]), bench=args.bench,
-                 update_model_card=args.update_card, log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(f"wrote {out}/report.md, evaluation.json and the plots", file=sys.stderr)
+    console = Console.of(args)
+    write_report(out, args.data, df, fp, model, Path(args.model), args.folds, invocation(args), bench=args.bench,
+                 update_model_card=args.update_card, log=console.log, progress=console.progress)
+    console.log(f"wrote {out}/report.md, evaluation.json and the plots")
     return 0

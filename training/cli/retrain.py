@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
+from kselect.training.cli.output import Console
 from kselect.training.learn.retrain import RetrainPlan, run
 
 
@@ -26,6 +26,7 @@ def main(args) -> int:
                        full_shapes=args.full_shapes, seed=args.seed, nthread=args.nthread, folds=args.folds,
                        cv_folds=args.cv_folds,
                        name=args.name)
-    state = run(plan, log=lambda m: print(m, file=sys.stderr, flush=True))
+    console = Console.of(args)
+    state = run(plan, log=console.log, progress=console.progress)
     print(json.dumps(state["done"], sort_keys=True))
     return 0

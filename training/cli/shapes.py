@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from kselect.training.workloads.shapes import add_shape_args, select_shapes, write_shapes_csv
+from kselect.training.cli.flags import add_shape_args, shapes_from_args
+from kselect.training.workloads.shapes import write_shapes_csv
 
 
 def add_parser(sub) -> None:
@@ -15,7 +16,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    problems, _ = select_shapes(args)
+    problems, _ = shapes_from_args(args)
     if args.count:
         print(len(problems))
     elif args.out:

@@ -7,12 +7,10 @@ dataset hash, command, CV table) and models/h200-bf16.md (the model card).
 """
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 
 from kselect.selector.model.cost_model import OBJECTIVES, meta_path
-
+from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.model_card import model_paths, save_trained
 from kselect.training.learn.train import DEFAULT_GRID, HEADROOM_GRID, MAX_ROWS_PER_SHAPE, train
@@ -39,17 +37,12 @@ def add_parser(subparsers) -> None:
 def main(args) -> int:
     t0 = time.perf_counter()
     df, fp = load_data(args.data)
-    log = (lambda m: print(m, file=sys.stderr, flush=True))
+    console = Console.of(args)
     model, card = train(df, fp, objective=args.objective, cv_folds=args.cv_folds,
                         grid=GRIDS[args.grid], nthread=args.nthread, max_rows=args.max_rows_per_shape,
-                        log=log)
+                        log=console.log, progress=console.progress)
     model_path, card_path = model_paths(args.out)
-    command = "kselect train " + " ".join(shlex.quote(a) for a in _argv_after("train"))
-    save_trained(model, card, fp, args.data, model_path, command, card_path)
-    log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
+    save_trained(model, card, fp, args.data, model_path, invocation(args), card_path)
+    console.log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
     return 0
 
-
-def _argv_after(word: str) -> list[str]:
-    argv = sys.argv[1:]
-    return argv[argv.index(word) + 1:] if word in argv else argv

@@ -130,8 +130,9 @@ def done_plan_ids(out: Path, repeat: int) -> set[str]:
 
 def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/1", workers: int = 0,
                           limit: int = 0, repeat: int = 0, max_minutes: float = 0.0,
-                          progress=print) -> dict:
-    """Compile this shard's plans not yet in `out` and append one row each; returns a summary."""
+                          log=print, progress=None) -> dict:
+    """Compile this shard's plans not yet in `out` and append one row each; returns a summary.
+    `log` hears a line of counts every 100 plans; `progress` ("compiles", done, total) after each."""
     import triton
 
     check_arch(arch)
@@ -184,8 +185,10 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
                 f.flush()
                 counts[row["status"]] += 1
                 total = sum(counts.values())
+                if progress:
+                    progress("compiles", total, len(todo))
                 if total % 100 == 0 or total == len(todo):
-                    progress(f"compile-cost: {total}/{len(todo)} plans, {counts}, {time.monotonic() - t0:.0f} s")
+                    log(f"compile-cost: {total}/{len(todo)} plans, {counts}, {time.monotonic() - t0:.0f} s")
 
         drain_with_workers(take, compile_in, WORKER_MODULE, env, Path(scratch), workers)
     return {"out": str(path), "arch": arch, "shard": shard, "plans_in_shard": len(plans),

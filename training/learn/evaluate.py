@@ -273,10 +273,11 @@ def folds(shapes: ShapeSet, scheme: str, n_folds: int = 5, seed: int = 0) -> lis
 
 
 def held_out_costs(shapes: ShapeSet, X: np.ndarray, make_ranker: Callable, scheme: str,
-                   n_folds: int = 5, progress: Callable | None = None,
+                   n_folds: int = 5, progress: Callable[[int, int], None] | None = None,
                    raw_out: np.ndarray | None = None) -> np.ndarray:
     """Cost of every row from a ranker that never saw the row's shape (retrained per fold).
-    Rankers with `raw_cost` (the model's plain prediction) also fill `raw_out`."""
+    Rankers with `raw_cost` (the model's plain prediction) also fill `raw_out`; `progress`
+    hears (folds done, folds) after each fold."""
     cost = np.full(len(shapes.time), np.nan)
     splits = folds(shapes, scheme, n_folds)
     for i, (name, test) in enumerate(splits):
@@ -287,5 +288,5 @@ def held_out_costs(shapes: ShapeSet, X: np.ndarray, make_ranker: Callable, schem
         if raw_out is not None and hasattr(ranker, "raw_cost"):
             raw_out[test_rows] = ranker.raw_cost(X[test_rows])
         if progress:
-            progress(f"{scheme} CV {i + 1}/{len(splits)} ({name}) done")
+            progress(i + 1, len(splits))
     return cost

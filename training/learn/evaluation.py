@@ -49,8 +49,10 @@ def load_data(data: str | Path, retimed: bool = True) -> tuple:
 
 
 def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_folds: int = 5,
-                   baselines: bool = True, log: Callable = print) -> tuple[dict, dict, ShapeSet]:
-    """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports."""
+                   baselines: bool = True, log: Callable = print,
+                   progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, dict, ShapeSet]:
+    """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports.
+    `progress` hears ("held-out fits", done, total): one fit per fold, scheme and ranker."""
     t0 = time.perf_counter()
     shapes = ShapeSet.from_frame(df)
     X = featurize_frame(shapes.rows, fingerprint)
@@ -64,13 +66,18 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
                     "objective": params["objective"], "hyper_parameters": params}
     costs: dict = {}
     timings: dict = {}
+    n_splits = {scheme: len(folds(shapes, scheme, n_folds)) for scheme in schemes}
+    fits, fitted = len(rankers) * sum(n_splits.values()), 0
     for scheme in schemes:
         res, costs[scheme] = {}, {}
         for name, make in rankers.items():
             t = time.perf_counter()
             log(f"{scheme}: {name} ...")
             raw = np.full(len(X), np.nan) if name == "cost_model" else None
-            c = held_out_costs(shapes, X, make, scheme, n_folds, raw_out=raw)
+            tick = (lambda done, _, before=fitted: progress("held-out fits", before + done, fits)) \
+                if progress else None
+            c = held_out_costs(shapes, X, make, scheme, n_folds, progress=tick, raw_out=raw)
+            fitted += n_splits[scheme]
             costs[scheme][name] = c
             res[name] = evaluate_costs(shapes, c, KS)
             if raw is not None:

@@ -23,10 +23,12 @@ NAMES = {"cost_model": "cost model (ours)", "cost_model_aten_first": "ours, ATen
 
 
 def write_report(out: Path, data, df, fp: dict, model: CostModel, model_path: Path, folds: int, command: str,
-                 bench: bool = False, update_model_card: bool = False, log: Callable = print) -> dict:
-    """Evaluate held out, write the report folder `out`; returns the evaluation result."""
+                 bench: bool = False, update_model_card: bool = False, log: Callable = print,
+                 progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Evaluate held out, write the report folder `out`; returns the evaluation result.
+    `progress`: the evaluation's (training/learn/evaluation.py run_evaluation)."""
     out.mkdir(parents=True, exist_ok=True)
-    result, costs, shapes = run_evaluation(df, fp, model, SCHEMES, folds, True, log)
+    result, costs, shapes = run_evaluation(df, fp, model, SCHEMES, folds, True, log, progress)
     result.update({"data": str(data), "dataset_hash": dataset_hash(data), "model": str(model_path),
                    "command": command})
     if bench:

@@ -146,8 +146,10 @@ def _rows_expected(plan: RetrainPlan) -> int:
     return plan.sample_shapes * 200 + plan.full_shapes * 450
 
 
-def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, device: str = "cuda") -> dict:
-    """Run every unfinished stage; returns the recorded state."""
+def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, device: str = "cuda",
+        progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Run every unfinished stage; returns the recorded state. `progress` hears the loops of
+    training and evaluation (their `progress`)."""
     from kselect.training.measure.collect import collect
     from kselect.training.workloads.shapes import read_shapes_csv
 
@@ -184,9 +186,9 @@ def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, 
             rows = DatasetDir(plan.data).compact(transform=mark_oracle)
             info = {"rows": int(rows)}
         elif stage == "train":
-            info = _train(plan, log)
+            info = _train(plan, log, progress)
         elif stage == "evaluate":
-            info = _evaluate(plan, log)
+            info = _evaluate(plan, log, progress)
         plan.done[stage] = {"seconds": round(time.time() - t0, 1), **_plain(info)}
         save(plan)
         log(f"[{i}/{len(STAGES)}] {stage}: done in {time.time() - t0:.0f} s {json.dumps(_plain(info))}")
@@ -197,19 +199,19 @@ def _plain(info) -> dict:
     return json.loads(json.dumps(info or {}, default=str))
 
 
-def _train(plan: RetrainPlan, log) -> dict:
+def _train(plan: RetrainPlan, log, progress=None) -> dict:
     from kselect.training.learn.evaluation import load_data
     from kselect.training.learn.model_card import save_trained
     from kselect.training.learn.train import train
 
     df, fp = load_data(plan.data)
-    model, card = train(df, fp, cv_folds=plan.cv_folds, nthread=plan.nthread, log=log)
+    model, card = train(df, fp, cv_folds=plan.cv_folds, nthread=plan.nthread, log=log, progress=progress)
     save_trained(model, card, fp, plan.data, plan.model_path,
                  f"kselect retrain --out {plan.out} --gpu-minutes {plan.gpu_minutes:g}")
     return {"model": str(plan.model_path), "shapes": card["shapes"], "rows": card["dataset_rows"]}
 
 
-def _evaluate(plan: RetrainPlan, log) -> dict:
+def _evaluate(plan: RetrainPlan, log, progress=None) -> dict:
     from kselect.selector.model.cost_model import CostModel
 
     from kselect.training.learn.evaluation import load_data, run_evaluation
@@ -217,7 +219,7 @@ def _evaluate(plan: RetrainPlan, log) -> dict:
 
     df, fp = load_data(plan.data)
     model = CostModel.load(plan.model_path, fingerprint=fp)
-    result, _, _ = run_evaluation(df, fp, model, n_folds=plan.folds, log=log)
+    result, _, _ = run_evaluation(df, fp, model, n_folds=plan.folds, log=log, progress=progress)
     update_card(plan.model_path, result)
     return {"pct_oracle_geomean": result.get("pct_oracle_geomean"),
             "headroom_capture": result.get("headroom_capture")}

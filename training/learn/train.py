@@ -34,7 +34,7 @@ from kselect.selector.model.features import featurize_frame, infeasible
 from kselect.selector.model.cost_model import OBJECTIVES, CostModel
 
 from kselect.training.data.dataset import RETIMED_DIR
-from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, held_out_costs
+from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, folds, held_out_costs
 
 REL_STEP = 1.02
 REL_LEVELS = 31
@@ -201,9 +201,9 @@ def cv_score(metrics: dict) -> float:
     return float(np.mean([g[k] for k in SELECTION_KS]))
 
 
-def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows) -> dict:
+def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick=None) -> dict:
     t0 = time.perf_counter()
-    cost = held_out_costs(shapes, X, lambda: ModelRanker(params, max_rows), scheme, n_folds)
+    cost = held_out_costs(shapes, X, lambda: ModelRanker(params, max_rows), scheme, n_folds, progress=tick)
     m = evaluate_costs(shapes, cost, KS)
     row = {"objective": params["objective"], **hp, "scheme": scheme, "score": cv_score(m),
            "pct_oracle_geomean": m["all"]["pct_oracle_geomean"], "top1": m["all"]["top1"],
@@ -214,24 +214,38 @@ def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows) -> dict:
 
 
 def select(shapes: ShapeSet, X: np.ndarray, objectives, grid, n_folds: int, base: dict,
-           log: Callable = print, max_rows: int = MAX_ROWS_PER_SHAPE) -> tuple[dict, list[dict]]:
+           log: Callable = print, max_rows: int = MAX_ROWS_PER_SHAPE,
+           progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, list[dict]]:
     """Two stages, to fit the time budget: every objective with grid[0], then the winning
-    objective with the rest of the grid. Returns (winning params, CV table)."""
+    objective with the rest of the grid. Returns (winning params, CV table). `progress`
+    hears ("cross-validation fits", done, total), one fit per fold and setting."""
     scheme = cv_groups_scheme(shapes, n_folds)
-    table = [_cv_row(shapes, X, {**base, **grid[0], "objective": obj}, grid[0], scheme, n_folds, log, max_rows)
-             for obj in objectives]
+    splits = len(folds(shapes, scheme, n_folds))
+    settings = len(objectives) + len(grid) - 1
+
+    def row(params, hp):
+        before = len(table) * splits
+        tick = (lambda done, _: progress("cross-validation fits", before + done, settings * splits)) \
+            if progress else None
+        return _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick)
+
+    table: list[dict] = []
+    for obj in objectives:
+        table.append(row({**base, **grid[0], "objective": obj}, grid[0]))
     winner = max(table, key=lambda r: r["score"])["objective"]
     for hp in grid[1:]:
-        table.append(_cv_row(shapes, X, {**base, **hp, "objective": winner}, hp, scheme, n_folds, log, max_rows))
+        table.append(row({**base, **hp, "objective": winner}, hp))
     best = max(table, key=lambda r: r["score"])
     params = {**base, **{k: best[k] for k in grid[0]}, "objective": best["objective"]}
     return params, table
 
 
 def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, grid=DEFAULT_GRID,
-          nthread: int = 2, max_rows: int = MAX_ROWS_PER_SHAPE,
-          log: Callable = print) -> tuple[CostModel, dict]:
-    """Choose objective + hyper-parameters by CV, refit on all rows; returns (model, card data)."""
+          nthread: int = 2, max_rows: int = MAX_ROWS_PER_SHAPE, log: Callable = print,
+          progress: Callable[[str, int, int], None] | None = None) -> tuple[CostModel, dict]:
+    """Choose objective + hyper-parameters by CV, refit on all rows; returns (model, card data).
+    `progress` hears (loop, done, total) for the cross-validation's fits and the final
+    fit's boosting rounds; without it the rounds go to `log`."""
     if objective != "auto" and objective not in OBJECTIVES:
         raise TrainingError(f"unknown objective {objective!r}: expected auto or one of {sorted(OBJECTIVES)}")
     t_start = time.perf_counter()
@@ -248,13 +262,14 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
     if cv_folds and cv_folds >= 2 and (len(objectives) > 1 or len(grid) > 1):
         log(f"cross-validating {len(objectives)} objective(s), then {len(grid) - 1} more setting(s) "
             f"of the best, {cv_folds} folds by {cv_groups_scheme(shapes, cv_folds)} ...")
-        params, table = select(shapes, X, objectives, list(grid), cv_folds, base, log, max_rows)
+        params, table = select(shapes, X, objectives, list(grid), cv_folds, base, log, max_rows, progress)
     else:
         params = {**base, **grid[0], "objective": objectives[0]}
     log(f"fitting final model: {params}")
     idx = training_rows(shapes, X, params["objective"], max_rows)
-    model = fit_model(shapes, X, idx, params,
-                      progress=lambda d, t: log(f"  round {d}/{t}"))
+    rounds = (lambda d, t: progress("final fit, boosting rounds", d, t)) if progress else \
+        (lambda d, t: log(f"  round {d}/{t}"))
+    model = fit_model(shapes, X, idx, params, progress=rounds)
     seconds = time.perf_counter() - t_start
     card = {"cv_table": table, "cv_scheme": cv_groups_scheme(shapes, cv_folds) if table else None,
             "train_rows": int(len(idx)), "dataset_rows": int(len(shapes.rows)),

@@ -203,33 +203,33 @@ def summarize(df) -> dict:
     return res
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("faithfulness", help="collector time vs compiled-program time vs Inductor autotune")
-    p.add_argument("--shapes", default=",".join(DEFAULT_SHAPES), help="comma-separated MxNxK (bf16, x @ W^T)")
-    p.add_argument("--per-template", type=int, default=3)
-    p.add_argument("--large-per-template", type=int, default=0,
-                   help="also each tile template's N largest EXHAUSTIVE output tiles")
-    p.add_argument("--out", required=True, help="directory for faithfulness.csv and summary.json")
-    p.set_defaults(func=run)
-
-
-def run(args) -> int:
+def measure_faithfulness(shapes: list[str], out: str | Path, per_template: int = 3,
+                         large_per_template: int = 0, log=print, progress=None) -> dict:
+    """Measure each `MxNxK` shape (bf16, x @ W^T) of `shapes` on this GPU into
+    out/faithfulness.csv (rewritten after every shape) and out/summary.json; returns the summary.
+    `log` hears a line per shape; `progress` ("shapes", done, total) after each."""
     import pandas as pd
 
     from kselect.kernels.timing import warm_gpu
 
-    out = Path(args.out)
+    problems = []
+    for spec in shapes:
+        try:
+            m, n, k = (int(x) for x in spec.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"shape {spec!r}: expected MxNxK, e.g. 4096x4096x4096") from None
+        problems.append(Problem(m, n, k, "bf16", "nt", "mm"))
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     warm_gpu()
     rows = []
-    for spec in args.shapes.split(","):
-        m, n, k = (int(x) for x in spec.lower().split("x"))
-        problem = Problem(m, n, k, "bf16", "nt", "mm")
+    for done, problem in enumerate(problems, 1):
         t0 = time.time()
-        rows += measure_problem(problem, pick_candidates(problem, args.per_template, args.large_per_template))
+        rows += measure_problem(problem, pick_candidates(problem, per_template, large_per_template))
         pd.DataFrame(rows).to_csv(out / "faithfulness.csv", index=False)
-        print(f"{problem.key}: {time.time() - t0:.0f} s", flush=True)
+        log(f"{problem.key}: {time.time() - t0:.0f} s")
+        if progress:
+            progress("shapes", done, len(problems))
     summary = summarize(pd.DataFrame(rows))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
-    return 0
+    return summary

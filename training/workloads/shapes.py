@@ -268,34 +268,23 @@ def write_shapes_csv(problems: list[Problem], path) -> None:
             fh.close()
 
 
-# -- the shape-selection flags every command that takes shapes shares --------------------
-def add_shape_args(p) -> None:
-    """Shape-selection flags shared by every command that takes shapes."""
-    p.add_argument("--workload", action="append", choices=WORKLOADS,
-                   help="named workload set (repeatable; default: all but the held-out 'unseen')")
-    p.add_argument("--models", help=f"comma-separated model families ({','.join(MODELS)})")
-    p.add_argument("--shapes-file", help="CSV with columns M,N,K (optional op,dtype,layout,batch,model)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random workload")
-    p.add_argument("--n-random", type=int, default=200, help="size of the random workload")
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--max-gflop", type=float, default=0.0, help="drop shapes above this many GFLOP")
-
-
-def select_shapes(args) -> tuple[list, dict]:
-    """Problems and a problem-key -> workload-name map from the shared flags."""
+def select_shapes(workloads=None, models=None, shapes_file=None, seed: int = 0, n_random: int = 200,
+                  dtype: str = "bf16", max_gflop: float = 0.0) -> tuple[list[Problem], dict[str, str]]:
+    """Problems and a problem-key -> workload-name map: the rows of `shapes_file`, else the
+    named `workloads` (default: the training ones) of the given model families; without
+    duplicates and, with `max_gflop`, without shapes above that many GFLOP."""
     tags = {}
-    if args.shapes_file:
-        problems = read_shapes_csv(args.shapes_file)
-        tags = {p.key: t or "file" for p, t in zip(problems, read_workload_column(args.shapes_file))}
+    if shapes_file:
+        problems = read_shapes_csv(shapes_file)
+        tags = {p.key: t or "file" for p, t in zip(problems, read_workload_column(shapes_file))}
     else:
         problems = []
-        models = args.models.split(",") if args.models else None
-        for name in args.workload or TRAINING_WORKLOADS:
-            ps = workload(name, models=models, seed=args.seed, n_random=args.n_random, dtype=args.dtype)
+        for name in workloads or TRAINING_WORKLOADS:
+            ps = workload(name, models=models, seed=seed, n_random=n_random, dtype=dtype)
             for p in ps:
                 tags.setdefault(p.key, name)
             problems += ps
     problems = dedup(problems)
-    if args.max_gflop:
-        problems = [p for p in problems if p.flops <= args.max_gflop * 1e9]
+    if max_gflop:
+        problems = [p for p in problems if p.flops <= max_gflop * 1e9]
     return problems, tags

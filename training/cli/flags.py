@@ -1,0 +1,71 @@
+"""Flag groups several verbs share: which shapes (`shapes`, `collect`, `bench gemm`) and
+kselect's policy (`bench gemm`, `bench e2e`)."""
+from __future__ import annotations
+
+import dataclasses
+
+from kselect.kernels.settings import spec
+from kselect.selector.config import SelectorSettings
+from kselect.training.bench.common import BENCH_SETTINGS
+from kselect.training.workloads.shapes import MODELS, WORKLOADS, select_shapes
+
+
+def add_shape_args(p) -> None:
+    """Shape-selection flags shared by every command that takes shapes."""
+    p.add_argument("--workload", action="append", choices=WORKLOADS,
+                   help="named workload set (repeatable; default: all but the held-out 'unseen')")
+    p.add_argument("--models", help=f"comma-separated model families ({','.join(MODELS)})")
+    p.add_argument("--shapes-file", help="CSV with columns M,N,K (optional op,dtype,layout,batch,model)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random workload")
+    p.add_argument("--n-random", type=int, default=200, help="size of the random workload")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--max-gflop", type=float, default=0.0, help="drop shapes above this many GFLOP")
+
+
+def shapes_from_args(args) -> tuple[list, dict]:
+    """The problems and their workload tags that add_shape_args' flags select."""
+    return select_shapes(workloads=args.workload, models=args.models.split(",") if args.models else None,
+                         shapes_file=args.shapes_file, seed=args.seed, n_random=args.n_random,
+                         dtype=args.dtype, max_gflop=args.max_gflop)
+
+
+def _flag_type(kind):
+    """argparse's type for a setting: the kind's parser, named as the kind for its errors."""
+    def parse(raw: str):
+        return kind.parse(raw)
+    parse.__name__ = kind.describe()
+    return parse
+
+
+def add_policy_args(p) -> None:
+    """kselect's policy flags, the same in `bench gemm` and `bench e2e`: one per BENCH_SETTINGS
+    entry, made from the setting's declaration (selector.enable's keywords)."""
+    fields = {f.name: f for f in dataclasses.fields(SelectorSettings)}
+    for name, off_flag in BENCH_SETTINGS.items():
+        f, s = fields[name], spec(fields[name])
+        if off_flag:
+            if f.default is not True:
+                raise TypeError(f"{off_flag} turns {name} off, which must be a setting on by default")
+            p.add_argument(off_flag, dest=name, action="store_false", default=True,
+                           help=f"kselect, enable({name}=False): {s.help}")
+        else:
+            p.add_argument("--" + name.replace("_", "-"), dest=name, type=_flag_type(s.kind), default=f.default,
+                           help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}")
+
+
+def add_data_model_args(p) -> None:
+    """The dataset and the model a held-out evaluation scores (`evaluate`, `report`)."""
+    p.add_argument("--data", required=True, help="dataset directory (measurements.parquet + fingerprint.json)")
+    p.add_argument("--model", required=True, help="model file (.json) with its .meta.json sidecar")
+    p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds (default 5)")
+    p.add_argument("--force", action="store_true", help="use a model trained for another device")
+
+
+def data_and_model(args) -> tuple:
+    """(rows, fingerprint, model) that add_data_model_args' flags name; the model must have
+    been trained for the dataset's device unless --force."""
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.training.learn.evaluation import load_data
+
+    df, fp = load_data(args.data)
+    return df, fp, CostModel.load(args.model, fingerprint=fp, force=args.force)
