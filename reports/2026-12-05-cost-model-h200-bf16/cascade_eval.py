@@ -7,7 +7,7 @@ import numpy as np
 from kselect.selector.model.features import featurize_frame, infeasible
 from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.evaluate import ShapeSet, evaluate_costs, held_out_costs
-from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.train import ModelRanker, MAX_ROWS_PER_SHAPE
 
 SETTINGS = {"all_trees": (0, 0), "c30_k192": (30, 192), "c20_k128": (20, 128), "c15_k128": (15, 128),

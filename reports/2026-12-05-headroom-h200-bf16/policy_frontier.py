@@ -12,7 +12,7 @@ import numpy as np
 from kselect.selector.model.features import featurize_frame
 from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.evaluate import ShapeSet, held_out_costs
-from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.headroom import (
     best_template_gaps,
     pick_times,

@@ -6,7 +6,7 @@ import numpy as np
 
 from kselect.selector.model.features import featurize_frame
 from kselect.training.learn.evaluate import ShapeSet
-from kselect.training.cli.evaluate import load_data
+from kselect.training.learn.evaluation import load_data
 
 
 def load_shapes():
