@@ -70,3 +70,18 @@ def test_a_directory_started_with_other_settings_is_refused(tmp_path):
 def test_bad_budget_is_named():
     with pytest.raises(RetrainError, match="gpu-minutes"):
         RetrainPlan(out="x", gpu_minutes=0)
+
+
+def test_a_moved_run_directory_resumes_where_it_is_now(tmp_path):
+    """A run stopped on a GPU machine and copied back resumes in its new place."""
+    import shutil
+
+    with pytest.raises(RuntimeError):
+        run(_plan(tmp_path), log=lambda m: None, collect_fn=SyntheticGpu(fail_on_space="exhaustive"))
+    moved = tmp_path / "moved"
+    shutil.move(tmp_path / "run", moved)
+    again = SyntheticGpu()
+    plan = RetrainPlan(out=str(moved), gpu_minutes=1, sample_shapes=6, full_shapes=2, folds=2, cv_folds=0)
+    state = run(plan, log=lambda m: None, collect_fn=again)
+    assert again.calls == ["exhaustive"] and state["out"] == str(moved)
+    assert (moved / "model.meta.json").exists() and not (tmp_path / "run").exists()

@@ -116,6 +116,8 @@ def load_or_start(plan: RetrainPlan) -> RetrainPlan:
         diff = {k: (v, plan.settings()[k]) for k, v in recorded.settings().items() if plan.settings()[k] != v}
         raise RetrainError(f"{plan.root} was started with other settings {diff} (recorded, asked): "
                            "use the same flags to resume, or a new --out")
+    # a run directory may have moved (copied back from a GPU machine): it resumes where it is now
+    recorded.out = plan.out
     return recorded
 
 
