@@ -33,7 +33,7 @@ from .gil import short_switch_interval
 from .logs import log_decision, register_with_torch_logs
 from .options import check_settings, read as read_options
 from .policy import (ATEN_MARGIN_SD, COMPILE_BUDGET, CompilePrice, CostModelRanker, RankerUnavailable,
-                     candidate_keys, choose_kept, unseen_backends, verified_keep)
+                     candidate_keys, choose_kept, nearest_candidates, unseen_backends, verified_keep)
 from .verify_timing import VerifyTimingUnavailable, measure as measure_kept
 from .warn import reset_warnings, warn_once
 from .warm_start import WarmStart
@@ -288,7 +288,8 @@ class Selector:
                                     bool(getattr(ranker, "log_time_scores", False)), unseen,
                                     fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
                                     min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price,
-                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)))
+                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
+                                    nearest=nearest_candidates(ranker, self.mode, problem, candidates))
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3

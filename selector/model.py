@@ -8,7 +8,8 @@ its order within a problem means anything.
 
 On disk a model is two files: `<name>.json` (the XGBoost booster, XGBoost's own JSON) and
 `<name>.meta.json` (feature schema, device fingerprint, dataset hash, objective, training
-command, metrics). Loading checks the feature schema always and the device unless forced.
+command, metrics; for 'reg:aten' models the nearest-shape template table verify reads,
+selector/nearest.py). Loading checks the feature schema always and the device unless forced.
 
 Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
@@ -285,6 +286,9 @@ class CostModel:
             "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
             "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
         })
+        nearest = getattr(self, "nearest_templates_", None)
+        if nearest is not None:   # verify's nearest-shape lookup (selector/nearest.py)
+            meta["nearest_templates"] = nearest.to_json()
         mp = save_model_files(self.booster_, path, json.dumps(meta, indent=2, sort_keys=True,
                                                                default=json_default) + "\n")
         self.metadata_ = meta

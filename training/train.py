@@ -255,6 +255,10 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
     idx = training_rows(shapes, X, params["objective"], max_rows)
     model = fit_model(shapes, X, idx, params,
                       progress=lambda d, t: log(f"  round {d}/{t}"))
+    if model.aten_relative:   # verify's nearest-shape slot reads it (selector/nearest.py)
+        from .nearest_table import nearest_table
+
+        model.nearest_templates_ = nearest_table(shapes)
     seconds = time.perf_counter() - t_start
     card = {"cv_table": table, "cv_scheme": cv_groups_scheme(shapes, cv_folds) if table else None,
             "train_rows": int(len(idx)), "dataset_rows": int(len(shapes.rows)),
