@@ -43,7 +43,8 @@ def plot_capture_vs_k(hc: dict, path: Path) -> None:
             ax.axhline(100 * d, ls="--", color="gray", label="stock DEFAULT (idealised)")
         pol = det.get("policies", {}).get("verify")
         if pol and pick(pol)["capture"] is not None:
-            ax.axhline(100 * pick(pol)["capture"], ls=":", color="black", label="verify policy (0-4 templates)")
+            ax.axhline(100 * pick(pol)["capture"], ls=":", color="black",
+                       label="verify policy (0-4 templates, the last the nearest shape's)")
         n = (det["shapes"]["realistic"] if cls is None else det["shapes"]["classes"][cls])["shapes"]
         ax.set_title(f"{title} (n={n})")
         ax.set_xscale("log", base=2)
