@@ -78,8 +78,10 @@ class NearestTemplates:
 
     @classmethod
     def from_json(cls, d: Mapping) -> "NearestTemplates":
-        if not isinstance(d, Mapping) or d.get("format") != NEAREST_FORMAT:
-            raise NearestTableError(f"not a {NEAREST_FORMAT} table (format={getattr(d, 'get', dict().get)('format')!r})")
+        if not isinstance(d, Mapping):
+            raise NearestTableError(f"nearest table is a JSON {type(d).__name__}, not an object")
+        if d.get("format") != NEAREST_FORMAT:
+            raise NearestTableError(f"not a {NEAREST_FORMAT} table (format={d.get('format')!r})")
         if d.get("format_version") != NEAREST_FORMAT_VERSION:
             raise NearestTableError(f"nearest table version {d.get('format_version')!r}; this kselect reads "
                                     f"{NEAREST_FORMAT_VERSION}")

@@ -436,7 +436,7 @@ def nearest_candidates(ranker, mode: str, problem: Problem, candidates: Sequence
 
 def _passed_over(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
     """The reason's note on the templates the compile price passed over (the first three named)."""
-    slow = [candidates[i].key for i in passed]
+    slow = list(dict.fromkeys(candidates[i].key for i in passed))   # a candidate may be tried twice
     more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
     return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
 

@@ -40,6 +40,10 @@ def test_json_round_trip_and_bad_tables():
         NearestTemplates.from_json({**good, "templates": [[0, 7], [2], [3, 0]]})
     with pytest.raises(NearestTableError, match="differ in length"):
         NearestTemplates.from_json({**good, "gaps": [[0.0], [0.0], [0.0, 0.3]]})
+    with pytest.raises(NearestTableError, match="not an object"):
+        NearestTemplates.from_json([good])
+    with pytest.raises(NearestTableError, match="format"):
+        NearestTemplates.from_json({**good, "format": "other"})
     with pytest.raises(NearestTableError, match="malformed"):
         NearestTemplates.from_json({k: v for k, v in good.items() if k != "kinds"})
 
@@ -130,3 +134,13 @@ def test_evaluation_simulates_the_selector_s_rule():
         assert t[0] == pytest.approx(want) and k[0] == timed, n
     t, _ = verify_with_nearest(shapes, model, np.full(len(model), np.inf), np.array([2]))
     assert t[0] == pytest.approx(0.6)      # no lookup row listed: the model's two (t2, t3)
+
+
+def test_the_compile_price_passes_over_a_slow_lookup_pick():
+    from kselect.selector.policy import CompilePrice
+
+    price = CompilePrice(lambda idx: np.array([9000.0 if int(i) == 6 else 300.0 for i in idx]), 300.0, 1.5)
+    kept, why = choose_kept(CANDS, SCORES, "verify", 4, True, False, aten_gap=True, compile_price=price,
+                            nearest=[6, 5])
+    assert kept == [2, 3, 4, 5, 0] and price.passed == [6]
+    assert f"nearest measured shape's ({CANDS[5].key})" in why and "passed over 1 slow" in why
