@@ -24,7 +24,7 @@ import operator
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Hashable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from kselect.kernels.problem import Problem
 from kselect.selector.inductor.epilogue import fuses_epilogue
 from kselect.selector.decide.candidate_memo import IdentityMemo
 from kselect.selector.config import DEFAULTS
+from kselect.selector.decide.nearest import NearestTableError, from_metadata as nearest_from_metadata, shape_kind
 
 
 class RankerUnavailable(RuntimeError):
@@ -84,6 +85,14 @@ class CostModelRanker:
                       + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}")
         self._phases = threading.local()
         self._warmed_classes: set = set()   # warm_up's size classes done (the selector serialises it)
+        # the nearest measured shapes' fastest templates, verify's lookup slot (selector/decide/nearest.py)
+        self.nearest, self._nearest_error = None, None
+        try:
+            self.nearest = nearest_from_metadata(meta)
+        except NearestTableError as exc:
+            self._nearest_error = exc
+        if self.nearest is not None:
+            self.ident += f":n{len(self.nearest)}"
 
     def last_phases_ms(self) -> dict:
         """{"featurize": ms, "trees": ms} of this thread's latest rank() ({} before any)."""
@@ -93,6 +102,8 @@ class CostModelRanker:
         """Raise RankerUnavailable unless the model accepts this device (CostModel.check_device)."""
         from kselect.selector.model.cost_model import ModelError
 
+        if self._nearest_error is not None:
+            raise RankerUnavailable("model", f"kselect: cost model's {self._nearest_error} -- stock autotuning")
         if not self.fingerprint or not self.fingerprint.get("gpu_name"):
             raise RankerUnavailable("no-gpu", "kselect: this device has no GPU fingerprint; the cost "
                                     "model only ranks the GPU it was trained on -- stock autotuning")
@@ -160,6 +171,16 @@ class CostModelRanker:
             # where this thread's latest ranking spent its time (copied into the decision record)
             self._phases.ms = {"featurize": (t1 - t0) * 1e3, "trees": (time.perf_counter() - t1) * 1e3}
         return scores
+
+
+    def nearest_order(self, problem: Problem, candidates: Sequence[Candidate]) -> list[int]:
+        """Indices of `candidates` the nearest-shape lookup would time, most preferred first
+        (empty without a table)."""
+        if self.nearest is None:
+            return []
+        index = _KEY_INDEX(candidate_keys(candidates))
+        kind = shape_kind(problem.layout, problem.op, problem.dtype)
+        return [index[k] for k in self.nearest.preferences(problem.M, problem.N, problem.K, kind) if k in index]
 
 
 class MeasuredRanker:
@@ -247,6 +268,7 @@ def candidate_keys(candidates: Sequence[Candidate]) -> tuple[str, ...]:
 
 
 _KEYS = IdentityMemo(lambda candidates: tuple(c.key for c in candidates))
+_KEY_INDEX = IdentityMemo(lambda keys: {k: i for i, k in enumerate(keys)})   # key -> index, per keys tuple
 
 
 def aten_indices(candidates: Sequence[Candidate]) -> np.ndarray:
@@ -375,13 +397,22 @@ class CompilePrice:
 
 # Models whose scores are predicted gaps to ATen (objective 'reg:aten': log(time / ATen's time)).
 # verify: (bound, n) tiers -- the best-ranked template's predicted gap <= bound times n
-# templates (the first tier that holds), past the last bound none (ATen is timed anyway).
+# templates (the first tier that holds), past the last bound none (ATen is timed anyway); from
+# NEAREST_SLOT_FROM templates on, the last is the nearest measured shape's pick (the model's
+# sidecar table, selector/decide/nearest.py).
 # predict: a template only when predicted at least PREDICT_GAP_MARGIN faster than ATen.
-# Held out by model family on the H200 data (reports/2026-12-05-headroom-h200-bf16): these
-# tiers keep 82.9 % of the measured gain over ATen timing 2.11 templates per GEMM (4 always:
-# 84.2 %); the margin keeps 2.6 % with no GEMM slower (0.05: 2.8 %, one GEMM 1.25x slower).
-VERIFY_GAP_TIERS = ((0.10, 4), (0.20, 2), (0.30, 1))
+# Held out by model family on the H200 data (reports/2026-12-05-headroom-h200-bf16): the cap
+# (4) wherever a template is predicted within 0.30 of ATen (the training target's clip, so on
+# every GEMM of that data) keeps 86.0 % of the measured gain over ATen: the model's first 3
+# families + the lookup's pick; the model's 4 alone 84.2 %. Cheaper tiers chosen inside the
+# training folds keep 83.0 % at 2.79 templates (nested; the former 0.10 -> 4, 0.20 -> 2,
+# 0.30 -> 1: 83.8 % at 2.11). The margin keeps 2.6 % with no GEMM slower; a margin chosen
+# inside the training folds keeps 2.8 % with one GEMM 1.25x slower.
+VERIFY_GAP_TIERS = ((0.30, 4),)
 PREDICT_GAP_MARGIN = 0.15
+# verify with a nearest-shape table: from this many timed templates on, the last slot goes to
+# the nearest measured shape's pick (with_nearest_slot)
+NEAREST_SLOT_FROM = 2
 
 
 def templates_to_time(gap: float, tiers: Sequence[tuple[float, int]] = VERIFY_GAP_TIERS) -> int:
@@ -399,18 +430,44 @@ def confident_template(gap: float, margin: float = PREDICT_GAP_MARGIN) -> bool:
     return bool(gap <= -margin)
 
 
+def nearest_candidates(ranker, mode: str, problem: Problem, candidates: Sequence[Candidate]) -> list[int]:
+    """verify: the ranker's nearest-shape lookup order (CostModelRanker.nearest_order); none for
+    predict or a ranker without a table."""
+    order = getattr(ranker, "nearest_order", None)
+    return order(problem, candidates) if mode == "verify" and order is not None else []
+
+
 def _passed_over(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
     """The reason's note on the templates the compile price passed over (the first three named)."""
-    slow = [candidates[i].key for i in passed]
+    slow = list(dict.fromkeys(candidates[i].key for i in passed))   # a candidate may be tried twice
     more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
     return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
 
 
+def with_nearest_slot(model_kept: Callable[[int], list[int]], n: int, nearest: Sequence[int],
+                      family: Callable[[int], Hashable], usable: Callable[[int], bool]) -> tuple[list[int], bool]:
+    """verify's n timed templates when the nearest-shape lookup gets a slot: the model's first
+    n - 1 (`model_kept(count)`, one per tile family) and the lookup's most preferred `nearest`
+    candidate whose `family` is not among theirs and that is `usable`; when there is none, the
+    model's n-th instead. n < NEAREST_SLOT_FROM: the model's alone. Returns (kept, whether the
+    lookup's candidate is among them)."""
+    if n < NEAREST_SLOT_FROM or not len(nearest):
+        return model_kept(n), False
+    kept = model_kept(n - 1)
+    families = {family(i) for i in kept}
+    for i in nearest:
+        if family(int(i)) not in families and usable(int(i)):
+            return kept + [int(i)], True
+    return model_kept(n), False
+
+
 def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: np.ndarray, mode: str,
-                   k: int, keep_aten: bool, compile_price: CompilePrice | None) -> tuple[list[int], str]:
+                   k: int, keep_aten: bool, compile_price: CompilePrice | None,
+                   nearest: Sequence[int] = ()) -> tuple[list[int], str]:
     """choose_kept for scores that are predicted gaps to ATen: verify times ATen and
-    templates_to_time(gap) templates (never more than k, one per tile family, the compile
-    price as always); predict takes the best template only when confident_template."""
+    templates_to_time(gap) templates (never more than k, one per tile family, one slot for the
+    nearest-shape lookup's pick (with_nearest_slot), the compile price as always); predict
+    takes the best template only when confident_template."""
     aten = [int(i) for i in aten_indices(candidates)]
     is_template = np.ones(len(candidates), dtype=bool)
     is_template[aten] = False
@@ -427,8 +484,12 @@ def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: 
     if not aten and len(templates):
         n = max(n, 1)     # no ATen to fall back on: time at least one template
     too_slow = compile_price.too_slow_after(int(templates[0])) if compile_price is not None and n > 1 else None
-    kept = first_of_each_family(templates, candidates, n, too_slow)
+    kept, looked_up = with_nearest_slot(lambda m: first_of_each_family(templates, candidates, m, too_slow), n,
+                                        nearest, lambda i: tile_family(candidates[i]),
+                                        lambda i: bool(np.isfinite(scores[i])) and not (too_slow and too_slow(i)))
     why = f"verify: best template predicted {gap:+.3f} from ATen -> {n} template(s), one per tile family"
+    if looked_up:
+        why += f", the last the nearest measured shape's ({candidates[kept[-1]].key})"
     if compile_price is not None and compile_price.passed:
         why += _passed_over(candidates, compile_price.passed)
     if (keep_aten or not kept) and aten:
@@ -441,7 +502,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
                 keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
                 fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1,
                 aten_margin: float = 0.0, compile_price: CompilePrice | None = None,
-                aten_gap: bool = False) -> tuple[list[int], str]:
+                aten_gap: bool = False, nearest: Sequence[int] = ()) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -460,7 +521,10 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     top-1 is passed over for the next candidate (CompilePrice).
     `aten_gap`: the scores are predicted gaps to ATen (a 'reg:aten' model): verify times ATen and
     as many templates as templates_to_time gives the best gap, predict takes a template only
-    when confident_template (unseen backends and the epilogue rule as above do not apply)."""
+    when confident_template (unseen backends and the epilogue rule as above do not apply);
+    `nearest` (with `aten_gap`, verify): candidates the nearest-shape lookup would time, most
+    preferred first (CostModelRanker.nearest_order); one of the timed slots goes to the first
+    usable of them (with_nearest_slot)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -468,7 +532,7 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     if len(finite) == 0:
         raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
     if aten_gap and not unseen:
-        return _choose_by_gap(candidates, scores, finite, mode, k, keep_aten, compile_price)
+        return _choose_by_gap(candidates, scores, finite, mode, k, keep_aten, compile_price, nearest)
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
         note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""

@@ -39,6 +39,7 @@ from kselect.selector.decide.policy import (
     RankerUnavailable,
     candidate_keys,
     choose_kept,
+    nearest_candidates,
     unseen_backends,
     verified_keep,
 )
@@ -273,7 +274,8 @@ class Selector:
                                     bool(getattr(ranker, "log_time_scores", False)), unseen,
                                     fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
                                     min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price,
-                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)))
+                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
+                                    nearest=nearest_candidates(ranker, self.mode, problem, candidates))
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3

@@ -9,7 +9,8 @@ its order within a problem means anything.
 On disk a model is two files (selector/model/artifact.py, the one schema for every model):
 `<name>.json` (the XGBoost booster, XGBoost's own JSON) and `<name>.meta.json` (kind
 "cost-model", feature schema, device fingerprint, dataset hash, objective, training command,
-metrics). Loading checks the feature schema always and the device unless forced.
+metrics; for 'reg:aten' models the nearest-shape template table verify reads,
+selector/decide/nearest.py). Loading checks the feature schema always and the device unless forced.
 
 Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
@@ -246,6 +247,9 @@ class CostModel(artifact.HyperParameters):
             "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
             "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
         })
+        nearest = getattr(self, "nearest_templates_", None)
+        if nearest is not None:   # verify's nearest-shape lookup (selector/decide/nearest.py)
+            meta["nearest_templates"] = nearest.to_json()
         mp = artifact.save(self.booster_, path, meta)
         self.metadata_ = meta
         return mp

@@ -26,9 +26,11 @@ CANDS = [ATEN, tile(64, 64, 4), tile(64, 64, 8), tile(128, 64), tile(64, 128), t
 def test_tiers():
     assert templates_to_time(-0.2) == 4
     assert templates_to_time(VERIFY_GAP_TIERS[0][0]) == 4
-    assert templates_to_time(0.1) == 4 and templates_to_time(0.15) == 2
-    assert templates_to_time(0.25) == 1
+    assert templates_to_time(0.25) == 4      # shipped: the cap up to the target's clip, then none
     assert templates_to_time(0.31) == 0
+    tiers = ((0.10, 4), (0.20, 2), (0.30, 1))
+    assert templates_to_time(0.1, tiers) == 4 and templates_to_time(0.15, tiers) == 2
+    assert templates_to_time(0.25, tiers) == 1 and templates_to_time(0.31, tiers) == 0
     assert templates_to_time(math.inf) == 0 and templates_to_time(math.nan) == 0
     assert confident_template(-0.2) and not confident_template(-0.1)
 
@@ -43,7 +45,7 @@ def test_verify_times_aten_and_the_gap_s_count_one_per_family():
     assert kept == [0]                     # nothing predicted close to ATen: ATen alone
     near = np.array([0.0, 0.15, 0.2, 0.5, 0.6, 0.7])
     kept, _ = choose_kept(CANDS, near, "verify", 4, True, False, aten_gap=True)
-    assert kept == [1, 3, 0]               # gap 0.15 -> 2 templates of distinct families, ATen
+    assert kept == [1, 3, 4, 5, 0]         # gap 0.15 -> 4 templates of distinct families, ATen
     assert choose_kept(CANDS, scores, "verify", 1, True, False, aten_gap=True)[0] == [2, 0]   # the cap wins
 
 

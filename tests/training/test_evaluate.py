@@ -132,6 +132,10 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
     assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "reg:aten",
                      "--grid", "headroom", "--nthread", "1"]) == 0
     capsys.readouterr()
+    # the sidecar carries verify's nearest-shape table, and it reads back
+    from kselect.selector.decide.nearest import from_metadata
+    table = from_metadata(json.loads((tmp_path / "models" / "gap.meta.json").read_text()))
+    assert table is not None and len(table) > 0 and all(k.startswith("triton:") for k in table.keys)
     assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json", "--json",
                      "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
     hc = json.loads(capsys.readouterr().out)["headroom_capture"]["family"]

@@ -23,6 +23,7 @@ from kselect.training.data.dataset import DatasetDir, DatasetError, load_dataset
 from kselect.training.learn.evaluate import KS, ShapeSet, default_metrics, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.headroom import headroom_section
 from kselect.training.data.labels import apply_retimed
+from kselect.training.learn.nearest_table import LOOKUP, NearestTemplatesRanker
 from kselect.training.measure.retime import default_out
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker, per_shape_selection_cost
 
@@ -51,8 +52,10 @@ def load_data(data: str | Path, retimed: bool = True) -> tuple:
 def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_folds: int = 5,
                    baselines: bool = True, log: Callable = print,
                    progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, dict, ShapeSet]:
-    """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports.
-    `progress` hears ("held-out fits", done, total): one fit per fold, scheme and ranker."""
+    """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports;
+    the costs also hold 'raw' (the model's plain predictions) and, for an ATen-relative model,
+    LOOKUP (verify's nearest-shape lookup), each {scheme: array}. `progress` hears
+    ("held-out fits", done, total): one fit per fold, scheme and ranker."""
     t0 = time.perf_counter()
     shapes = ShapeSet.from_frame(df)
     X = featurize_frame(shapes.rows, fingerprint)
@@ -96,8 +99,12 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         res["default"] = default_metrics(shapes)
         result["schemes"][scheme] = res
         rankers_only = {k: v for k, v in costs[scheme].items() if k != "cost_model_aten_first"}
+        aten_gap = bool(getattr(model, "aten_relative", False))
+        if aten_gap:   # verify's nearest-shape slot: the shipped table, rebuilt on each training fold
+            costs.setdefault(LOOKUP, {})[scheme] = held_out_costs(shapes, X, NearestTemplatesRanker, scheme, n_folds)
         result.setdefault("headroom_capture", {})[scheme] = headroom_section(
-            shapes, rankers_only, folds(shapes, scheme, n_folds), bool(getattr(model, "aten_relative", False)))
+            shapes, rankers_only, folds(shapes, scheme, n_folds), aten_gap,
+            near_cost=costs.get(LOOKUP, {}).get(scheme))
     in_sample = per_shape_selection_cost(model, shapes.sid, X)
     result["in_sample"] = evaluate_costs(shapes, in_sample, KS)
     costs["in_sample"] = {"cost_model": in_sample}

@@ -20,6 +20,7 @@ Selections, all on the measured rows of the same shapes:
   family), the measured-fastest kept -- what verify does; n per shape or fixed k;
 - `top_k_times` (evaluate.outcomes): the best measured of a ranking's first k rows, ATen only
   if ranked there -- the ranking on its own;
+- verify_with_nearest: the same with one slot for the nearest-shape lookup's pick;
 - a single pick per shape (predict).
 """
 from __future__ import annotations
@@ -208,19 +209,59 @@ def best_template_gaps(shapes: ShapeSet, cost: np.ndarray) -> tuple[np.ndarray, 
     return row, gap
 
 
-def simulate_policies(shapes: ShapeSet, cost: np.ndarray, cap: int = 4) -> dict:
+def verify_with_nearest(shapes: ShapeSet, cost: np.ndarray, near_cost: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """verify's outcome when the nearest-shape lookup takes a slot (selector/decide/policy.py
+    with_nearest_slot, the selector's own rule): per shape the measured-fastest of ATen and the
+    templates it times -- the model's first n - 1 tile families by `cost` and the first row by
+    `near_cost` (the lookup's preference, finite = listed) of another family. Returns (pick
+    times, templates timed)."""
+    from kselect.selector.decide.policy import with_nearest_slot
+
+    fam = tile_family_ids(shapes)
+    order, _ = template_order(shapes, cost)
+    by_shape = np.split(order, np.flatnonzero(np.diff(shapes.sid[order])) + 1) if len(order) else []
+    model_rows = [np.zeros(0, np.int64)] * shapes.n_shapes
+    for rows in by_shape:
+        if len(rows):
+            model_rows[shapes.sid[rows[0]]] = rows
+    near_cost = np.asarray(near_cost, dtype=np.float64)
+    listed = np.flatnonzero(np.isfinite(near_cost) & (shapes.tmpl != _ATEN) & np.isfinite(np.asarray(cost, dtype=np.float64)))
+    listed = listed[np.lexsort((near_cost[listed], shapes.sid[listed]))]
+    near_rows = [np.zeros(0, np.int64)] * shapes.n_shapes
+    for rows in (np.split(listed, np.flatnonzero(np.diff(shapes.sid[listed])) + 1) if len(listed) else []):
+        if len(rows):
+            near_rows[shapes.sid[rows[0]]] = rows
+    pick = shapes.aten_time.copy()
+    timed = np.zeros(shapes.n_shapes, dtype=np.int64)
+    for s in range(shapes.n_shapes):
+        rows_m = model_rows[s]
+        kept, _ = with_nearest_slot(lambda m: [int(r) for r in rows_m[:m]], int(n[s]), near_rows[s],
+                                    lambda r: fam[r], lambda r: True)
+        timed[s] = len(kept)
+        if kept:
+            pick[s] = min(pick[s], float(np.min(shapes.time[kept])))
+    return pick, timed
+
+
+def simulate_policies(shapes: ShapeSet, cost: np.ndarray, cap: int = 4, near_cost: np.ndarray | None = None) -> dict:
     """verify and predict as the selector runs them on an ATen-relative model's scores
     (selector/decide/policy.py templates_to_time, confident_template), on the measured rows: verify's
-    pick is the measured-fastest of ATen and the templates it times (one per tile family);
-    predict's is its one pick. Returns per-shape pick times and templates timed."""
+    pick is the measured-fastest of ATen and the templates it times (one per tile family; with
+    `near_cost`, the held-out nearest-shape lookup's preference per row, one slot goes to the
+    lookup as the selector gives it); predict's is its one pick. Returns per-shape pick times and
+    templates timed."""
     from kselect.selector.decide.policy import confident_template, templates_to_time
 
     row, gap = best_template_gaps(shapes, cost)
     n = np.array([min(templates_to_time(g), cap) for g in gap], dtype=np.int64)
     confident = np.array([confident_template(g) for g in gap], dtype=bool)
-    order, _ = template_order(shapes, cost)
-    families = np.bincount(shapes.sid[order], minlength=shapes.n_shapes)
-    return {"verify": templates_plus_aten(shapes, cost, n), "verify_templates": np.minimum(n, families),
+    if near_cost is None:
+        order, _ = template_order(shapes, cost)
+        families = np.bincount(shapes.sid[order], minlength=shapes.n_shapes)
+        verify, timed = templates_plus_aten(shapes, cost, n), np.minimum(n, families)
+    else:
+        verify, timed = verify_with_nearest(shapes, cost, near_cost, n)
+    return {"verify": verify, "verify_templates": timed,
             "predict": pick_times(shapes, np.where(confident & (row >= 0), row, -1)),
             "predict_templates": (confident & (row >= 0)).astype(np.int64), "gap": gap}
 
@@ -230,17 +271,18 @@ def _caps(section: Mapping) -> float | None:
 
 
 def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_masks, aten_gap: bool,
-                     ks=HEADROOM_KS) -> dict:
+                     ks=HEADROOM_KS, near_cost: np.ndarray | None = None) -> dict:
     """`kselect evaluate`'s headroom_capture for one CV scheme: per selection the split stats,
     with the realistic and decision-free captures flattened on top for reading.
 
     `costs`: held-out costs per ranker ('cost_model' first); `aten_gap`: the cost model's
-    costs are predicted gaps to ATen, so its verify and predict policies are simulated."""
+    costs are predicted gaps to ATen, so its verify and predict policies are simulated;
+    `near_cost`: the held-out nearest-shape lookup's preference per row (verify's lookup slot)."""
     table = shape_table(shapes)
     detail: dict = {"shapes": shape_counts(shapes, table), "fixed": fixed_selections(shapes, table),
                     "rankers": {name: ranker_curves(shapes, c, ks, table) for name, c in costs.items()}}
     if aten_gap and "cost_model" in costs:
-        sim = simulate_policies(shapes, costs["cost_model"])
+        sim = simulate_policies(shapes, costs["cost_model"], near_cost=near_cost)
         real = ~table["decision_free"]
         detail["policies"] = {}
         for mode in ("verify", "predict"):

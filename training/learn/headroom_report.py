@@ -50,7 +50,8 @@ def plot_capture_vs_k(hc: dict, path: Path) -> None:
             ax.axhline(100 * d, ls="--", color="gray", label="stock DEFAULT (idealised)")
         pol = det.get("policies", {}).get("verify")
         if pol and pick(pol)["capture"] is not None:
-            ax.axhline(100 * pick(pol)["capture"], ls=":", color="black", label="verify policy (0-4 templates)")
+            ax.axhline(100 * pick(pol)["capture"], ls=":", color="black",
+                       label="verify policy (0-4 templates, the last the nearest shape's)")
         n = (det["shapes"]["realistic"] if cls is None else det["shapes"]["classes"][cls])["shapes"]
         ax.set_title(f"{title} (n={n})")
         ax.set_xscale("log", base=2)
@@ -65,8 +66,10 @@ def plot_capture_vs_k(hc: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def top_headroom_rows(shapes: ShapeSet, costs: dict, aten_gap: bool, n: int = 20) -> list[dict]:
-    """The `n` realistic shapes with the largest headroom: per selection t_pick / t_ATen."""
+def top_headroom_rows(shapes: ShapeSet, costs: dict, aten_gap: bool, n: int = 20,
+                      near_cost: np.ndarray | None = None) -> list[dict]:
+    """The `n` realistic shapes with the largest headroom: per selection t_pick / t_ATen
+    (`near_cost`: the nearest-shape lookup verify's slot reads, simulate_policies)."""
     table = shape_table(shapes)
     room = headroom(shapes)
     real = np.flatnonzero(~table["decision_free"])
@@ -78,7 +81,7 @@ def top_headroom_rows(shapes: ShapeSet, costs: dict, aten_gap: bool, n: int = 20
         row = np.full(shapes.n_shapes, -1)
         row[shapes.sid[order[rank == 0]]] = order[rank == 0]
         picks[name] = row
-    sim = simulate_policies(shapes, costs["cost_model"]) if aten_gap and "cost_model" in costs else None
+    sim = simulate_policies(shapes, costs["cost_model"], near_cost=near_cost) if aten_gap and "cost_model" in costs else None
     default_t = default_outcome_times(shapes)
     out = []
     for s in top:

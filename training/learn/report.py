@@ -43,10 +43,12 @@ def write_report(out: Path, data, df, fp: dict, model: CostModel, model_path: Pa
     (out / "report.md").write_text(render(result, model))
     if "headroom_capture" in result:
         from kselect.training.learn.headroom_report import plot_capture_vs_k, render_headroom, top_headroom_rows
+        from kselect.training.learn.nearest_table import LOOKUP
 
         plot_capture_vs_k(result["headroom_capture"]["family"], out / "capture_vs_k.png")
         rows = top_headroom_rows(shapes, {k: v for k, v in costs["family"].items() if k != "cost_model_aten_first"},
-                                 bool(getattr(model, "aten_relative", False)))
+                                 bool(getattr(model, "aten_relative", False)),
+                                 near_cost=costs.get(LOOKUP, {}).get("family"))
         (out / "headroom.md").write_text(render_headroom(result, rows))
     if update_model_card:
         update_card(Path(model_path), result)

@@ -270,6 +270,10 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
     rounds = (lambda d, t: progress("final fit, boosting rounds", d, t)) if progress else \
         (lambda d, t: log(f"  round {d}/{t}"))
     model = fit_model(shapes, X, idx, params, progress=rounds)
+    if model.aten_relative:   # verify's nearest-shape slot reads it (selector/decide/nearest.py)
+        from kselect.training.learn.nearest_table import nearest_table
+
+        model.nearest_templates_ = nearest_table(shapes)
     seconds = time.perf_counter() - t_start
     card = {"cv_table": table, "cv_scheme": cv_groups_scheme(shapes, cv_folds) if table else None,
             "train_rows": int(len(idx)), "dataset_rows": int(len(shapes.rows)),
