@@ -8,6 +8,7 @@ candidate's static config features. Timing lives in one harness
 Backends register themselves with a decorator that carries their own import-time
 condition, in the spirit of Inductor's `register_template_heuristic`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -66,8 +67,7 @@ class Backend(ABC):
     def runner(self, compiled, operands) -> Callable[[], "object"]:
         """A zero-argument callable that runs the kernel on `operands` and returns C."""
 
-    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 1,
-                   wait: bool = True) -> dict:
+    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 1, wait: bool = True) -> dict:
         """Compile many candidates ahead of timing; returns {(candidate, compile_key): error}.
 
         The default compiles sequentially (and so always waits); backends with expensive

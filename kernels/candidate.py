@@ -3,6 +3,7 @@
 Modelled on Triton's `Config`: nothing but parameters, printable, round-trippable to JSON,
 and a stable string key that names it in datasets, caches and logs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,15 +13,22 @@ from typing import Any, Mapping
 
 # Knobs every template may carry; absent ones read as 0 in features.
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
-_SHORT = {"BLOCK_M": "BM", "BLOCK_N": "BN", "BLOCK_K": "BK", "GROUP_M": "G",
-          "num_stages": "S", "num_warps": "W", "k_split": "KS"}
+_SHORT = {
+    "BLOCK_M": "BM",
+    "BLOCK_N": "BN",
+    "BLOCK_K": "BK",
+    "GROUP_M": "G",
+    "num_stages": "S",
+    "num_warps": "W",
+    "k_split": "KS",
+}
 
 
 @dataclass(frozen=True, order=True)
 class Candidate:
-    backend: str                 # registered Backend name: "aten", "triton", "flydsl", ...
-    template: str                # backend-specific family: "mm", "persistent_tma", "decompose_k", ...
-    params: tuple = ()           # sorted (name, value) pairs
+    backend: str  # registered Backend name: "aten", "triton", "flydsl", ...
+    template: str  # backend-specific family: "mm", "persistent_tma", "decompose_k", ...
+    params: tuple = ()  # sorted (name, value) pairs
 
     @classmethod
     def make(cls, backend: str, template: str, **params: Any) -> "Candidate":
@@ -47,8 +55,9 @@ class Candidate:
         return f"{self.backend}:{self.template}" + (":" + "-".join(parts) if parts else "")
 
     def to_json(self) -> str:
-        return json.dumps({"backend": self.backend, "template": self.template,
-                           "params": dict(self.params)}, sort_keys=True)
+        return json.dumps(
+            {"backend": self.backend, "template": self.template, "params": dict(self.params)}, sort_keys=True
+        )
 
     @classmethod
     def from_json(cls, text: str | Mapping) -> "Candidate":

@@ -7,6 +7,7 @@ protocol channel (a duplicate of stdout made before anything else prints, so a c
 prints can never corrupt the protocol). FlyDSL's compiles (kernels/flydsl/compile.py) and the
 Triton compile-cost collector (kernels/triton/cross_compile.py) both use it.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class ChildOutcome:
     """How one request to a compile worker ended."""
-    returncode: int          # 0: answered; < 0: the worker died by that signal
+
+    returncode: int  # 0: answered; < 0: the worker died by that signal
     timed_out: bool
     wall_s: float
     stderr_tail: str
@@ -63,9 +65,14 @@ class Worker:
 
     def __init__(self, module: str, env: dict, log_dir: Path):
         self.log = tempfile.NamedTemporaryFile(prefix="worker.", suffix=".log", dir=log_dir, delete=False)
-        self.proc = subprocess.Popen([sys.executable, "-m", module], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+        )
 
     @property
     def alive(self) -> bool:
@@ -77,7 +84,7 @@ class Worker:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
-            pass                               # already dead: reported below
+            pass  # already dead: reported below
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         if not ready:
             self.kill()
@@ -94,7 +101,7 @@ class Worker:
 
     def kill(self) -> None:
         if self.alive:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker's own OS process session: only what we started
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the worker's own OS process session: only what we started
 
     def close(self) -> None:
         if self.alive:
@@ -109,11 +116,13 @@ class Worker:
         Path(self.log.name).unlink(missing_ok=True)
 
 
-def drain_with_workers(take: Callable[[], T | None], handle: Callable[[Worker, T], None], module: str,
-                       env: dict, log_dir: Path, n: int) -> None:
+def drain_with_workers(
+    take: Callable[[], T | None], handle: Callable[[Worker, T], None], module: str, env: dict, log_dir: Path, n: int
+) -> None:
     """The parent's side: `n` threads, each with its own child, call `handle(worker, item)` for
     every item `take()` gives until it gives None; a child that died is replaced before the
     next item."""
+
     def drain() -> None:
         worker = None
         try:

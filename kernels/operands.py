@@ -3,6 +3,7 @@
 Random normal data (never zeros: they hide unwritten outputs and run faster), scaled so
 bf16 products stay well inside range, on any device.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +21,9 @@ def torch_dtype(problem: Problem):
 
 @dataclass
 class Operands:
-    a: "object"        # logical (M, K) or (batch, M, K)
-    b: "object"        # logical (K, N) or (batch, K, N)
-    out: "object"      # (M, N) or (batch, M, N), row-major
+    a: "object"  # logical (M, K) or (batch, M, K)
+    b: "object"  # logical (K, N) or (batch, K, N)
+    out: "object"  # (M, N) or (batch, M, N), row-major
     bias: "object" = None  # (N,) for addmm
 
     @property

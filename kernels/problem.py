@@ -6,6 +6,7 @@ C[b] = op(A[b]) @ op(B[b]) with A of logical shape (M, K) and B of logical shape
 x @ W.T is "nt" (W is (N, K) row-major), its input gradient dY @ W is "nn", and its
 weight gradient dY.T @ X is "tn".
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

@@ -13,6 +13,7 @@ its help, and the environment variable that sets it (if any). From that one decl
 
 Stdlib only: the runtime plug-in and the kernels package both declare their settings here.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,7 +24,7 @@ import os
 import textwrap
 from typing import Any, Mapping
 
-_SAME = object()   # env_default: the field's own default
+_SAME = object()  # env_default: the field's own default
 
 
 class SettingError(ValueError):
@@ -241,8 +242,7 @@ def options(cls) -> tuple[EnvOption, ...]:
     for f in dataclasses.fields(cls):
         s = spec(f)
         if s.env:
-            out.append(EnvOption(s.env, f.name, s.kind, f.default if s.env_default is _SAME else s.env_default,
-                                 s.help))
+            out.append(EnvOption(s.env, f.name, s.kind, f.default if s.env_default is _SAME else s.env_default, s.help))
     return tuple(out)
 
 
@@ -264,16 +264,30 @@ def describe_keywords(cls, indent: str = "    ") -> str:
     for f in dataclasses.fields(cls):
         s = spec(f)
         env = f"; env {s.env}" if s.env else ""
-        out.append(textwrap.fill(f"{f.name} ({s.kind.describe_keyword()}, default {f.default!r}{env}): {s.help}",
-                                 width=96, initial_indent=indent, subsequent_indent=indent + "  "))
+        out.append(
+            textwrap.fill(
+                f"{f.name} ({s.kind.describe_keyword()}, default {f.default!r}{env}): {s.help}",
+                width=96,
+                initial_indent=indent,
+                subsequent_indent=indent + "  ",
+            )
+        )
     return "\n".join(out) + "\n"
 
 
 def signature(cls, return_annotation=inspect.Signature.empty) -> inspect.Signature:
     """A keyword signature of every field with its default, for a function taking **settings."""
-    return inspect.Signature([inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD if i == 0
-                                                else inspect.Parameter.KEYWORD_ONLY, default=f.default)
-                              for i, f in enumerate(dataclasses.fields(cls))], return_annotation=return_annotation)
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD if i == 0 else inspect.Parameter.KEYWORD_ONLY,
+                default=f.default,
+            )
+            for i, f in enumerate(dataclasses.fields(cls))
+        ],
+        return_annotation=return_annotation,
+    )
 
 
 def env_value(cls, field: str, environ: Mapping[str, str] | None = None):

@@ -8,6 +8,7 @@ replayed G times between CUDA events and the per-call time is the median replay 
 R is sized from a probe so one replay lasts >= `target_ms`. The GPU is warmed up first
 so clocks are up. Spread across replays flags noise.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ from typing import Callable, Sequence
 
 DEFAULT_TARGET_MS = 0.25
 DEFAULT_REPLAYS = 5
-NOISE_SPREAD = 0.05     # (p80 - p20) / median above this flags a measurement as noisy
+NOISE_SPREAD = 0.05  # (p80 - p20) / median above this flags a measurement as noisy
 MAX_CALLS_PER_GRAPH = 256
 
 
@@ -85,13 +86,19 @@ def _time_on_host(runners, target_ms: float, replays: int) -> Timing:
             runners[i % n]()
         times.append((time.perf_counter() - t0) * 1e3 / calls)
     lo, med, hi = _quantiles(times)
-    return Timing(med, min(times), max(times), (hi - lo) / med if med > 0 else 0.0,
-                  calls * replays, "cpu_wall")
+    return Timing(med, min(times), max(times), (hi - lo) / med if med > 0 else 0.0, calls * replays, "cpu_wall")
 
 
-def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = DEFAULT_TARGET_MS,
-                 replays: int = DEFAULT_REPLAYS, use_graph: bool = True,
-                 max_total_ms: float | None = None, device: str = "cuda", stream=None) -> Timing:
+def time_runners(
+    runners: Sequence[Callable[[], object]],
+    *,
+    target_ms: float = DEFAULT_TARGET_MS,
+    replays: int = DEFAULT_REPLAYS,
+    use_graph: bool = True,
+    max_total_ms: float | None = None,
+    device: str = "cuda",
+    stream=None,
+) -> Timing:
     """Time one kernel given one zero-arg runner per rotating operand set.
 
     Runners must already be compiled and verified. `max_total_ms` bounds the time spent
@@ -105,6 +112,7 @@ def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = 
     if device == "cpu":
         return _time_on_host(runners, target_ms, replays)
     import torch
+
     if stream is None:
         stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -121,7 +129,7 @@ def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = 
     probe = start.elapsed_time(end) / 3
     calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
     if n > 1 and calls < n and probe * n < 4 * target_ms:
-        calls = n                      # one full rotation when it is cheap
+        calls = n  # one full rotation when it is cheap
     if max_total_ms is not None:
         replays = int(max(3, min(replays, max_total_ms // max(probe * calls, 1e-6))))
 
@@ -133,9 +141,11 @@ def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = 
         body = graph.replay
         method = "cuda_graph"
     else:
+
         def body():
             for i in range(calls):
                 runners[i % n]()
+
         method = "events"
     times = []
     with torch.cuda.stream(stream):
@@ -148,5 +158,11 @@ def time_runners(runners: Sequence[Callable[[], object]], *, target_ms: float = 
             times.append(start.elapsed_time(end) / calls)
     torch.cuda.current_stream().wait_stream(stream)
     lo, med, hi = _quantiles(times)
-    return Timing(median_ms=med, min_ms=min(times), max_ms=max(times),
-                  spread=(hi - lo) / med if med > 0 else 0.0, reps=calls * replays, method=method)
+    return Timing(
+        median_ms=med,
+        min_ms=min(times),
+        max_ms=max(times),
+        spread=(hi - lo) / med if med > 0 else 0.0,
+        reps=calls * replays,
+        method=method,
+    )

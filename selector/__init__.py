@@ -4,6 +4,7 @@
 with KSELECT_MODE=verify|predict in the environment, `import torch` enables it (autoload.py).
 Torch is imported only when the plug-in is used.
 """
+
 import os as _os
 
 __all__ = ["enable", "disable", "selecting", "enable_from_env", "print_options"]

@@ -5,6 +5,7 @@ a writer killed midway leaves only a dot-named temp file. The temp file is opene
 file (mode 0666 less the process umask), so the published file has the permissions the user's
 umask gives, as a plain `open(path, "w")` would.
 """
+
 from __future__ import annotations
 
 import contextlib

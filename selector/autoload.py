@@ -6,11 +6,11 @@ KSELECT_MODE unset or "off" it returns at once (one environment lookup per `impo
 otherwise it installs the plug-in, and any failure leaves stock Inductor with one warning
 rather than breaking `import torch`.
 """
+
 from __future__ import annotations
 
 import os
 import warnings
-
 
 _loaded = False
 
@@ -25,5 +25,8 @@ def load() -> None:
 
         enable_from_env()
     except Exception as exc:  # noqa: BLE001 -- never break `import torch`
-        warnings.warn(f"kselect: KSELECT_MODE is set but the selector could not be enabled "
-                      f"({type(exc).__name__}: {exc}); stock Inductor", stacklevel=2)
+        warnings.warn(
+            f"kselect: KSELECT_MODE is set but the selector could not be enabled "
+            f"({type(exc).__name__}: {exc}); stock Inductor",
+            stacklevel=2,
+        )

@@ -8,6 +8,7 @@ which settings enter the decision-cache key and Inductor's FX-graph cache key
 (`decision_fields()`), the policy's default constants (decide/policy.py) and the bench flags
 (training/bench/common.py).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -79,69 +80,175 @@ class SelectorSettings(declared.Settings):
     KSELECT_* environment variables. `decides` (metadata): the modes in which the setting
     changes which kernels are kept, so it enters the decision-cache and FX-graph cache keys."""
 
-    mode: str = setting("verify", Choice(*MODES), env="KSELECT_MODE", env_default="off", decides=BOTH, help=("off "
-        "= stock Inductor; verify = benchmark the model's adaptive top-k (+ATen); predict = take the "
-        "model's top-1, benchmark nothing"))
-    k: int = setting(4, Number(int, 1), env="KSELECT_K", decides=BOTH, help=("verify mode: most "
-        "candidates kept per template stage"))
-    cache_dir: str | None = setting(None, OptionalPath(), env="KSELECT_CACHE_DIR", help=("directory of "
-        "the persistent decision cache (none = no cache)"))
-    model: object = setting(None, ModelSource(), env="KSELECT_MODEL", help=("cost-model booster file, or "
-        "a loaded CostModel (none = the shipped model for this GPU)"))
-    keep_aten: bool = setting(True, Flag(), decides=BOTH, help=("verify mode: always keep an ATen choice "
-        "among the measured (the safety net)"))
-    ranker: object = setting(None, RankerObject(), help=("any object with rank(problem, candidates), "
-        "used instead of a model (e.g. a MeasuredRanker on the CPU)"))
-    search_space: str | None = setting("EXHAUSTIVE", SearchSpace(), help=("the GEMM config list Inductor "
-        "builds while kselect is on (ranked before code generation, so the whole EXHAUSTIVE space costs "
-        "little); None keeps the user's. A GEMM kselect cannot rank is narrowed back to the user's own "
-        "space"))
-    verify_timing: str = setting("auto", Choice(*VERIFY_TIMINGS), env="KSELECT_VERIFY_TIMING", help=("verify "
-        "mode: who times the kept choices -- kselect (the collector's CUDA-graph harness; checks each "
-        "result against ATen), inductor (its autotune benchmark), auto (kselect on GPUs, inductor on "
-        "the CPU)"))
-    epilogue_fusion: bool = setting(False, Flag(), env="KSELECT_EPILOGUE_FUSION", decides=VERIFY, help=("verify "
-        "mode on GPUs: also keep a template that can fuse the GEMM's pointwise epilogue and charge ATen "
-        "the separate epilogue kernel when picking the winner (selector/inductor/epilogue.py)"))
-    adaptive_k: bool = setting(True, Flag(), env="KSELECT_ADAPTIVE_K", decides=VERIFY, help=("verify "
-        "mode: keep KSELECT_MIN_K..KSELECT_K by the model's score gaps (on), or always KSELECT_K (off)"))
-    min_k: int = setting(1, Number(int, 1), env="KSELECT_MIN_K", decides=VERIFY, help=("verify mode, "
-        "adaptive: never keep fewer ranked candidates (2: held out 98.5 % of the measured best kernel "
-        "vs 94.4 % at 1, for ~1 s more compile per GEMM on the H200; "
-        "reports/2026-12-05-cost-model-h200-bf16/adaptive-k.json, "
-        "reports/2026-12-03-decode-launch-time-verify-k-decision-latency)"))
-    aten_margin: float = setting(2.0, Number(float, 0), env="KSELECT_ATEN_MARGIN", decides=PREDICT, help=("predict "
-        "mode: pick a Triton template only if it out-scores ATen by this many standard deviations of "
-        "the GEMM's scores (0 = the top-1 whatever it is); held out on the re-timed labels 2 keeps "
-        "template picks (each compiled, ~0.6 s on the H200) to 0.25 % of GEMMs at 92.33 % of the best "
-        "kernel; 0.5: 3.5 %, 92.50 %; 0: 5.7 %, 93.79 % "
-        "(reports/2026-12-05-cost-model-h200-bf16/compile-aware.json)"))
-    early_decision: bool = setting(True, Flag(), env="KSELECT_EARLY_DECISION", help=("on CUDA: decide "
-        "over kselect's own enumeration of the GEMM space before Inductor generates it, so only the "
-        "kept configs are built (off: decide over Inductor's ~2,400 generated choices; same decision, "
-        "more compile time)"))
-    release_memory: bool = setting(True, Flag(), env="KSELECT_RELEASE_MEMORY", help=("verify mode on "
-        "GPUs: after measuring a kept set, free the cuBLAS workspace its stream made and the caching "
-        "allocator's unused blocks (off: keep them, the behaviour without the release)"))
-    warm_while_compiling: bool = setting(True, Flag(), env="KSELECT_WARM_WHILE_COMPILING", help=("verify "
-        "mode on GPUs: keep the GPU busy while the kept templates compile, so its clocks are up when "
-        "the timing starts (off: it idles through the compile and warms for 100 ms before the timing: "
-        "~0.1 s more per measured set, a tenth of the heat at the compile's end)"))
-    compile_in: str = setting("threads", Choice(*COMPILE_IN), env="KSELECT_COMPILE_IN", help=("verify "
-        "mode on GPUs: where the kept Triton templates compile -- threads of the compiling process, or "
-        "workers: Inductor's compile-worker processes, warmed as a compile starts (turns "
-        "KSELECT_WARM_START on; slower than threads on the H200's one-layer decode, "
-        "reports/2026-12-05-decode-compile-test-prefill-steady-state)"))
-    compile_budget: float = setting(1.5, Number(float, 0), env="KSELECT_COMPILE_BUDGET", decides=VERIFY,
-        help=("verify mode on CUDA GPUs: pass over a kept Triton template predicted to compile more "
-        "than this many times as long as the top-1 (or the median compile, when the top-1 is quicker), for the next "
-        "candidate; the kept set compiles in parallel, so its slowest compile is the measurement's wait "
-        "(selector/model/compile_cost.py; 0 = off)"))
-    warm_start: bool = setting(True, Flag(), env="KSELECT_WARM_START", help=("on CUDA: as a compile "
-        "starts, prepare Triton's GPU target in a background thread (a C build with a cold Triton "
-        "cache, 0.34 s on the H200 host) and warm Inductor's compile workers, so neither waits on the "
-        "compile's first Triton kernel (selector/warmup/triton_setup.py; off: the compile pays that "
-        "set-up itself, as stock does)"))
+    mode: str = setting(
+        "verify",
+        Choice(*MODES),
+        env="KSELECT_MODE",
+        env_default="off",
+        decides=BOTH,
+        help=(
+            "off "
+            "= stock Inductor; verify = benchmark the model's adaptive top-k (+ATen); predict = take the "
+            "model's top-1, benchmark nothing"
+        ),
+    )
+    k: int = setting(
+        4, Number(int, 1), env="KSELECT_K", decides=BOTH, help=("verify mode: most candidates kept per template stage")
+    )
+    cache_dir: str | None = setting(
+        None,
+        OptionalPath(),
+        env="KSELECT_CACHE_DIR",
+        help=("directory of the persistent decision cache (none = no cache)"),
+    )
+    model: object = setting(
+        None,
+        ModelSource(),
+        env="KSELECT_MODEL",
+        help=("cost-model booster file, or a loaded CostModel (none = the shipped model for this GPU)"),
+    )
+    keep_aten: bool = setting(
+        True, Flag(), decides=BOTH, help=("verify mode: always keep an ATen choice among the measured (the safety net)")
+    )
+    ranker: object = setting(
+        None,
+        RankerObject(),
+        help=("any object with rank(problem, candidates), used instead of a model (e.g. a MeasuredRanker on the CPU)"),
+    )
+    search_space: str | None = setting(
+        "EXHAUSTIVE",
+        SearchSpace(),
+        help=(
+            "the GEMM config list Inductor "
+            "builds while kselect is on (ranked before code generation, so the whole EXHAUSTIVE space costs "
+            "little); None keeps the user's. A GEMM kselect cannot rank is narrowed back to the user's own "
+            "space"
+        ),
+    )
+    verify_timing: str = setting(
+        "auto",
+        Choice(*VERIFY_TIMINGS),
+        env="KSELECT_VERIFY_TIMING",
+        help=(
+            "verify "
+            "mode: who times the kept choices -- kselect (the collector's CUDA-graph harness; checks each "
+            "result against ATen), inductor (its autotune benchmark), auto (kselect on GPUs, inductor on "
+            "the CPU)"
+        ),
+    )
+    epilogue_fusion: bool = setting(
+        False,
+        Flag(),
+        env="KSELECT_EPILOGUE_FUSION",
+        decides=VERIFY,
+        help=(
+            "verify "
+            "mode on GPUs: also keep a template that can fuse the GEMM's pointwise epilogue and charge ATen "
+            "the separate epilogue kernel when picking the winner (selector/inductor/epilogue.py)"
+        ),
+    )
+    adaptive_k: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_ADAPTIVE_K",
+        decides=VERIFY,
+        help=("verify mode: keep KSELECT_MIN_K..KSELECT_K by the model's score gaps (on), or always KSELECT_K (off)"),
+    )
+    min_k: int = setting(
+        1,
+        Number(int, 1),
+        env="KSELECT_MIN_K",
+        decides=VERIFY,
+        help=(
+            "verify mode, "
+            "adaptive: never keep fewer ranked candidates (2: held out 98.5 % of the measured best kernel "
+            "vs 94.4 % at 1, for ~1 s more compile per GEMM on the H200; "
+            "reports/2026-12-05-cost-model-h200-bf16/adaptive-k.json, "
+            "reports/2026-12-03-decode-launch-time-verify-k-decision-latency)"
+        ),
+    )
+    aten_margin: float = setting(
+        2.0,
+        Number(float, 0),
+        env="KSELECT_ATEN_MARGIN",
+        decides=PREDICT,
+        help=(
+            "predict "
+            "mode: pick a Triton template only if it out-scores ATen by this many standard deviations of "
+            "the GEMM's scores (0 = the top-1 whatever it is); held out on the re-timed labels 2 keeps "
+            "template picks (each compiled, ~0.6 s on the H200) to 0.25 % of GEMMs at 92.33 % of the best "
+            "kernel; 0.5: 3.5 %, 92.50 %; 0: 5.7 %, 93.79 % "
+            "(reports/2026-12-05-cost-model-h200-bf16/compile-aware.json)"
+        ),
+    )
+    early_decision: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_EARLY_DECISION",
+        help=(
+            "on CUDA: decide "
+            "over kselect's own enumeration of the GEMM space before Inductor generates it, so only the "
+            "kept configs are built (off: decide over Inductor's ~2,400 generated choices; same decision, "
+            "more compile time)"
+        ),
+    )
+    release_memory: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_RELEASE_MEMORY",
+        help=(
+            "verify mode on "
+            "GPUs: after measuring a kept set, free the cuBLAS workspace its stream made and the caching "
+            "allocator's unused blocks (off: keep them, the behaviour without the release)"
+        ),
+    )
+    warm_while_compiling: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_WARM_WHILE_COMPILING",
+        help=(
+            "verify "
+            "mode on GPUs: keep the GPU busy while the kept templates compile, so its clocks are up when "
+            "the timing starts (off: it idles through the compile and warms for 100 ms before the timing: "
+            "~0.1 s more per measured set, a tenth of the heat at the compile's end)"
+        ),
+    )
+    compile_in: str = setting(
+        "threads",
+        Choice(*COMPILE_IN),
+        env="KSELECT_COMPILE_IN",
+        help=(
+            "verify "
+            "mode on GPUs: where the kept Triton templates compile -- threads of the compiling process, or "
+            "workers: Inductor's compile-worker processes, warmed as a compile starts (turns "
+            "KSELECT_WARM_START on; slower than threads on the H200's one-layer decode, "
+            "reports/2026-12-05-decode-compile-test-prefill-steady-state)"
+        ),
+    )
+    compile_budget: float = setting(
+        1.5,
+        Number(float, 0),
+        env="KSELECT_COMPILE_BUDGET",
+        decides=VERIFY,
+        help=(
+            "verify mode on CUDA GPUs: pass over a kept Triton template predicted to compile more "
+            "than this many times as long as the top-1 (or the median compile, when the top-1 is quicker), for the next "
+            "candidate; the kept set compiles in parallel, so its slowest compile is the measurement's wait "
+            "(selector/model/compile_cost.py; 0 = off)"
+        ),
+    )
+    warm_start: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_WARM_START",
+        help=(
+            "on CUDA: as a compile "
+            "starts, prepare Triton's GPU target in a background thread (a C build with a cold Triton "
+            "cache, 0.34 s on the H200 host) and warm Inductor's compile workers, so neither waits on the "
+            "compile's first Triton kernel (selector/warmup/triton_setup.py; off: the compile pays that "
+            "set-up itself, as stock does)"
+        ),
+    )
 
     def check_together(self) -> None:
         if self.min_k > self.k:
@@ -154,13 +261,16 @@ class SelectorSettings(declared.Settings):
     def decision_fields(self) -> dict:
         """{setting: value} of the settings that change which kernels this mode keeps (field
         metadata `decides`): what the decision-cache key and Inductor's FX-graph cache key hold."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if self.mode in f.metadata.get("decides", ())}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if self.mode in f.metadata.get("decides", ())
+        }
 
 
 DEFAULTS = SelectorSettings()
-OPTIONS = declared.options(SelectorSettings)   # the KSELECT_* environment options
-SETTINGS = declared.field_names(SelectorSettings)   # every enable() / Selector() keyword
+OPTIONS = declared.options(SelectorSettings)  # the KSELECT_* environment options
+SETTINGS = declared.field_names(SelectorSettings)  # every enable() / Selector() keyword
 
 
 def check_settings(**given) -> dict:

@@ -5,13 +5,22 @@ the selector's decision cache.
 compute capability, CUDA/HIP, torch and triton versions (and, for a CPU, its model and thread
 count) -- so a model can refuse a machine it was not trained for while ignoring the hostname.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 
-IDENTITY_KEYS = ("gpu_name", "sm_count", "shared_memory_per_block_optin", "compute_capability",
-                 "cuda_version", "hip_version", "torch_version", "triton_version")
+IDENTITY_KEYS = (
+    "gpu_name",
+    "sm_count",
+    "shared_memory_per_block_optin",
+    "compute_capability",
+    "cuda_version",
+    "hip_version",
+    "torch_version",
+    "triton_version",
+)
 CPU_IDENTITY_KEYS = ("cpu", "threads")
 
 # Datasheet peaks used as features (leads, not measurements): dense tensor-core FLOP/s by

@@ -1,4 +1,5 @@
 """The one JSON encoder default for numpy values (sidecars, evaluation results, reports)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ kselect log line, as `+inductor` does Inductor's; kselect's decision lines also 
 Inductor's `autotuning` artifact, so `TORCH_LOGS=autotuning` shows which kernels kselect kept
 beside what Inductor itself benchmarked.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,7 +33,7 @@ def register_with_torch_logs() -> None:
             # torch read TORCH_LOGS before kselect's names existed: read it again, which also
             # gives kselect's logger torch's handler
             _internal._init_logs()
-    except Exception:   # a torch without this registry: plain Python logging still works
+    except Exception:  # a torch without this registry: plain Python logging still works
         _autotuning = None
 
 

@@ -1,4 +1,5 @@
 """One warning per cause: a selector fallback must be visible once, not once per GEMM."""
+
 from __future__ import annotations
 
 import logging

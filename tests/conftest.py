@@ -1,4 +1,5 @@
 """Shared test fixtures: paths to the repo, the committed dataset and ../shared."""
+
 from pathlib import Path
 
 import pytest

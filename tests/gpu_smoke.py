@@ -2,6 +2,7 @@
 
 Usage on a CUDA machine: python tests/gpu_smoke.py 333x7168x5120xnt 64x4096x4096xnn
 """
+
 import sys
 import time
 
@@ -24,7 +25,7 @@ def main(specs):
         cands = [c for c in ab.candidates(p)] + triton_space(p, "default")[:40]
         t0 = time.time()
         tb.precompile([(c, p) for c in cands if c.backend == "triton"])
-        print(f"{p.key}: precompile {time.time()-t0:.1f}s for {len(cands)} candidates", flush=True)
+        print(f"{p.key}: precompile {time.time() - t0:.1f}s for {len(cands)} candidates", flush=True)
         for c in cands:
             be = get_backend(c.backend)
             try:
@@ -35,7 +36,7 @@ def main(specs):
                 torch.cuda.synchronize()
                 err = relative_error(ops[0].out, ref)
                 t = time_runners(rs)
-                print(f"  {c.key:60s} err={err:.2e} {t.median_ms*1000:8.1f} us spread={t.spread:.3f} reps={t.reps}")
+                print(f"  {c.key:60s} err={err:.2e} {t.median_ms * 1000:8.1f} us spread={t.spread:.3f} reps={t.reps}")
             except Exception as exc:
                 print(f"  {c.key:60s} FAILED {type(exc).__name__}: {str(exc)[:200]}")
 

@@ -1,5 +1,6 @@
 """Inductor for a test module: every cache off and under a temporary folder, a feedback saver
 recording what Inductor benchmarks, the given config patched in; kselect disabled afterwards."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +12,8 @@ import pytest
 def inductor_sandbox(tmp, saver, **config):
     import torch
 
-    from kselect.selector.inductor import hook as ksi
     from kselect.selector.inductor import compat
+    from kselect.selector.inductor import hook as ksi
 
     patch = pytest.MonkeyPatch()
     patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")

@@ -3,6 +3,7 @@
 One candidate per problem, exactly the `extern_mm` choice Inductor always offers. The
 runner writes into a preallocated output (`out=`), as Inductor's extern kernels do.
 """
+
 from __future__ import annotations
 
 from kselect.kernels.backend import Availability, Backend, CandidateError, register_backend

@@ -7,6 +7,7 @@ channel. FlyDSL's own prints go to stderr so they can never corrupt the protocol
 aborts, this process dies with the signal and the parent reports that one request as crashed.
 torch and flydsl are imported once per worker, not once per kernel.
 """
+
 import os
 import sys
 import time
@@ -32,14 +33,16 @@ def compile_request(req: dict) -> dict:
     a = torch.empty(p.M, p.K, dtype=dtype)
     b = torch.empty((p.N, p.K) if p.layout == "nt" else (p.K, p.N), dtype=dtype)
     c = torch.empty(p.M, p.N, dtype=torch.float32 if p.SPLIT_K > 1 else dtype)
-    os.environ["FLYDSL_DUMP_DIR"] = req["dump_dir"]       # FlyDSL reads it at each compile
+    os.environ["FLYDSL_DUMP_DIR"] = req["dump_dir"]  # FlyDSL reads it at each compile
     t0 = time.perf_counter()
     try:
         gemm_kernel.kselect_gemm(c, a, b, gemm_kernel.make_param(p, req["arch"]))
     except Exception as exc:  # a DSL/MLIR error: the parent records the candidate as failed
         lines = str(exc).strip().splitlines()
-        return {"error": f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500],
-                "compile_s": time.perf_counter() - t0}
+        return {
+            "error": f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500],
+            "compile_s": time.perf_counter() - t0,
+        }
     return {"compile_s": time.perf_counter() - t0}
 
 

@@ -4,6 +4,7 @@ Candidates and compiles work on any machine (compile-only, in subprocesses); run
 candidate goes through the ROCm gate. Static features are the knobs plus, via
 `isa_features`, register/LDS/instruction-mix numbers read from the compiled ISA.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,14 @@ from .gate import rocm_gate, target_arch
 from .params import DTYPES, LAYOUTS, KernelParams
 
 # FlyDSL knob -> the shared knob name every backend's features use.
-SHARED_KNOBS = {"TILE_M": "BLOCK_M", "TILE_N": "BLOCK_N", "TILE_K": "BLOCK_K", "GROUP_M": "GROUP_M",
-                "STAGES": "num_stages", "SPLIT_K": "k_split"}
+SHARED_KNOBS = {
+    "TILE_M": "BLOCK_M",
+    "TILE_N": "BLOCK_N",
+    "TILE_K": "BLOCK_K",
+    "GROUP_M": "GROUP_M",
+    "STAGES": "num_stages",
+    "SPLIT_K": "k_split",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class FlyDSLBackend(Backend):
         return self._arch or target_arch()
 
     def availability(self, device: str = "cuda") -> Availability:
-        if device != "cuda":   # ROCm torch calls AMD GPUs "cuda"
+        if device != "cuda":  # ROCm torch calls AMD GPUs "cuda"
             return Availability(False, f"FlyDSL kernels run on AMD GPUs (torch device 'cuda'), not {device!r}")
         return rocm_gate()
 
@@ -61,23 +68,24 @@ class FlyDSLBackend(Backend):
             raise CandidateError("compile", f"{res.status}: {res.reason}")
         return CompiledGemm(p, self.arch, res)
 
-    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 0,
-                   wait: bool = True) -> dict:
+    def precompile(self, items: Iterable[tuple[Candidate, Problem]], workers: int = 0, wait: bool = True) -> dict:
         items = list(items)
         builds = [space.kernel_params(c, p) for c, p in items]
         results = fcompile.compile_many(builds, self.arch, workers=workers or None)
         return {(c, p): f"compile: {r.status}: {r.reason}" for (c, p), r in zip(items, results) if not r.ok}
 
     def runner(self, compiled: CompiledGemm, operands) -> Callable[[], object]:
-        gate = rocm_gate()   # checked here too: never hand out a callable that would abort the process
+        gate = rocm_gate()  # checked here too: never hand out a callable that would abort the process
         if not gate:
             raise CandidateError("launch", gate.reason)
         from .launch import run_gemm
 
         if operands.bias is not None:
+
             def run():
                 run_gemm(compiled.params, compiled.arch, operands.a, operands.b, operands.out)
                 return operands.out.add_(operands.bias)
+
             return run
         return lambda: run_gemm(compiled.params, compiled.arch, operands.a, operands.b, operands.out)
 

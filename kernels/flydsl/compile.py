@@ -8,6 +8,7 @@ build. Workers import torch and flydsl once, which is most of a compile's cost o
 the arch, the flydsl version and the source of our kernel, so editing the kernel or
 upgrading FlyDSL recompiles. Crashes and timeouts are not cached (they may be transient).
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,10 +40,10 @@ WORKER_MODULE = "kselect.kernels.flydsl._worker"
 class CompileResult:
     params: KernelParams
     arch: str
-    status: str                      # one of STATUSES
-    reason: str = ""                 # why it is not usable ('' when ok)
-    compile_s: float | None = None   # FlyDSL compile inside the child (no interpreter start-up)
-    wall_s: float = 0.0              # request to answer in the worker; 0 for cache hits
+    status: str  # one of STATUSES
+    reason: str = ""  # why it is not usable ('' when ok)
+    compile_s: float | None = None  # FlyDSL compile inside the child (no interpreter start-up)
+    wall_s: float = 0.0  # request to answer in the worker; 0 for cache hits
     cached: bool = False
     isa: IsaStats | None = None
     artifact_dir: str | None = None
@@ -70,8 +71,9 @@ def _source_digest() -> str:
 
 
 def cache_key(p: KernelParams, arch: str) -> str:
-    blob = json.dumps({"params": p.to_dict(), "arch": arch, "flydsl": flydsl_version(),
-                       "source": _source_digest()}, sort_keys=True)
+    blob = json.dumps(
+        {"params": p.to_dict(), "arch": arch, "flydsl": flydsl_version(), "source": _source_digest()}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -81,16 +83,22 @@ def _load_cached(entry: Path, p: KernelParams, arch: str) -> CompileResult | Non
     except (OSError, ValueError):
         return None
     isa = IsaStats(**d["isa"]) if d.get("isa") else None
-    return CompileResult(p, arch, d["status"], d.get("reason", ""), d.get("compile_s"), 0.0,
-                         True, isa, str(entry))
+    return CompileResult(p, arch, d["status"], d.get("reason", ""), d.get("compile_s"), 0.0, True, isa, str(entry))
 
 
 def _child_env(arch: str, root: Path) -> dict:
     env = dict(os.environ)
-    env.update({"COMPILE_ONLY": "1", "ARCH": arch, "FLYDSL_GPU_ARCH": arch,
-                "FLYDSL_DEBUG_DUMP_ASM": "1", "FLYDSL_DUMP_DIR": str(root / "dump"),
-                "FLYDSL_RUNTIME_CACHE_DIR": str(root / "flydsl-bin" / arch),
-                "ROCM_PATH": rocm_path(root)})
+    env.update(
+        {
+            "COMPILE_ONLY": "1",
+            "ARCH": arch,
+            "FLYDSL_GPU_ARCH": arch,
+            "FLYDSL_DEBUG_DUMP_ASM": "1",
+            "FLYDSL_DUMP_DIR": str(root / "dump"),
+            "FLYDSL_RUNTIME_CACHE_DIR": str(root / "flydsl-bin" / arch),
+            "ROCM_PATH": rocm_path(root),
+        }
+    )
     return env
 
 
@@ -101,7 +109,7 @@ def _interpret(p: KernelParams, arch: str, work: Path, child: ChildOutcome) -> C
         return res
     try:
         out = json.loads((work / "result.json").read_text())
-    except (OSError, ValueError):      # the worker itself broke (e.g. an import): not cached
+    except (OSError, ValueError):  # the worker itself broke (e.g. an import): not cached
         res.status, res.reason = "crashed", child.missing_result()
         return res
     res.compile_s = out.get("compile_s")
@@ -132,7 +140,7 @@ def _store(entry: Path, work: Path, res: CompileResult) -> None:
     (stage / "result.json").write_text(json.dumps(res.to_dict(), indent=1, sort_keys=True))
     try:
         os.rename(stage, entry)
-    except OSError:          # another process stored it first: theirs is as good as ours
+    except OSError:  # another process stored it first: theirs is as good as ours
         pass
     res.artifact_dir = str(entry)
 
@@ -150,8 +158,7 @@ def _precheck(p: KernelParams, arch: str, use_cache: bool) -> CompileResult | No
 def _compile_with(worker: Worker, p: KernelParams, arch: str, root: Path, timeout: float) -> CompileResult:
     work = Path(tempfile.mkdtemp(prefix="build.", dir=root / arch))
     try:
-        req = {"params": p.to_dict(), "arch": arch, "dump_dir": str(work / "dump"),
-               "result": str(work / "result.json")}
+        req = {"params": p.to_dict(), "arch": arch, "dump_dir": str(work / "dump"), "result": str(work / "result.json")}
         res = _interpret(p, arch, work, worker.request(req, timeout))
         if res.status in _CACHED_STATUSES:
             _store(root / arch / cache_key(p, arch), work, res)
@@ -160,14 +167,19 @@ def _compile_with(worker: Worker, p: KernelParams, arch: str, root: Path, timeou
         shutil.rmtree(work, ignore_errors=True)
 
 
-def compile_one(p: KernelParams, arch: str, *, use_cache: bool = True,
-                timeout: float | None = None) -> CompileResult:
+def compile_one(p: KernelParams, arch: str, *, use_cache: bool = True, timeout: float | None = None) -> CompileResult:
     """Compile one build for `arch` (validity-checked first); always returns a result."""
     return compile_many([p], arch, workers=1, use_cache=use_cache, timeout=timeout)[0]
 
 
-def compile_many(builds: Iterable[KernelParams], arch: str, *, workers: int | None = None,
-                 use_cache: bool = True, timeout: float | None = None) -> list[CompileResult]:
+def compile_many(
+    builds: Iterable[KernelParams],
+    arch: str,
+    *,
+    workers: int | None = None,
+    use_cache: bool = True,
+    timeout: float | None = None,
+) -> list[CompileResult]:
     """Results for `builds` in input order: invalid ones rejected, cached ones read, the rest
     compiled by up to `workers` worker processes, each build once. Never raises for a build."""
     check_arch(arch)

@@ -3,6 +3,7 @@
 Launching a FlyDSL kernel without the HIP runtime aborts the whole process, so the backend's
 runner and the Inductor hook both call `rocm_gate()` first. Refusals are logged at debug.
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -29,8 +29,9 @@ from .params import LDS_PAD, MFMA_K, VEC_ELEMS, WAVE_SIZE, KernelParams
 @fx.struct
 class GemmParam:
     """Compile-time parameters; every field keys FlyDSL's JIT cache."""
+
     is_fp16: fx.Constexpr[bool]
-    b_kmajor: fx.Constexpr[bool]        # True: "nt" (B stored (N, K)); False: "nn" (B stored (K, N))
+    b_kmajor: fx.Constexpr[bool]  # True: "nt" (B stored (N, K)); False: "nn" (B stored (K, N))
     m: fx.Constexpr[int]
     n: fx.Constexpr[int]
     k: fx.Constexpr[int]
@@ -46,32 +47,45 @@ class GemmParam:
 
 
 def make_param(p: KernelParams, arch: str) -> GemmParam:
-    return GemmParam(is_fp16=p.dtype == "fp16", b_kmajor=p.layout == "nt", m=p.M, n=p.N, k=p.K,
-                     tile_m=p.TILE_M, tile_n=p.TILE_N, tile_k=p.TILE_K, stages=p.STAGES,
-                     waves_m=p.WAVES_M, waves_n=p.WAVES_N, split_k=p.SPLIT_K, group_m=p.GROUP_M,
-                     mma_k=MFMA_K[arch])
+    return GemmParam(
+        is_fp16=p.dtype == "fp16",
+        b_kmajor=p.layout == "nt",
+        m=p.M,
+        n=p.N,
+        k=p.K,
+        tile_m=p.TILE_M,
+        tile_n=p.TILE_N,
+        tile_k=p.TILE_K,
+        stages=p.STAGES,
+        waves_m=p.WAVES_M,
+        waves_n=p.WAVES_N,
+        split_k=p.SPLIT_K,
+        group_m=p.GROUP_M,
+        mma_k=MFMA_K[arch],
+    )
 
 
 def _g2s_copy(rows: int, cols: int, threads: int, elem):
     """A tiled copy moving a row-major (rows, cols) tile with one 128-bit vector per lane."""
     atom = fx.make_copy_atom(fx.rocdl.BufferCopy128b(), elem)
     x_threads = cols // VEC_ELEMS
-    return fx.make_tiled_copy_tv(atom,
-                                 fx.make_ordered_layout((threads // x_threads, x_threads), order=(1, 0)),
-                                 fx.make_ordered_layout((1, VEC_ELEMS), order=(1, 0)))
+    return fx.make_tiled_copy_tv(
+        atom,
+        fx.make_ordered_layout((threads // x_threads, x_threads), order=(1, 0)),
+        fx.make_ordered_layout((1, VEC_ELEMS), order=(1, 0)),
+    )
 
 
 @flyc.kernel
-def kselect_gemm_kernel(out: fx.Tensor, a: fx.Tensor, b: fx.Tensor, tiled_mma: fx.TiledMma,
-                        param: GemmParam):
+def kselect_gemm_kernel(out: fx.Tensor, a: fx.Tensor, b: fx.Tensor, tiled_mma: fx.TiledMma, param: GemmParam):
     elem = fx.Float16 if const_expr(param.is_fp16) else fx.BFloat16
     tm, tn, tk, stages = param.tile_m, param.tile_n, param.tile_k, param.stages
     threads = param.waves_m * param.waves_n * WAVE_SIZE
-    lda = tk + LDS_PAD                                   # padded LDS row length, K-major tiles
+    lda = tk + LDS_PAD  # padded LDS row length, K-major tiles
     b_rows, b_cols = (tn, tk) if const_expr(param.b_kmajor) else (tk, tn)
     ldb = b_cols + LDS_PAD
-    a_stage, b_stage = tm * lda, b_rows * ldb            # elements per LDS stage
-    k_tiles = param.k // (tk * param.split_k)            # K tiles per split
+    a_stage, b_stage = tm * lda, b_rows * ldb  # elements per LDS stage
+    k_tiles = param.k // (tk * param.split_k)  # K tiles per split
     mma_iters = tk // param.mma_k
 
     tid = fx.thread_idx.x
@@ -191,13 +205,11 @@ def kselect_gemm_kernel(out: fx.Tensor, a: fx.Tensor, b: fx.Tensor, tiled_mma: f
 
 
 @flyc.jit
-def kselect_gemm(out: fx.Tensor, a: fx.Tensor, b: fx.Tensor, param: GemmParam,
-                 stream: fx.Stream = fx.Stream(None)):
+def kselect_gemm(out: fx.Tensor, a: fx.Tensor, b: fx.Tensor, param: GemmParam, stream: fx.Stream = fx.Stream(None)):
     elem = fx.Float16 if const_expr(param.is_fp16) else fx.BFloat16
     atom = fx.make_mma_atom(fx.rocdl.MFMA(16, 16, param.mma_k, elem))
-    tiled_mma = fx.make_tiled_mma(atom, fx.make_layout((param.waves_m, param.waves_n, 1),
-                                                       (param.waves_n, 1, 0)))
+    tiled_mma = fx.make_tiled_mma(atom, fx.make_layout((param.waves_m, param.waves_n, 1), (param.waves_n, 1, 0)))
     grid_mn = (param.m // param.tile_m) * (param.n // param.tile_n)
     kselect_gemm_kernel(out, a, b, tiled_mma, param).launch(
-        grid=(grid_mn, param.split_k, 1),
-        block=(param.waves_m * param.waves_n * WAVE_SIZE, 1, 1), stream=stream)
+        grid=(grid_mn, param.split_k, 1), block=(param.waves_m * param.waves_n * WAVE_SIZE, 1, 1), stream=stream
+    )

@@ -9,6 +9,7 @@ mm/addmm; and `usable(...)`, which compiles the FlyDSL configs that survived sel
 subprocesses (an LLVM abort cannot take Inductor down) and drops those that do not build.
 The caller is the selector's choices handler (kselect.selector.inductor.flydsl_join).
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,15 +27,16 @@ from .space import CHOICE_NAME
 
 log = logging.getLogger(__name__)
 OPS = ("mm", "addmm")
-MAX_CHOICES = 16          # configs offered per GEMM (the cost model may narrow this further)
+MAX_CHOICES = 16  # configs offered per GEMM (the cost model may narrow this further)
 
 
 def flydsl_gemm(mat1, mat2, *, out, ab_layout: str, **knobs):
     """Extern kernel body: out = mat1 @ mat2 with the FlyDSL build named by `ab_layout` + `knobs`."""
     from .launch import run_gemm
 
-    p = KernelParams(M=mat1.size(0), N=mat2.size(1), K=mat1.size(1),
-                     dtype=canonical_dtype(mat1.dtype), layout=ab_layout, **knobs)
+    p = KernelParams(
+        M=mat1.size(0), N=mat2.size(1), K=mat1.size(1), dtype=canonical_dtype(mat1.dtype), layout=ab_layout, **knobs
+    )
     return run_gemm(p, target_arch(), mat1, mat2, out)
 
 
@@ -51,7 +53,8 @@ def _extern(op: str):
 
     name = f"{CHOICE_NAME}_{op}"
     return ExternKernelChoice.lookup(name) or ExternKernelChoice(
-        flydsl_addmm if op == "addmm" else flydsl_gemm, name=name, has_out_variant=True)
+        flydsl_addmm if op == "addmm" else flydsl_gemm, name=name, has_out_variant=True
+    )
 
 
 def _is_static(dim) -> bool:
@@ -68,7 +71,7 @@ def problem_from_inputs(kernel_inputs, op: str) -> Problem:
         raise ProblemError(f"dynamic GEMM dimensions {symbolic}: FlyDSL builds are shape-specialised")
     m, n, k = (int(v) for v in kernel_inputs.mnk_hinted())
     strides = kernel_inputs.strides_hinted()
-    a_stride, b_stride = strides[-2], strides[-1]      # mat1, mat2 (addmm's bias comes first)
+    a_stride, b_stride = strides[-2], strides[-1]  # mat1, mat2 (addmm's bias comes first)
     if tuple(a_stride) != (k, 1):
         raise ProblemError(f"A strides {tuple(a_stride)} are not row-major ({k}, 1)")
     if tuple(b_stride) == (1, k):
@@ -124,9 +127,15 @@ def templates(kernel_inputs, op_name: str) -> list:
 def build_of(name: str, kwargs: dict, kernel_inputs) -> KernelParams:
     """The kernel build of one FlyDSL choice: its extern name ("flydsl_gemm_<op>"), its
     config kwargs (knobs) and the op's inputs."""
-    problem = problem_from_inputs(kernel_inputs, name[len(CHOICE_NAME) + 1:])
-    return KernelParams(M=problem.M, N=problem.N, K=problem.K, dtype=problem.dtype,
-                        layout=problem.layout, **{k: int(kwargs[k]) for k in KNOB_NAMES})
+    problem = problem_from_inputs(kernel_inputs, name[len(CHOICE_NAME) + 1 :])
+    return KernelParams(
+        M=problem.M,
+        N=problem.N,
+        K=problem.K,
+        dtype=problem.dtype,
+        layout=problem.layout,
+        **{k: int(kwargs[k]) for k in KNOB_NAMES},
+    )
 
 
 def usable(builds: list[KernelParams]) -> list[bool]:
@@ -135,6 +144,7 @@ def usable(builds: list[KernelParams]) -> list[bool]:
     results = fcompile.compile_many(builds, target_arch())
     bad = [r for r in results if not r.ok]
     if bad:
-        log.info("FlyDSL: %d of %d configs unusable (first: %s: %s)", len(bad), len(results),
-                 bad[0].status, bad[0].reason)
+        log.info(
+            "FlyDSL: %d of %d configs unusable (first: %s: %s)", len(bad), len(results), bad[0].status, bad[0].reason
+        )
     return [r.ok for r in results]

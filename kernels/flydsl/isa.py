@@ -5,6 +5,7 @@ uses; the instruction mix is counted from the kernel body. Compiling is not laun
 kernel can assemble with LDS over the arch limit or with spills, so `problems` says why a
 compiled kernel must still be pruned.
 """
+
 from __future__ import annotations
 
 import re
@@ -73,7 +74,7 @@ def _body(text: str) -> str:
     end = text.find("s_endpgm")
     if not start or end < 0:
         raise IsaParseError("no kernel body (label ... s_endpgm) in the ISA text")
-    return text[start.end():end + len("s_endpgm")]
+    return text[start.end() : end + len("s_endpgm")]
 
 
 def parse_isa(text: str) -> IsaStats:

@@ -3,6 +3,7 @@
 Operands arrive as Inductor/ATen give them: `a` (M, K) row-major and `b` logical (K, N),
 stored (N, K) row-major for "nt" (so `b.t()` is contiguous) or (K, N) for "nn".
 """
+
 from __future__ import annotations
 
 from ..backend import CandidateError
@@ -13,13 +14,17 @@ from .params import KernelParams
 def _check(p: KernelParams, a, b, out) -> object:
     """The B view the kernel expects; a clear CandidateError when strides do not match."""
     if tuple(a.shape) != (p.M, p.K) or not a.is_contiguous():
-        raise CandidateError("launch", f"A must be a contiguous ({p.M}, {p.K}) tensor, got "
-                                       f"{tuple(a.shape)} strides {a.stride()}")
+        raise CandidateError(
+            "launch", f"A must be a contiguous ({p.M}, {p.K}) tensor, got {tuple(a.shape)} strides {a.stride()}"
+        )
     bk = b.t() if p.layout == "nt" else b
     want = (p.N, p.K) if p.layout == "nt" else (p.K, p.N)
     if tuple(bk.shape) != want or not bk.is_contiguous():
-        raise CandidateError("launch", f"B for layout {p.layout} must be stored {want} row-major, got "
-                                       f"logical {tuple(b.shape)} strides {b.stride()}")
+        raise CandidateError(
+            "launch",
+            f"B for layout {p.layout} must be stored {want} row-major, got "
+            f"logical {tuple(b.shape)} strides {b.stride()}",
+        )
     if tuple(out.shape) != (p.M, p.N) or not out.is_contiguous():
         raise CandidateError("launch", f"out must be a contiguous ({p.M}, {p.N}) tensor")
     return bk

@@ -5,6 +5,7 @@ help), read one at a time with `get(field)` so a bad value fails where it is use
 variable; `CHILD_ENV` names the FlyDSL/ROCm variables the compile subprocess is given, so
 nothing else in the package touches `os.environ` ad hoc.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,18 +17,31 @@ from kselect.kernels.settings import Choice, Number, Text, setting
 
 @dataclasses.dataclass(frozen=True)
 class FlyDSLOptions(settings.Settings):
-    cache: str = setting(str(Path.home() / ".cache" / "kselect" / "flydsl"), Text(),
-                         "on-disk cache of compile results, final ISA and FlyDSL binaries",
-                         env="KSELECT_FLYDSL_CACHE")
-    arch: str = setting("", Text(), "target arch when no AMD GPU is present (gfx942|gfx950); default: the "
-                        "device's, else gfx942", env="KSELECT_FLYDSL_ARCH")
-    timeout: int = setting(180, Number(int, 1), "seconds before one compile subprocess is killed",
-                           env="KSELECT_FLYDSL_TIMEOUT")
+    cache: str = setting(
+        str(Path.home() / ".cache" / "kselect" / "flydsl"),
+        Text(),
+        "on-disk cache of compile results, final ISA and FlyDSL binaries",
+        env="KSELECT_FLYDSL_CACHE",
+    )
+    arch: str = setting(
+        "",
+        Text(),
+        "target arch when no AMD GPU is present (gfx942|gfx950); default: the device's, else gfx942",
+        env="KSELECT_FLYDSL_ARCH",
+    )
+    timeout: int = setting(
+        180, Number(int, 1), "seconds before one compile subprocess is killed", env="KSELECT_FLYDSL_TIMEOUT"
+    )
     workers: int = setting(2, Number(int, 1), "compile subprocesses run at once", env="KSELECT_FLYDSL_WORKERS")
-    worker_fault: str = setting("", Choice("", "abort", "hang"), "testing only: 'abort' or 'hang' makes the "
-                                "compile child fail that way before compiling", env="KSELECT_FLYDSL_WORKER_FAULT")
-    rocm_path: str = setting("", Text(), "ROCm (or stand-in) prefix whose llvm/bin/ld.lld FlyDSL links with",
-                             env="ROCM_PATH")
+    worker_fault: str = setting(
+        "",
+        Choice("", "abort", "hang"),
+        "testing only: 'abort' or 'hang' makes the compile child fail that way before compiling",
+        env="KSELECT_FLYDSL_WORKER_FAULT",
+    )
+    rocm_path: str = setting(
+        "", Text(), "ROCm (or stand-in) prefix whose llvm/bin/ld.lld FlyDSL links with", env="ROCM_PATH"
+    )
 
 
 OPTIONS = settings.options(FlyDSLOptions)

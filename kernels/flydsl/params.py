@@ -3,17 +3,18 @@
 Shared by the candidate space (pure Python) and the kernel (imports flydsl), so the LDS
 budget the space checks is computed from the same numbers the kernel allocates.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 ARCHS = ("gfx942", "gfx950")
 LDS_LIMIT_BYTES = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
-MFMA_K = {"gfx942": 16, "gfx950": 32}      # 16x16xK bf16/fp16 MFMA used per arch
+MFMA_K = {"gfx942": 16, "gfx950": 32}  # 16x16xK bf16/fp16 MFMA used per arch
 MFMA_MN = 16
 WAVE_SIZE = 64
-VEC_ELEMS = 8                              # 128-bit global/LDS vectors of 16-bit elements
-LDS_PAD = 8                                # elements appended to each LDS row (bank spread)
+VEC_ELEMS = 8  # 128-bit global/LDS vectors of 16-bit elements
+LDS_PAD = 8  # elements appended to each LDS row (bank spread)
 ELEM_BYTES = 2
 MAX_THREADS = 1024
 DTYPES = ("bf16", "fp16")
@@ -24,6 +25,7 @@ KNOB_NAMES = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "WAVES_M", "WAVES_N", "SPL
 @dataclass(frozen=True)
 class KernelParams:
     """Everything one compiled kernel is specialised on (problem shape included)."""
+
     M: int
     N: int
     K: int

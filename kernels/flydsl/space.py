@@ -4,6 +4,7 @@ Pure Python (no flydsl import), so candidate lists are cheap anywhere. The rules
 `gemm_kernel.py` assumes: exact tiling without predication, whole 128-bit vector copies,
 MFMA tiling per wave, and the per-arch LDS limit computed from the kernel's own allocation.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -11,21 +12,45 @@ import itertools
 from ..backend import SEARCH_SPACES, BackendError
 from ..candidate import Candidate
 from ..problem import Problem
-from .params import (ARCHS, DTYPES, KNOB_NAMES, LAYOUTS, LDS_LIMIT_BYTES, MAX_THREADS, MFMA_K,
-                     MFMA_MN, VEC_ELEMS, KernelParams, lds_bytes)
+from .params import (
+    ARCHS,
+    DTYPES,
+    KNOB_NAMES,
+    LAYOUTS,
+    LDS_LIMIT_BYTES,
+    MAX_THREADS,
+    MFMA_K,
+    MFMA_MN,
+    VEC_ELEMS,
+    KernelParams,
+    lds_bytes,
+)
 
 BACKEND = "flydsl"
 TEMPLATE = "gemm"
-CHOICE_NAME = "flydsl_gemm"       # Inductor's name for our choices: flydsl_gemm_mm, flydsl_gemm_addmm
-REGISTERS_PER_LANE = 512          # VGPR + AGPR file per lane on CDNA3/CDNA4
+CHOICE_NAME = "flydsl_gemm"  # Inductor's name for our choices: flydsl_gemm_mm, flydsl_gemm_addmm
+REGISTERS_PER_LANE = 512  # VGPR + AGPR file per lane on CDNA3/CDNA4
 
 # Knob grids per search space, in the (deterministic) order candidates are listed.
 GRIDS = {
-    "default": dict(TILE_M=(64, 128, 256), TILE_N=(64, 128, 256), TILE_K=(32, 64),
-                    STAGES=(2,), WAVES=((2, 2),), SPLIT_K=(1, 2, 4), GROUP_M=(1, 8)),
-    "exhaustive": dict(TILE_M=(32, 64, 128, 256), TILE_N=(32, 64, 128, 256), TILE_K=(32, 64, 128),
-                       STAGES=(1, 2, 3), WAVES=((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2)),
-                       SPLIT_K=(1, 2, 4, 8), GROUP_M=(1, 4, 8)),
+    "default": dict(
+        TILE_M=(64, 128, 256),
+        TILE_N=(64, 128, 256),
+        TILE_K=(32, 64),
+        STAGES=(2,),
+        WAVES=((2, 2),),
+        SPLIT_K=(1, 2, 4),
+        GROUP_M=(1, 8),
+    ),
+    "exhaustive": dict(
+        TILE_M=(32, 64, 128, 256),
+        TILE_N=(32, 64, 128, 256),
+        TILE_K=(32, 64, 128),
+        STAGES=(1, 2, 3),
+        WAVES=((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2)),
+        SPLIT_K=(1, 2, 4, 8),
+        GROUP_M=(1, 4, 8),
+    ),
 }
 
 
@@ -48,8 +73,7 @@ def kernel_params(candidate: Candidate, problem: Problem) -> KernelParams:
     """The kernel build for `candidate` on `problem` (a BackendError names a missing knob)."""
     kw = candidate.kwargs
     try:
-        return KernelParams(M=problem.M, N=problem.N, K=problem.K, dtype=problem.dtype,
-                            layout=problem.layout, **kw)
+        return KernelParams(M=problem.M, N=problem.N, K=problem.K, dtype=problem.dtype, layout=problem.layout, **kw)
     except TypeError as exc:
         raise BackendError(f"{candidate.key} is not a FlyDSL gemm candidate: {exc}") from None
 
@@ -118,9 +142,9 @@ def _grid(search_space: str):
         raise BackendError(f"unknown search space {search_space!r}: expected one of {SEARCH_SPACES}")
     g = GRIDS[s]
     for tm, tn, tk, st, (wm, wn), sk, gm in itertools.product(
-            g["TILE_M"], g["TILE_N"], g["TILE_K"], g["STAGES"], g["WAVES"], g["SPLIT_K"], g["GROUP_M"]):
-        yield candidate(TILE_M=tm, TILE_N=tn, TILE_K=tk, STAGES=st, WAVES_M=wm, WAVES_N=wn,
-                        SPLIT_K=sk, GROUP_M=gm)
+        g["TILE_M"], g["TILE_N"], g["TILE_K"], g["STAGES"], g["WAVES"], g["SPLIT_K"], g["GROUP_M"]
+    ):
+        yield candidate(TILE_M=tm, TILE_N=tn, TILE_K=tk, STAGES=st, WAVES_M=wm, WAVES_N=wn, SPLIT_K=sk, GROUP_M=gm)
 
 
 def explain(problem: Problem, arch: str, search_space: str = "exhaustive") -> list[tuple[Candidate, list[str]]]:

@@ -4,6 +4,7 @@ FlyDSL links with `$ROCM_PATH/llvm/bin/ld.lld`. Without ROCm, Debian's lld-19 wo
 build a stand-in prefix (`<cache>/toolchain/llvm/bin/ld.lld` -> the real binary) and point
 ROCM_PATH at it. Missing pieces raise ToolchainError with the command that fixes them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,8 +27,7 @@ def flydsl_version() -> str:
     try:
         return importlib.metadata.version("flydsl")
     except importlib.metadata.PackageNotFoundError:
-        raise ToolchainError("flydsl is not installed: pip install 'kselect[flydsl]' "
-                             "(flydsl>=0.4,<0.6)") from None
+        raise ToolchainError("flydsl is not installed: pip install 'kselect[flydsl]' (flydsl>=0.4,<0.6)") from None
 
 
 def _find_lld() -> str:
@@ -35,8 +35,10 @@ def _find_lld() -> str:
         path = name if os.path.isabs(name) else shutil.which(name)
         if path and os.access(path, os.X_OK):
             return os.path.realpath(path)
-    raise ToolchainError("ld.lld not found: install Debian's lld-19 (apt-get install -y lld-19) "
-                         "or set ROCM_PATH to a ROCm install with llvm/bin/ld.lld")
+    raise ToolchainError(
+        "ld.lld not found: install Debian's lld-19 (apt-get install -y lld-19) "
+        "or set ROCM_PATH to a ROCm install with llvm/bin/ld.lld"
+    )
 
 
 def rocm_path(cache_dir: Path) -> str:
@@ -52,5 +54,5 @@ def rocm_path(cache_dir: Path) -> str:
         tmp = link.with_name(f"ld.lld.{os.getpid()}")
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(lld)
-        os.replace(tmp, link)          # atomic: parallel callers never see a half-made link
+        os.replace(tmp, link)  # atomic: parallel callers never see a half-made link
     return str(prefix)

@@ -6,6 +6,7 @@ its constexprs, warps, stages, dtype and stride specialisation -- not by M, N, K
 one compile serves every shape that shares them; `precompile` fills Triton's on-disk
 cache from a pool of processes before timing starts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,26 +39,34 @@ def problem_strides(problem: Problem) -> dict[str, int]:
     sam, sak = (1, M) if problem.layout[0] == "t" else (K, 1)
     sbk, sbn = (1, K) if problem.layout[1] == "t" else (N, 1)
     batched = problem.op == "bmm"
-    return {"stride_ab": M * K if batched else 0, "stride_am": sam, "stride_ak": sak,
-            "stride_bb": K * N if batched else 0, "stride_bk": sbk, "stride_bn": sbn,
-            "stride_cb": M * N if batched else 0, "stride_cm": N, "stride_cn": 1}
+    return {
+        "stride_ab": M * K if batched else 0,
+        "stride_am": sam,
+        "stride_ak": sak,
+        "stride_bb": K * N if batched else 0,
+        "stride_bk": sbk,
+        "stride_bn": sbn,
+        "stride_cb": M * N if batched else 0,
+        "stride_cm": N,
+        "stride_cn": 1,
+    }
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
     """Everything needed to launch one candidate on one problem."""
+
     template: str
-    constexprs: tuple          # sorted (name, value)
+    constexprs: tuple  # sorted (name, value)
     num_warps: int
     num_stages: int
     dtype: str
-    stride_spec: tuple         # Triton's view of the strides, then of N and K (compile identity)
+    stride_spec: tuple  # Triton's view of the strides, then of N and K (compile identity)
     k_split: int = 0
 
     @property
     def compile_key(self) -> tuple:
-        return (self.template, self.constexprs, self.num_warps, self.num_stages, self.dtype,
-                self.stride_spec)
+        return (self.template, self.constexprs, self.num_warps, self.num_stages, self.dtype, self.stride_spec)
 
 
 def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchPlan:
@@ -73,31 +82,43 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
     kw = candidate.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     allow_tf32 = problem.dtype == "fp32" and problem.M >= 16 and min(problem.N, problem.K) >= 512
-    const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8),
-             "ALLOW_TF32": allow_tf32}
+    const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8), "ALLOW_TF32": allow_tf32}
     if candidate.template == "mm":
         largest = max(problem.M * problem.K, problem.K * problem.N, problem.M * problem.N)
         if largest > MM_MAX_OPERAND_ELEMENTS:
-            raise CandidateError("compile", f"an operand of {largest} elements exceeds the mm kernel's "
-                                 f"int32 indexing ({MM_MAX_OPERAND_ELEMENTS} elements)")
+            raise CandidateError(
+                "compile",
+                f"an operand of {largest} elements exceeds the mm kernel's "
+                f"int32 indexing ({MM_MAX_OPERAND_ELEMENTS} elements)",
+            )
         # Contiguity hints matter only along a contiguous M (A column-major) or N (B
         # row-major); elsewhere they are off so 'nt' shapes share one binary per config.
-        const.update(EVEN_K=problem.K % bk == 0,
-                     HINT_M=problem.layout[0] == "t" and problem.M >= bm,
-                     HINT_N=problem.layout[1] == "n" and problem.N >= bn)
-        names = ("stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
-                 "stride_cb", "stride_cm", "stride_cn")
+        const.update(
+            EVEN_K=problem.K % bk == 0,
+            HINT_M=problem.layout[0] == "t" and problem.M >= bm,
+            HINT_N=problem.layout[1] == "n" and problem.N >= bn,
+        )
+        names = (
+            "stride_ab",
+            "stride_am",
+            "stride_ak",
+            "stride_bb",
+            "stride_bk",
+            "stride_bn",
+            "stride_cb",
+            "stride_cm",
+            "stride_cn",
+        )
     else:
         if problem.op == "bmm":
             raise CandidateError("compile", "persistent TMA serves 2-D operands only")
-        const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n",
-                     B_ROW_MAJOR=problem.layout[1] == "n")
+        const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n", B_ROW_MAJOR=problem.layout[1] == "n")
         names = ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
     # N's and K's classes join the strides': Triton specialises them (see kernels.py).
-    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.N),
-                                                              _stride_class(problem.K))
-    return LaunchPlan(candidate.template, tuple(sorted(const.items())), kw["num_warps"],
-                      kw["num_stages"], problem.dtype, spec)
+    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.N), _stride_class(problem.K))
+    return LaunchPlan(
+        candidate.template, tuple(sorted(const.items())), kw["num_warps"], kw["num_stages"], problem.dtype, spec
+    )
 
 
 def _kernel_for(template: str):
@@ -122,8 +143,14 @@ def _warmup(plan: LaunchPlan) -> None:
     dt = _torch_dtype(plan.dtype)
     *strides, n_value, k_value = [_representative_stride(c) for c in plan.stride_spec]
     args = [dt, dt, dt, 64, n_value, k_value, *strides]
-    kernel.warmup(*args, grid=(1,), num_warps=plan.num_warps, num_stages=plan.num_stages,
-                  ACC_TYPE=_acc_type(plan.dtype), **dict(plan.constexprs))
+    kernel.warmup(
+        *args,
+        grid=(1,),
+        num_warps=plan.num_warps,
+        num_stages=plan.num_stages,
+        ACC_TYPE=_acc_type(plan.dtype),
+        **dict(plan.constexprs),
+    )
 
 
 def _acc_type(dtype: str):
@@ -172,8 +199,8 @@ class TritonBackend(Backend):
     templates = TEMPLATES
 
     def __init__(self):
-        self._compiled: dict[tuple, str | None] = {}   # compile_key -> None (ok) or error
-        self._pending: dict = {}                       # compile_key -> future of a background compile
+        self._compiled: dict[tuple, str | None] = {}  # compile_key -> None (ok) or error
+        self._pending: dict = {}  # compile_key -> future of a background compile
         self._num_sms = None
 
     def availability(self, device: str = "cuda") -> Availability:
@@ -231,8 +258,11 @@ class TritonBackend(Backend):
                 plan = self.plan(cand, prob)
             except CandidateError:
                 continue
-            if (plan.template != "decompose_k" and plan.compile_key not in self._compiled
-                    and plan.compile_key not in self._pending):
+            if (
+                plan.template != "decompose_k"
+                and plan.compile_key not in self._compiled
+                and plan.compile_key not in self._pending
+            ):
                 plans.setdefault(plan.compile_key, plan)
         if not plans:
             return {}
@@ -240,7 +270,7 @@ class TritonBackend(Backend):
         if not wait:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
             self._pending.update({key: pool.submit(_pool_warmup, plan) for key, plan in plans.items()})
-            pool.shutdown(wait=False)   # takes no more work; the queued compiles still run
+            pool.shutdown(wait=False)  # takes no more work; the queued compiles still run
             return {}
         errors = {}
         try:
@@ -280,14 +310,27 @@ class TritonBackend(Backend):
             sb = (b.stride(0) if b.dim() == 3 else 0, b.stride(-2), b.stride(-1))
             sc = (out.stride(0) if out.dim() == 3 else 0, out.stride(-2), out.stride(-1))
             grid = (tiles, batch)
-            return lambda: kernel[grid](a, b, out, M, N, K, *sa, *sb, *sc, ACC_TYPE=acc,
-                                        num_warps=plan.num_warps, num_stages=plan.num_stages,
-                                        **const)
+            return lambda: kernel[grid](
+                a,
+                b,
+                out,
+                M,
+                N,
+                K,
+                *sa,
+                *sb,
+                *sc,
+                ACC_TYPE=acc,
+                num_warps=plan.num_warps,
+                num_stages=plan.num_stages,
+                **const,
+            )
         _ensure_tma_allocator()
         grid = (min(const["NUM_SMS"], tiles),)
         strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
-        return lambda: kernel[grid](a, b, out, M, N, K, *strides, ACC_TYPE=acc,
-                                    num_warps=plan.num_warps, num_stages=plan.num_stages, **const)
+        return lambda: kernel[grid](
+            a, b, out, M, N, K, *strides, ACC_TYPE=acc, num_warps=plan.num_warps, num_stages=plan.num_stages, **const
+        )
 
     @staticmethod
     def _decompose_k_runner(k_split: int, a, b, out):

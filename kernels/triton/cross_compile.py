@@ -13,6 +13,7 @@ kernels ask), so the compile is the one a real launch of that LaunchPlan trigger
 the wgmma pipeline asynchronous): static facts about speed, checkable without the GPU.
 `python -m kselect.kernels.triton.cross_compile` is the compile child (kernels/compile_worker.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,13 +29,36 @@ from kselect.kernels.triton.backend import LaunchPlan
 _ARCH = re.compile(r"^sm_(\d+)$")
 _POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 _ARG_NAMES = {
-    "mm": ("stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk", "stride_bn",
-           "stride_cb", "stride_cm", "stride_cn"),
+    "mm": (
+        "stride_ab",
+        "stride_am",
+        "stride_ak",
+        "stride_bb",
+        "stride_bk",
+        "stride_bn",
+        "stride_cb",
+        "stride_cm",
+        "stride_cn",
+    ),
     "persistent_tma": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
 }
-WARM_UP_PLAN = LaunchPlan("mm", (("ALLOW_TF32", False), ("BLOCK_K", 16), ("BLOCK_M", 16), ("BLOCK_N", 16),
-                                 ("EVEN_K", True), ("GROUP_M", 1), ("HINT_M", False), ("HINT_N", False)),
-                          1, 1, "bf16", (16, 1, 1, 16, 1, 16, 16, 16, 1, 16, 16))
+WARM_UP_PLAN = LaunchPlan(
+    "mm",
+    (
+        ("ALLOW_TF32", False),
+        ("BLOCK_K", 16),
+        ("BLOCK_M", 16),
+        ("BLOCK_N", 16),
+        ("EVEN_K", True),
+        ("GROUP_M", 1),
+        ("HINT_M", False),
+        ("HINT_N", False),
+    ),
+    1,
+    1,
+    "bf16",
+    (16, 1, 1, 16, 1, 16, 16, 16, 1, 16, 16),
+)
 
 
 def check_arch(arch: str) -> int:
@@ -61,9 +85,9 @@ def plan_source(plan: LaunchPlan):
     for index, name in enumerate(fn.arg_names):
         if name in ("A", "B", "C"):
             signature[name] = _POINTER[plan.dtype]
-            attrs[(index,)] = [["tt.divisibility", 16]]    # torch allocations are 16-byte aligned
+            attrs[(index,)] = [["tt.divisibility", 16]]  # torch allocations are 16-byte aligned
         elif name == "M":
-            signature[name] = "i32"                          # do_not_specialize
+            signature[name] = "i32"  # do_not_specialize
         elif name in ints:
             cls = ints[name]
             if cls == 1:
@@ -100,8 +124,11 @@ def _compile(source, plan: LaunchPlan, arch: str):
     import triton
     from triton.backends.compiler import GPUTarget
 
-    return triton.compile(source, target=GPUTarget("cuda", check_arch(arch), 32),
-                          options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+    return triton.compile(
+        source,
+        target=GPUTarget("cuda", check_arch(arch), 32),
+        options={"num_warps": plan.num_warps, "num_stages": plan.num_stages},
+    )
 
 
 def cross_compile(plan: LaunchPlan, arch: str = "sm_90") -> dict:
@@ -116,9 +143,14 @@ def cross_compile(plan: LaunchPlan, arch: str = "sm_90") -> dict:
         wall1, cpu1 = time.perf_counter(), time.thread_time()
         children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     children_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
-    return {"wall_ms": (wall1 - wall0) * 1e3, "thread_cpu_ms": (cpu1 - cpu0) * 1e3,
-            "ptxas_cpu_ms": children_s * 1e3, "shared_bytes": int(kernel.metadata.shared),
-            "ptx_lines": kernel.asm["ptx"].count("\n"), "cubin_bytes": len(kernel.asm["cubin"])}
+    return {
+        "wall_ms": (wall1 - wall0) * 1e3,
+        "thread_cpu_ms": (cpu1 - cpu0) * 1e3,
+        "ptxas_cpu_ms": children_s * 1e3,
+        "shared_bytes": int(kernel.metadata.shared),
+        "ptx_lines": kernel.asm["ptx"].count("\n"),
+        "cubin_bytes": len(kernel.asm["cubin"]),
+    }
 
 
 def compile_ptx(plan: LaunchPlan, arch: str = "sm_90") -> str:
@@ -141,26 +173,50 @@ def ptxas_facts(ptx: str) -> dict:
         src = os.path.join(d, "kernel.ptx")
         with open(src, "w") as f:
             f.write(ptx)
-        done = subprocess.run([triton.knobs.nvidia.ptxas.path, "-v", f"--gpu-name={target.group(1)}", src,
-                               "-o", os.path.join(d, "kernel.cubin")], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                triton.knobs.nvidia.ptxas.path,
+                "-v",
+                f"--gpu-name={target.group(1)}",
+                src,
+                "-o",
+                os.path.join(d, "kernel.cubin"),
+            ],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode:
         raise RuntimeError(f"ptxas failed ({done.returncode}): {done.stderr.strip()[:500]}")
     log = done.stderr
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    return {"registers": int(re.search(r"Used (\d+) registers", log).group(1)),
-            "spill_store_bytes": int(spills.group(1)), "spill_load_bytes": int(spills.group(2)),
-            "wgmma_serialised": "C7515" in log}
+    return {
+        "registers": int(re.search(r"Used (\d+) registers", log).group(1)),
+        "spill_store_bytes": int(spills.group(1)),
+        "spill_load_bytes": int(spills.group(2)),
+        "wgmma_serialised": "C7515" in log,
+    }
 
 
 def plan_to_dict(plan: LaunchPlan) -> dict:
-    return {"template": plan.template, "constexprs": [list(kv) for kv in plan.constexprs],
-            "num_warps": plan.num_warps, "num_stages": plan.num_stages, "dtype": plan.dtype,
-            "stride_spec": list(plan.stride_spec)}
+    return {
+        "template": plan.template,
+        "constexprs": [list(kv) for kv in plan.constexprs],
+        "num_warps": plan.num_warps,
+        "num_stages": plan.num_stages,
+        "dtype": plan.dtype,
+        "stride_spec": list(plan.stride_spec),
+    }
 
 
 def plan_from_dict(d: dict) -> LaunchPlan:
-    return LaunchPlan(d["template"], tuple((k, v) for k, v in d["constexprs"]), int(d["num_warps"]),
-                      int(d["num_stages"]), d["dtype"], tuple(int(c) for c in d["stride_spec"]))
+    return LaunchPlan(
+        d["template"],
+        tuple((k, v) for k, v in d["constexprs"]),
+        int(d["num_warps"]),
+        int(d["num_stages"]),
+        d["dtype"],
+        tuple(int(c) for c in d["stride_spec"]),
+    )
 
 
 def compile_request(req: dict) -> dict:

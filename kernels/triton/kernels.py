@@ -22,6 +22,7 @@ reports/faithfulness-* measures how close this stays to the kernels Inductor its
 generates. Imported only where Triton is installed (to launch on a CUDA device, or to
 compile for one: cross_compile.py).
 """
+
 from __future__ import annotations
 
 import triton
@@ -29,13 +30,32 @@ import triton.language as tl
 
 
 @triton.jit(do_not_specialize=["M"])
-def mm_kernel(A, B, C, M, N, K,
-              stride_ab, stride_am, stride_ak,
-              stride_bb, stride_bk, stride_bn,
-              stride_cb, stride_cm, stride_cn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, HINT_M: tl.constexpr,
-              HINT_N: tl.constexpr, ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr):
+def mm_kernel(
+    A,
+    B,
+    C,
+    M,
+    N,
+    K,
+    stride_ab,
+    stride_am,
+    stride_ak,
+    stride_bb,
+    stride_bk,
+    stride_bn,
+    stride_cb,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    HINT_M: tl.constexpr,
+    HINT_N: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    ACC_TYPE: tl.constexpr,
+):
     pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -86,12 +106,29 @@ def mm_kernel(A, B, C, M, N, K,
 
 
 @triton.jit(do_not_specialize=["M"])
-def persistent_tma_kernel(A, B, C, M, N, K,
-                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                          GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                          A_ROW_MAJOR: tl.constexpr, B_ROW_MAJOR: tl.constexpr,
-                          ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr):
+def persistent_tma_kernel(
+    A,
+    B,
+    C,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+    A_ROW_MAJOR: tl.constexpr,
+    B_ROW_MAJOR: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    ACC_TYPE: tl.constexpr,
+):
     start = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
@@ -99,17 +136,13 @@ def persistent_tma_kernel(A, B, C, M, N, K,
     width = GROUP_M * grid_n
     # Descriptors over the operands as stored (row- or column-major), built once per program.
     if A_ROW_MAJOR:
-        a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1],
-                                           block_shape=[BLOCK_M, BLOCK_K])
+        a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     else:
-        a_desc = tl.make_tensor_descriptor(A, shape=[K, M], strides=[stride_ak, 1],
-                                           block_shape=[BLOCK_K, BLOCK_M])
+        a_desc = tl.make_tensor_descriptor(A, shape=[K, M], strides=[stride_ak, 1], block_shape=[BLOCK_K, BLOCK_M])
     if B_ROW_MAJOR:
-        b_desc = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
+        b_desc = tl.make_tensor_descriptor(B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
     else:
-        b_desc = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
+        b_desc = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
 
     for tile in tl.range(start, num_tiles, NUM_SMS):
         group_id = tile // width

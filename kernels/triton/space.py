@@ -17,6 +17,7 @@ EXHAUSTIVE too, because Inductor compares the search space to the lower-case
 "exhaustive" there; persistent TMA only for 2-D operands with 16-byte aligned strides.
 `tests/kernels/test_triton_space.py` checks this module against Inductor's own generator.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,8 +50,9 @@ def inductor_base_configs(template: str, search_space: str) -> tuple[tuple[int, 
         configs = heur.persistent_mm_configs
     else:
         configs = heur.mm_configs
-    return tuple((c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps,
-                  getattr(c, "group_m", None) or 8) for c in configs)
+    return tuple(
+        (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8) for c in configs
+    )
 
 
 def _check_space(search_space: str) -> str:
@@ -106,10 +108,13 @@ def tile_space(problem: Problem, template: str, search_space: str) -> list[Candi
 def _size_class_tiles(problem: Problem, template: str, space: str) -> tuple[Candidate, ...]:
     """The memoised tuple of the problem's size class: one object for every GEMM of the class."""
     top_m, top_n, top_k = _largest_blocks(template, space)  # hints above these clamp nothing:
-    return _tile_space(template, space,                     # one memo entry for all larger GEMMs
-                       min(max(next_power_of_2(problem.M), 16), top_m),
-                       min(max(next_power_of_2(problem.N), 16), top_n),
-                       min(max(next_power_of_2(problem.K), 16), top_k))
+    return _tile_space(
+        template,
+        space,  # one memo entry for all larger GEMMs
+        min(max(next_power_of_2(problem.M), 16), top_m),
+        min(max(next_power_of_2(problem.N), 16), top_n),
+        min(max(next_power_of_2(problem.K), 16), top_k),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -132,22 +137,24 @@ def _tile_space(template: str, space: str, m_hint: int, n_hint: int, k_hint: int
     if not len(rows):
         return ()
     packed = rows @ _PACK if rows.max() < 1024 else None  # one int per row: a 1-D unique is ~10x faster
-    _, first = (np.unique(packed, return_index=True) if packed is not None
-                else np.unique(rows, axis=0, return_index=True))
+    _, first = (
+        np.unique(packed, return_index=True) if packed is not None else np.unique(rows, axis=0, return_index=True)
+    )
     memo = _TILE_CANDIDATES
     out = []
     for key in map(tuple, rows[np.sort(first)].tolist()):
         cand = memo.get((template, key))
         if cand is None:
             m, n, k, st, w, g = key
-            cand = memo[(template, key)] = Candidate.make("triton", template, BLOCK_M=m, BLOCK_N=n, BLOCK_K=k,
-                                                          num_stages=st, num_warps=w, GROUP_M=g)
+            cand = memo[(template, key)] = Candidate.make(
+                "triton", template, BLOCK_M=m, BLOCK_N=n, BLOCK_K=k, num_stages=st, num_warps=w, GROUP_M=g
+            )
         out.append(cand)
     return tuple(out)
 
 
 _PACK = np.array([1 << 50, 1 << 40, 1 << 30, 1 << 20, 1 << 10, 1], dtype=np.int64)  # 10 bits per knob
-_TILE_CANDIDATES: dict = {}   # (template, knob tuple) -> Candidate, shared by every hint triple
+_TILE_CANDIDATES: dict = {}  # (template, knob tuple) -> Candidate, shared by every hint triple
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,12 +186,14 @@ def template_space(problem: Problem, template: str, search_space: str = "exhaust
 
 @functools.lru_cache(maxsize=256)
 def _decompose_k_space(m: int, n: int, k: int, space: str) -> tuple[Candidate, ...]:
-    return tuple(Candidate.make("triton", "decompose_k", k_split=s)
-                 for s in decompose_k_splits(Problem(m, n, k), space))
+    return tuple(
+        Candidate.make("triton", "decompose_k", k_split=s) for s in decompose_k_splits(Problem(m, n, k), space)
+    )
 
 
-def triton_space(problem: Problem, search_space: str = "exhaustive",
-                 templates: tuple[str, ...] = TEMPLATES) -> list[Candidate]:
+def triton_space(
+    problem: Problem, search_space: str = "exhaustive", templates: tuple[str, ...] = TEMPLATES
+) -> list[Candidate]:
     """All Triton candidates Inductor would build for `problem`, template by template."""
     space = _check_space(search_space)
     out: list[Candidate] = []

@@ -9,6 +9,7 @@ The selector's own decisions are written by a background thread (`put_later`): t
 write costs ~0.5-1 ms, a fifth of the per-GEMM decision budget; this process reads its
 queued decisions back at once, and they are flushed at exit.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -26,7 +27,7 @@ from kselect.selector.warn import warn_once
 
 CACHE_FORMAT = 1
 
-_DIGESTS: dict[str, int] = {}   # candidate key -> its 64-bit digest (a process sees a few thousand)
+_DIGESTS: dict[str, int] = {}  # candidate key -> its 64-bit digest (a process sees a few thousand)
 _MASK = (1 << 64) - 1
 
 
@@ -88,16 +89,22 @@ class DecisionCache:
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):  # valid JSON, but null, a list, a string...
                 raise ValueError(f"a JSON {type(data).__name__}, not an object")
-            if data.get("format") != CACHE_FORMAT or not isinstance(data.get("kept"), list) \
-                    or not all(isinstance(k, str) for k in data["kept"]) or not data["kept"]:
+            if (
+                data.get("format") != CACHE_FORMAT
+                or not isinstance(data.get("kept"), list)
+                or not all(isinstance(k, str) for k in data["kept"])
+                or not data["kept"]
+            ):
                 raise ValueError("unexpected content")
             return list(data["kept"])
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             # a miss: the GEMM is decided again and its decision replaces this file
-            warn_once("cache-corrupt", f"kselect: ignoring unreadable decision-cache file {path} ({exc}); "
-                      "deciding again and rewriting it")
+            warn_once(
+                "cache-corrupt",
+                f"kselect: ignoring unreadable decision-cache file {path} ({exc}); deciding again and rewriting it",
+            )
             return None
 
     def put(self, key: str, kept: list[str], fields: Mapping | None = None) -> None:
@@ -164,8 +171,10 @@ class _BackgroundWriter:
             try:
                 cache.put(key, kept, fields)
             except Exception as exc:  # noqa: BLE001 -- a lost cache write costs a re-decision, no more
-                warn_once(f"cache-write:{type(exc).__name__}", f"kselect: cannot write decision cache "
-                                                                f"entry under {cache.root} ({exc})")
+                warn_once(
+                    f"cache-write:{type(exc).__name__}",
+                    f"kselect: cannot write decision cache entry under {cache.root} ({exc})",
+                )
             finally:
                 path = cache._path(key)
                 with self._lock:

@@ -9,6 +9,7 @@ Keyed by id(): hashing a 2,400-element tuple by content would cost as much as re
 Each entry holds the tuple itself, so its id cannot be reused by another object while the
 entry lives. Only tuples are remembered: a list could change after the value was computed.
 """
+
 from __future__ import annotations
 
 import threading

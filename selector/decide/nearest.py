@@ -12,6 +12,7 @@ preference order scores each template listed by its NEIGHBOURS nearest shapes by
 the nearest shape listing it, plus NEIGHBOUR_STEP per neighbour farther away (the nearest-shape
 baseline's scoring, training/learn/baselines.py), lowest first.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,9 @@ import numpy as np
 
 NEAREST_FORMAT = "kselect-nearest-templates"
 NEAREST_FORMAT_VERSION = 1
-KIND_PENALTY = 4.0      # distance added between shapes of another layout, op or dtype
-NEIGHBOURS = 3          # shapes whose lists make up a GEMM's preference order
-NEIGHBOUR_STEP = 0.05   # log-time handicap per neighbour farther away
+KIND_PENALTY = 4.0  # distance added between shapes of another layout, op or dtype
+NEIGHBOURS = 3  # shapes whose lists make up a GEMM's preference order
+NEIGHBOUR_STEP = 0.05  # log-time handicap per neighbour farther away
 
 
 class NearestTableError(ValueError):
@@ -38,17 +39,25 @@ def shape_kind(layout: str, op: str, dtype: str) -> str:
 class NearestTemplates:
     """Measured shapes and each one's fastest template keys with their gaps to its best."""
 
-    def __init__(self, points: np.ndarray, kinds: Sequence[str], keys: Sequence[str],
-                 templates: Sequence[Sequence[int]], gaps: Sequence[Sequence[float]]):
+    def __init__(
+        self,
+        points: np.ndarray,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        templates: Sequence[Sequence[int]],
+        gaps: Sequence[Sequence[float]],
+    ):
         self.points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         self.kinds = np.asarray(list(kinds), dtype=object)
         self.keys = list(keys)
         self.templates = [list(map(int, t)) for t in templates]
         self.gaps = [list(map(float, g)) for g in gaps]
         if not (len(self.points) == len(self.kinds) == len(self.templates) == len(self.gaps)):
-            raise NearestTableError(f"nearest table: {len(self.points)} shapes, {len(self.kinds)} kinds, "
-                                    f"{len(self.templates)} template lists and {len(self.gaps)} gap lists "
-                                    "differ in length")
+            raise NearestTableError(
+                f"nearest table: {len(self.points)} shapes, {len(self.kinds)} kinds, "
+                f"{len(self.templates)} template lists and {len(self.gaps)} gap lists "
+                "differ in length"
+            )
         if any(len(t) != len(g) for t, g in zip(self.templates, self.gaps)):
             raise NearestTableError("nearest table: a shape's template and gap lists differ in length")
         if not all(math.isfinite(v) for g in self.gaps for v in g):
@@ -60,8 +69,9 @@ class NearestTemplates:
             raise NearestTableError(f"nearest table: template index {bad[0]} outside the {len(self.keys)} keys")
 
     @classmethod
-    def build(cls, shapes: Sequence[tuple[int, int, int, str]],
-              lists: Sequence[Sequence[tuple[str, float]]]) -> "NearestTemplates":
+    def build(
+        cls, shapes: Sequence[tuple[int, int, int, str]], lists: Sequence[Sequence[tuple[str, float]]]
+    ) -> "NearestTemplates":
         """From (M, N, K, kind) per shape and its (template key, log(time / best)) pairs."""
         if len(shapes) != len(lists):
             raise NearestTableError(f"{len(shapes)} shapes but {len(lists)} template lists")
@@ -72,9 +82,15 @@ class NearestTemplates:
         return cls(points, [s[3] for s in shapes], list(vocab), templates, gaps)
 
     def to_json(self) -> dict:
-        return {"format": NEAREST_FORMAT, "format_version": NEAREST_FORMAT_VERSION,
-                "log2_mnk": [[round(float(v), 6) for v in p] for p in self.points],
-                "kinds": [str(k) for k in self.kinds], "keys": self.keys, "templates": self.templates, "gaps": self.gaps}
+        return {
+            "format": NEAREST_FORMAT,
+            "format_version": NEAREST_FORMAT_VERSION,
+            "log2_mnk": [[round(float(v), 6) for v in p] for p in self.points],
+            "kinds": [str(k) for k in self.kinds],
+            "keys": self.keys,
+            "templates": self.templates,
+            "gaps": self.gaps,
+        }
 
     @classmethod
     def from_json(cls, d: Mapping) -> "NearestTemplates":
@@ -83,8 +99,9 @@ class NearestTemplates:
         if d.get("format") != NEAREST_FORMAT:
             raise NearestTableError(f"not a {NEAREST_FORMAT} table (format={d.get('format')!r})")
         if d.get("format_version") != NEAREST_FORMAT_VERSION:
-            raise NearestTableError(f"nearest table version {d.get('format_version')!r}; this kselect reads "
-                                    f"{NEAREST_FORMAT_VERSION}")
+            raise NearestTableError(
+                f"nearest table version {d.get('format_version')!r}; this kselect reads {NEAREST_FORMAT_VERSION}"
+            )
         try:
             return cls(np.array(d["log2_mnk"], dtype=np.float64), d["kinds"], d["keys"], d["templates"], d["gaps"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -112,4 +129,3 @@ def from_metadata(meta: Mapping | None) -> NearestTemplates | None:
     """The table a model's sidecar carries (None when it has none)."""
     d = (meta or {}).get("nearest_templates")
     return None if d is None else NearestTemplates.from_json(d)
-

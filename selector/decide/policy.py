@@ -16,6 +16,7 @@ backend (FlyDSL under a model trained on NVIDIA data) are not scored by guesswor
 never picks them; verify benchmarks the first few in the order Inductor listed them, inside
 the cap, so a newcomer gets measured without pretending the model knows it.
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,11 +31,11 @@ import numpy as np
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-
-from kselect.selector.inductor.epilogue import fuses_epilogue
-from kselect.selector.decide.candidate_memo import IdentityMemo
 from kselect.selector.config import DEFAULTS
-from kselect.selector.decide.nearest import NearestTableError, from_metadata as nearest_from_metadata, shape_kind
+from kselect.selector.decide.candidate_memo import IdentityMemo
+from kselect.selector.decide.nearest import NearestTableError, shape_kind
+from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
+from kselect.selector.inductor.epilogue import fuses_epilogue
 
 
 class RankerUnavailable(RuntimeError):
@@ -81,10 +82,15 @@ class CostModelRanker:
         self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
         self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)
         # what decides its rankings: the trees (data + training time) and the selection cascade
-        self.ident = ("model:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
-                      + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}")
+        self.ident = (
+            "model:"
+            + str(meta.get("dataset_hash") or "")[:16]
+            + ":"
+            + str(meta.get("trained_at"))
+            + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}"
+        )
         self._phases = threading.local()
-        self._warmed_classes: set = set()   # warm_up's size classes done (the selector serialises it)
+        self._warmed_classes: set = set()  # warm_up's size classes done (the selector serialises it)
         # the nearest measured shapes' fastest templates, verify's lookup slot (selector/decide/nearest.py)
         self.nearest, self._nearest_error = None, None
         try:
@@ -105,8 +111,11 @@ class CostModelRanker:
         if self._nearest_error is not None:
             raise RankerUnavailable("model", f"kselect: cost model's {self._nearest_error} -- stock autotuning")
         if not self.fingerprint or not self.fingerprint.get("gpu_name"):
-            raise RankerUnavailable("no-gpu", "kselect: this device has no GPU fingerprint; the cost "
-                                    "model only ranks the GPU it was trained on -- stock autotuning")
+            raise RankerUnavailable(
+                "no-gpu",
+                "kselect: this device has no GPU fingerprint; the cost "
+                "model only ranks the GPU it was trained on -- stock autotuning",
+            )
         try:
             self.model.check_device(self.fingerprint)
         except ModelError as exc:
@@ -134,10 +143,13 @@ class CostModelRanker:
         ranked: list[Candidate] = []
         for problem in problems:
             if problem.dtype not in self.dtypes:
-                continue   # its decisions go to stock Inductor anyway
+                continue  # its decisions go to stock Inductor anyway
             # a size class is its memoised tile tuples (one object per class) and decompose-k's use
-            tiles = tuple(template_space(problem, t, "exhaustive") for t in ("mm", "persistent_tma")
-                          if problem.op != "bmm" or t == "mm")
+            tiles = tuple(
+                template_space(problem, t, "exhaustive")
+                for t in ("mm", "persistent_tma")
+                if problem.op != "bmm" or t == "mm"
+            )
             key = (problem.dtype, problem.op == "bmm", tuple(map(id, tiles)), uses_decompose_k(problem))
             if key in warmed:
                 continue
@@ -146,15 +158,18 @@ class CostModelRanker:
             warmed.add(key)
             ranked += candidates
         if rows:
-            for m in WARM_ROW_CLASSES:   # tile spaces depend on the sizes only, not the dtype: once each
+            for m in WARM_ROW_CLASSES:  # tile spaces depend on the sizes only, not the dtype: once each
                 for template in ("mm", "persistent_tma"):
                     template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
         if problem.dtype not in self.dtypes:
-            raise RankerUnavailable(f"dtype-{problem.dtype}", f"kselect: the cost model has no "
-                                    f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning")
+            raise RankerUnavailable(
+                f"dtype-{problem.dtype}",
+                f"kselect: the cost model has no "
+                f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning",
+            )
         from kselect.selector.model.features import featurize_candidates
 
         scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
@@ -171,7 +186,6 @@ class CostModelRanker:
             # where this thread's latest ranking spent its time (copied into the decision record)
             self._phases.ms = {"featurize": (t1 - t0) * 1e3, "trees": (time.perf_counter() - t1) * 1e3}
         return scores
-
 
     def nearest_order(self, problem: Problem, candidates: Sequence[Candidate]) -> list[int]:
         """Indices of `candidates` the nearest-shape lookup would time, most preferred first
@@ -193,8 +207,7 @@ class MeasuredRanker:
         import hashlib
         import json
 
-        self.ident = name + ":" + hashlib.sha256(
-            json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
+        self.ident = name + ":" + hashlib.sha256(json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
         self.backends = frozenset(k.split(":", 1)[0] for row in self.table.values() for k in row)
 
     @classmethod
@@ -209,18 +222,21 @@ class MeasuredRanker:
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
         row = self.table.get(problem.key)
         if not row:
-            raise RankerUnavailable(f"no-measurements:{problem.key}",
-                                    f"kselect: no measurements for {problem.key} -- stock autotuning")
-        return np.array([math.log(row[c.key]) if row.get(c.key, 0) > 0 else math.nan
-                         for c in candidates], dtype=np.float64)
+            raise RankerUnavailable(
+                f"no-measurements:{problem.key}", f"kselect: no measurements for {problem.key} -- stock autotuning"
+            )
+        return np.array(
+            [math.log(row[c.key]) if row.get(c.key, 0) > 0 else math.nan for c in candidates], dtype=np.float64
+        )
 
 
 def is_aten(c: Candidate) -> bool:
     return c.backend == "aten"
 
 
-def adaptive_k(scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.10,
-               spread: float = 0.5, floor: int = 1) -> int:
+def adaptive_k(
+    scores: np.ndarray, cap: int, log_time: bool, margin: float = 0.10, spread: float = 0.5, floor: int = 1
+) -> int:
     """How many of the sorted `scores` (ascending, finite) to keep: floor..cap (never more
     than there are).
 
@@ -268,7 +284,7 @@ def candidate_keys(candidates: Sequence[Candidate]) -> tuple[str, ...]:
 
 
 _KEYS = IdentityMemo(lambda candidates: tuple(c.key for c in candidates))
-_KEY_INDEX = IdentityMemo(lambda keys: {k: i for i, k in enumerate(keys)})   # key -> index, per keys tuple
+_KEY_INDEX = IdentityMemo(lambda keys: {k: i for i, k in enumerate(keys)})  # key -> index, per keys tuple
 
 
 def aten_indices(candidates: Sequence[Candidate]) -> np.ndarray:
@@ -277,8 +293,11 @@ def aten_indices(candidates: Sequence[Candidate]) -> np.ndarray:
     return _ATEN(candidates)
 
 
-_ATEN = IdentityMemo(lambda candidates: np.flatnonzero(np.fromiter(
-    (c.backend == "aten" for c in candidates), dtype=bool, count=len(candidates))))
+_ATEN = IdentityMemo(
+    lambda candidates: np.flatnonzero(
+        np.fromiter((c.backend == "aten" for c in candidates), dtype=bool, count=len(candidates))
+    )
+)
 
 
 def unseen_backends(candidates: Sequence[Candidate], ranker) -> list[int]:
@@ -332,8 +351,9 @@ def tile_family(c: Candidate) -> tuple:
     return (c.backend, c.template, tuple(p for p in c.params if p[0] not in FAMILY_FREE_KNOBS))
 
 
-def first_of_each_family(order: Sequence[int], candidates: Sequence[Candidate], n: int,
-                         too_slow: Callable[[int], bool] | None = None) -> list[int]:
+def first_of_each_family(
+    order: Sequence[int], candidates: Sequence[Candidate], n: int, too_slow: Callable[[int], bool] | None = None
+) -> list[int]:
     """The first `n` of `order` (best first) that start a new tile family; after the first,
     a candidate `too_slow(i)` says is too costly to compile is passed over, and the next
     candidate takes its place -- another member of its family (other warps or stages) may
@@ -388,10 +408,11 @@ class CompilePrice:
 
         def too_slow(i: int) -> bool:
             ms = float(self.predict([i])[0])
-            if ms > limit:            # NaN compares False: unknown costs are not passed over
+            if ms > limit:  # NaN compares False: unknown costs are not passed over
                 self.passed.append(i)
                 return True
             return False
+
         return too_slow
 
 
@@ -439,13 +460,18 @@ def nearest_candidates(ranker, mode: str, problem: Problem, candidates: Sequence
 
 def _passed_over(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
     """The reason's note on the templates the compile price passed over (the first three named)."""
-    slow = list(dict.fromkeys(candidates[i].key for i in passed))   # a candidate may be tried twice
+    slow = list(dict.fromkeys(candidates[i].key for i in passed))  # a candidate may be tried twice
     more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
     return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
 
 
-def with_nearest_slot(model_kept: Callable[[int], list[int]], n: int, nearest: Sequence[int],
-                      family: Callable[[int], Hashable], usable: Callable[[int], bool]) -> tuple[list[int], bool]:
+def with_nearest_slot(
+    model_kept: Callable[[int], list[int]],
+    n: int,
+    nearest: Sequence[int],
+    family: Callable[[int], Hashable],
+    usable: Callable[[int], bool],
+) -> tuple[list[int], bool]:
     """verify's n timed templates when the nearest-shape lookup gets a slot: the model's first
     n - 1 (`model_kept(count)`, one per tile family) and the lookup's most preferred `nearest`
     candidate whose `family` is not among theirs and that is `usable`; when there is none, the
@@ -461,9 +487,16 @@ def with_nearest_slot(model_kept: Callable[[int], list[int]], n: int, nearest: S
     return model_kept(n), False
 
 
-def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: np.ndarray, mode: str,
-                   k: int, keep_aten: bool, compile_price: CompilePrice | None,
-                   nearest: Sequence[int] = ()) -> tuple[list[int], str]:
+def _choose_by_gap(
+    candidates: Sequence[Candidate],
+    scores: np.ndarray,
+    finite: np.ndarray,
+    mode: str,
+    k: int,
+    keep_aten: bool,
+    compile_price: CompilePrice | None,
+    nearest: Sequence[int] = (),
+) -> tuple[list[int], str]:
     """choose_kept for scores that are predicted gaps to ATen: verify times ATen and
     templates_to_time(gap) templates (never more than k, one per tile family, one slot for the
     nearest-shape lookup's pick (with_nearest_slot), the compile price as always); predict
@@ -482,11 +515,15 @@ def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: 
         return [aten[0]], f"predict: best template predicted {gap:+.3f} from ATen -> ATen"
     n = min(templates_to_time(gap), k, len(templates))
     if not aten and len(templates):
-        n = max(n, 1)     # no ATen to fall back on: time at least one template
+        n = max(n, 1)  # no ATen to fall back on: time at least one template
     too_slow = compile_price.too_slow_after(int(templates[0])) if compile_price is not None and n > 1 else None
-    kept, looked_up = with_nearest_slot(lambda m: first_of_each_family(templates, candidates, m, too_slow), n,
-                                        nearest, lambda i: tile_family(candidates[i]),
-                                        lambda i: bool(np.isfinite(scores[i])) and not (too_slow and too_slow(i)))
+    kept, looked_up = with_nearest_slot(
+        lambda m: first_of_each_family(templates, candidates, m, too_slow),
+        n,
+        nearest,
+        lambda i: tile_family(candidates[i]),
+        lambda i: bool(np.isfinite(scores[i])) and not (too_slow and too_slow(i)),
+    )
     why = f"verify: best template predicted {gap:+.3f} from ATen -> {n} template(s), one per tile family"
     if looked_up:
         why += f", the last the nearest measured shape's ({candidates[kept[-1]].key})"
@@ -498,11 +535,22 @@ def _choose_by_gap(candidates: Sequence[Candidate], scores: np.ndarray, finite: 
     return kept, why
 
 
-def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, k: int,
-                keep_aten: bool, log_time: bool, unseen: Sequence[int] = (),
-                fusion_candidate: bool = False, adaptive: bool = True, min_k: int = 1,
-                aten_margin: float = 0.0, compile_price: CompilePrice | None = None,
-                aten_gap: bool = False, nearest: Sequence[int] = ()) -> tuple[list[int], str]:
+def choose_kept(
+    candidates: Sequence[Candidate],
+    scores: np.ndarray,
+    mode: str,
+    k: int,
+    keep_aten: bool,
+    log_time: bool,
+    unseen: Sequence[int] = (),
+    fusion_candidate: bool = False,
+    adaptive: bool = True,
+    min_k: int = 1,
+    aten_margin: float = 0.0,
+    compile_price: CompilePrice | None = None,
+    aten_gap: bool = False,
+    nearest: Sequence[int] = (),
+) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
     `unseen`: candidates of backends the ranker has no data for (their scores are ignored).
@@ -536,16 +584,17 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
         note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""
-        top = int(finite[np.argmin(scores[finite])])   # the first of the best, as a stable sort's
+        top = int(finite[np.argmin(scores[finite])])  # the first of the best, as a stable sort's
         aten = prefer_aten(candidates, scores, top, aten_margin) if keep_aten and not log_time else None
         if aten is not None:
-            return [int(aten)], (f"predict: top-1 {candidates[top].key} within {aten_margin:g} sd of "
-                                 f"ATen's score -> ATen (no template to compile){note}")
+            return [int(aten)], (
+                f"predict: top-1 {candidates[top].key} within {aten_margin:g} sd of "
+                f"ATen's score -> ATen (no template to compile){note}"
+            )
         return [top], "predict: top-1" + note
     order = finite[np.argsort(scores[finite], kind="stable")]
     n_new = min(UNSEEN_KEEP, len(unseen), max(k - 1, 0))
-    n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)),
-            k - n_new)
+    n = min(adaptive_k(scores[order], k, log_time, floor=min_k) if adaptive else min(k, len(order)), k - n_new)
     too_slow = compile_price.too_slow_after(int(order[0])) if compile_price is not None and n > 1 else None
     kept = first_of_each_family(order, candidates, n, too_slow) + unseen[:n_new]
     why = f"verify: {'adaptive ' if adaptive else 'fixed '}k={n} of cap {k}, one per tile family"
@@ -571,8 +620,9 @@ def choose_kept(candidates: Sequence[Candidate], scores: np.ndarray, mode: str, 
 ATEN_MISREAD_GPU = 1.6
 
 
-def verified_keep(measured: Mapping[Candidate, float], device_type: str,
-                   aten_faithful: bool = False) -> list[Candidate]:
+def verified_keep(
+    measured: Mapping[Candidate, float], device_type: str, aten_faithful: bool = False
+) -> list[Candidate]:
     """What verify mode caches after Inductor benchmarked the kept set: its winner, unless the
     winner could be an artefact of Inductor mis-timing ATen on a GPU (ATen within the known
     misread factor, and ATen not timed under a CUDA graph) -- then both stay, and the next

@@ -9,6 +9,7 @@ candidate ranking went from 6.8 ms to 282 ms on the 2-core dev machine, and to 1
 a 50 us interval. The interval is process-wide, so nested and concurrent decisions share
 one reference count: the first to enter sets it, the last to leave restores the old value.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -10,6 +10,7 @@
   (`get_template_configs`), compiles what survives (`_finalize_template_configs`) and keeps
   FlyDSL outputs in a fixed layout (`_need_to_fix_layout`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,7 +23,6 @@ from typing import Callable, Iterable
 from kselect.kernels.backend import BackendError
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.flydsl import space as flydsl_space
-
 from kselect.selector.decide.candidate_memo import IdentityMemo
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,10 @@ def torch_support_problem(version: str | None = None) -> str | None:
         return f"torch {text}: cannot read its version"
     low, high = SUPPORTED_TORCH
     if not low <= release <= high:
-        return (f"torch {text} is outside kselect's supported range "
-                f"{low[0]}.{low[1]}-{high[0]}.{high[1]} (its Inductor hooks are private API)")
+        return (
+            f"torch {text} is outside kselect's supported range "
+            f"{low[0]}.{low[1]}-{high[0]}.{high[1]} (its Inductor hooks are private API)"
+        )
     return None
 
 
@@ -111,8 +113,7 @@ def ktc_candidate(ktc) -> Candidate:
         if memo_key is not None:
             _TILE_MEMO[memo_key] = cand
         return cand
-    return Candidate.make(backend, template, **{k: v for k, v in kw.items()
-                                                if isinstance(v, (int, str, bool))})
+    return Candidate.make(backend, template, **{k: v for k, v in kw.items() if isinstance(v, (int, str, bool))})
 
 
 def prime_ktc_memo(candidates) -> int:
@@ -160,8 +161,7 @@ class PlanMissed(Exception):
     heuristic prunes on this GPU): the handler then takes the usual path, generating all."""
 
 
-def template_candidates(problem, templates, search_space: str,
-                        generate: Callable | None = None) -> tuple | None:
+def template_candidates(problem, templates, search_space: str, generate: Callable | None = None) -> tuple | None:
     """The candidates Inductor's generators would yield for `templates`, in Inductor's template
     order: kselect's own enumeration of ATen and the Triton tile/decompose-k templates (rests on
     kernels/triton/space.py equalling Inductor's heuristics: tests/kernels/test_triton_space.py on the
@@ -234,14 +234,12 @@ def _base_choices_class():
     return InductorChoices
 
 
-def make_filtering_choices(keep: Callable[[Candidate], bool] | None = None,
-                           record: list | None = None):
+def make_filtering_choices(keep: Callable[[Candidate], bool] | None = None, record: list | None = None):
     """An InductorChoices instance that records every candidate and keeps those `keep` accepts."""
     base = _base_choices_class()
 
     class FilteringChoices(base):
-        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
-                                       kwarg_overrides=None):
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
             kept = []
             for _uid, gen in template_choices.items():
                 for ktc in gen:
@@ -279,6 +277,7 @@ def _register_with_selector_cache(adder: str, attribute: str, fn) -> Callable[[]
         fns = getattr(sa.get_algorithm_selector_cache(), attribute, None)
         if isinstance(fns, list) and fn in fns:
             fns.remove(fn)
+
     return remove
 
 
@@ -358,9 +357,9 @@ def size_hint(expr, hint_override: int | None = None) -> int:
     from torch._inductor.virtualized import V
 
     sizevars = V.graph.sizevars
-    if hasattr(sizevars, "optimization_hint_with_override"):   # torch 2.13
+    if hasattr(sizevars, "optimization_hint_with_override"):  # torch 2.13
         return int(sizevars.optimization_hint_with_override(expr, hint_override))
-    return int(sizevars.size_hint(expr, hint_override=hint_override))   # torch 2.11
+    return int(sizevars.size_hint(expr, hint_override=hint_override))  # torch 2.11
 
 
 def is_symbolic(expr) -> bool:
@@ -370,7 +369,6 @@ def is_symbolic(expr) -> bool:
     except TypeError:
         return True
     return False
-
 
 
 def multi_kernel_hints() -> list[int] | None:
@@ -453,10 +451,13 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     dtype = shaped[a_i][0].get_dtype()
     device = shaped[a_i][0].get_device()
     op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
-    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=_layout_char(a_stride, M, K) + b_layout,
-                      op=op, batch=batch)
-    fields = {"op": op_name or op, "out": out, "dtype": str(dtype),
-              "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped]}
+    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=_layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
+    fields = {
+        "op": op_name or op,
+        "out": out,
+        "dtype": str(dtype),
+        "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped],
+    }
     dynamic = _dynamic_dims(out_size, shaped[a_i][0])
     if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
         fields["dynamic"] = dynamic
@@ -494,21 +495,24 @@ def graph_gemm_problems(graph) -> list:
     from kselect.kernels.problem import Problem, ProblemError
 
     aten = torch.ops.aten
-    ops = {aten.mm.default: ("mm", 0), aten.addmm.default: ("addmm", 1),
-           aten.bmm.default: ("bmm", 0), aten.baddbmm.default: ("bmm", 1)}
+    ops = {
+        aten.mm.default: ("mm", 0),
+        aten.addmm.default: ("addmm", 1),
+        aten.bmm.default: ("bmm", 0),
+        aten.baddbmm.default: ("bmm", 1),
+    }
     out = []
     for node in graph.module.graph.nodes:
         op, first = ops.get(node.target, (None, 0)) if node.op == "call_function" else (None, 0)
         if op is None:
             continue
         try:
-            a, b = (arg.meta["val"] for arg in node.args[first:first + 2])
+            a, b = (arg.meta["val"] for arg in node.args[first : first + 2])
             (*batch, m, k), n = _static(a.shape), _static(b.shape)[-1]
             layout = _layout_char(_static(a.stride()), m, k) + _layout_char(_static(b.stride()), k, n)
-            out.append(Problem(M=m, N=n, K=k, dtype=a.dtype, layout=layout, op=op,
-                               batch=batch[0] if batch else 1))
+            out.append(Problem(M=m, N=n, K=k, dtype=a.dtype, layout=layout, op=op, batch=batch[0] if batch else 1))
         except (AttributeError, KeyError, TypeError, ValueError, ProblemError):
-            continue   # not a plain tensor, a symbolic size, an odd stride or dtype: not warmed
+            continue  # not a plain tensor, a symbolic size, an odd stride or dtype: not warmed
     return out
 
 
@@ -562,12 +566,19 @@ def _device_fingerprint(device) -> dict:
     fp: dict = {"device_type": getattr(device, "type", str(device)), "torch_version": torch.__version__}
     if fp["device_type"] == "cuda" and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(device)
-        fp.update({"gpu_name": props.name, "sm_count": props.multi_processor_count,
-                   "shared_memory_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
-                   "compute_capability": f"{props.major}.{props.minor}",
-                   "cuda_version": torch.version.cuda, "hip_version": getattr(torch.version, "hip", None)})
+        fp.update(
+            {
+                "gpu_name": props.name,
+                "sm_count": props.multi_processor_count,
+                "shared_memory_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
+                "compute_capability": f"{props.major}.{props.minor}",
+                "cuda_version": torch.version.cuda,
+                "hip_version": getattr(torch.version, "hip", None),
+            }
+        )
         try:
             import triton
+
             fp["triton_version"] = triton.__version__
         except ImportError:
             pass
@@ -596,8 +607,9 @@ def flydsl_builds(ktcs) -> list:
     """(index, kernel build) of each FlyDSL KTC in `ktcs`."""
     from kselect.kernels.flydsl.inductor import build_of
 
-    return [(i, build_of(k.template.name, k.params.to_kwargs(), k.inputs))
-            for i, k in enumerate(ktcs) if is_flydsl_ktc(k)]
+    return [
+        (i, build_of(k.template.name, k.params.to_kwargs(), k.inputs)) for i, k in enumerate(ktcs) if is_flydsl_ktc(k)
+    ]
 
 
 def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None):
@@ -622,8 +634,11 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
         _plan = threading.local()  # the candidates this thread's current call wants, if planned
 
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            extra = list(join.templates(kernel_inputs, op_name)) \
-                if join is not None and _joins_here(templates, op_name) else []
+            extra = (
+                list(join.templates(kernel_inputs, op_name))
+                if join is not None and _joins_here(templates, op_name)
+                else []
+            )
             if extra:
                 templates = list(templates) + extra
             elif plan_ktcs is not None:
@@ -637,24 +652,28 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
                 if wanted is not None:
                     self._plan.wanted = wanted
                     try:
-                        return super().get_template_configs(kernel_inputs, templates_of(templates, wanted),
-                                                            op_name, kwarg_overrides)
+                        return super().get_template_configs(
+                            kernel_inputs, templates_of(templates, wanted), op_name, kwarg_overrides
+                        )
                     except PlanMissed as exc:
-                        log.info("kselect: early decision not generated by Inductor (%s) -- deciding "
-                                 "over the generated space", exc)
+                        log.info(
+                            "kselect: early decision not generated by Inductor (%s) -- deciding "
+                            "over the generated space",
+                            exc,
+                        )
                     finally:
                         self._plan.__dict__.pop("wanted", None)
             return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
 
-        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
-                                       kwarg_overrides=None):
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
             # taken, not read: building the kept choices can lower a nested GEMM (decompose-k's
             # subgraph) through this handler, which must not see the outer GEMM's plan
             wanted = self._plan.__dict__.pop("wanted", None)
             if wanted is not None:
                 return pick_ktcs(template_choices, wanted)
-            stock = list(super()._finalize_template_configs(template_choices, kernel_inputs, templates,
-                                                            op_name, kwarg_overrides))
+            stock = list(
+                super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+            )
 
             def restock(space: str) -> list:  # what stock Inductor builds in `space`
                 return self._in_space(space, kernel_inputs, templates, op_name, kwarg_overrides)
@@ -669,10 +688,15 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
 
             overrides = kwarg_overrides or {}
             with config.patch(max_autotune_gemm_search_space=space.upper()):
-                regenerated = {t.uid: iter(list(self.get_ktc(kernel_inputs, t, op_name, overrides.get(t.uid, {}))))
-                               for t in templates}
-                return list(base._finalize_template_configs(self, regenerated, kernel_inputs, templates,
-                                                            op_name, kwarg_overrides))
+                regenerated = {
+                    t.uid: iter(list(self.get_ktc(kernel_inputs, t, op_name, overrides.get(t.uid, {}))))
+                    for t in templates
+                }
+                return list(
+                    base._finalize_template_configs(
+                        self, regenerated, kernel_inputs, templates, op_name, kwarg_overrides
+                    )
+                )
 
         def _need_to_fix_layout(self, adjusted_choices, op_name):
             # FlyDSL writes a contiguous output; a flexible layout could be re-strided later
@@ -686,7 +710,7 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
     return KselectChoices()
 
 
-_HANDLERS: dict = {}   # name -> the choices handler installed under it, in this process
+_HANDLERS: dict = {}  # name -> the choices handler installed under it, in this process
 
 
 class ChoicesByName:
@@ -740,6 +764,7 @@ def install_choices(handler) -> Callable[[], None]:
             if _HANDLERS.get(name) is handler:
                 del _HANDLERS[name]
             config.inductor_choices_class = old_cls
+
     return restore
 
 
@@ -752,6 +777,7 @@ def set_gemm_search_space(space: str):
 
     def undo():
         config.max_autotune_gemm_search_space = previous
+
     return previous, undo
 
 
@@ -893,6 +919,7 @@ def on_compile_start(callback) -> Callable[[], None]:
     def undo():
         if callback in callback_handler.start_callbacks:
             callback_handler.remove_start_callback(callback)
+
     return undo
 
 
@@ -922,9 +949,17 @@ def lookup_template_uids() -> dict:
     from torch._inductor.kernel import mm as inductor_mm
 
     families = {
-        "mm": [getattr(inductor_mm, name, None) for name in
-               ("aten_mm", "aten_addmm", "aten_bias_addmm", "mm_template",
-                "persistent_tma_mm_template", "decompose_k_subgraph_template")],
+        "mm": [
+            getattr(inductor_mm, name, None)
+            for name in (
+                "aten_mm",
+                "aten_addmm",
+                "aten_bias_addmm",
+                "mm_template",
+                "persistent_tma_mm_template",
+                "decompose_k_subgraph_template",
+            )
+        ],
         "bmm": [getattr(inductor_bmm, name, None) for name in ("aten_bmm", "aten_baddbmm", "bmm_template")],
     }
     out = {}

@@ -15,6 +15,7 @@ So a template wins when  template_ms < extern_ms + epilogue_saving_ms. The fixed
 estimate (a minimal elementwise kernel plus its launch gap on an H100/H200-class GPU, a few
 microseconds); reports/2026-12-02-e2e-h200 records what it buys end to end.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,5 +45,4 @@ def epilogue_saving_ms(problem, bandwidth_gbs: float | None = None) -> float:
 
 def effective_ms(ms: Sequence[float], candidates: Sequence[Candidate | None], saving_ms: float) -> list[float]:
     """Bare-GEMM times -> times including the epilogue: choices that cannot fuse it pay saving_ms."""
-    return [t if (not math.isfinite(t) or fuses_epilogue(c)) else t + saving_ms
-            for t, c in zip(ms, candidates)]
+    return [t if (not math.isfinite(t) or fuses_epilogue(c)) else t + saving_ms for t, c in zip(ms, candidates)]

@@ -7,6 +7,7 @@ configs that were kept, in subprocesses, and drops those that do not build. Wher
 gate refuses (CUDA, CPU) the reason is logged once at debug and nothing is added; any error
 gives one warning and the other backends carry on, as they would without FlyDSL.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,7 @@ class FlyDSLJoin:
     """One per Selector: remembers the gate's answer, so a refusal is logged once."""
 
     def __init__(self):
-        self.off: str | None = None      # the gate's reason once it refused
+        self.off: str | None = None  # the gate's reason once it refused
         self.on = False
 
     def _open(self) -> bool:
@@ -36,6 +37,7 @@ class FlyDSLJoin:
             log.debug("FlyDSL off: %s", gate.reason)
             return False
         from kselect.kernels.flydsl import inductor  # noqa: F401 -- registers the externs
+
         self.on = True
         return True
 
@@ -49,8 +51,10 @@ class FlyDSLJoin:
             try:
                 self._open()
             except Exception as exc:  # noqa: BLE001
-                warn_once(f"flydsl:{type(exc).__name__}", f"kselect: FlyDSL unavailable "
-                          f"({type(exc).__name__}: {exc}) -- the other backends carry on")
+                warn_once(
+                    f"flydsl:{type(exc).__name__}",
+                    f"kselect: FlyDSL unavailable ({type(exc).__name__}: {exc}) -- the other backends carry on",
+                )
 
     def templates(self, kernel_inputs, op_name: str) -> list:
         try:
@@ -60,8 +64,10 @@ class FlyDSLJoin:
 
             return fly.templates(kernel_inputs, op_name)
         except Exception as exc:  # noqa: BLE001 -- FlyDSL must never break a compile
-            warn_once(f"flydsl:{type(exc).__name__}", f"kselect: FlyDSL choices unavailable "
-                      f"({type(exc).__name__}: {exc}) -- the other backends carry on")
+            warn_once(
+                f"flydsl:{type(exc).__name__}",
+                f"kselect: FlyDSL choices unavailable ({type(exc).__name__}: {exc}) -- the other backends carry on",
+            )
             return []
 
     def finalize(self, kept: list, stock: list) -> list:
@@ -76,8 +82,10 @@ class FlyDSLJoin:
             ok = fly.usable([b for _, b in builds])
             drop = {i for (i, _), good in zip(builds, ok) if not good}
         except Exception as exc:  # noqa: BLE001
-            warn_once(f"flydsl-compile:{type(exc).__name__}", f"kselect: cannot compile FlyDSL "
-                      f"choices ({type(exc).__name__}: {exc}) -- the other backends carry on")
+            warn_once(
+                f"flydsl-compile:{type(exc).__name__}",
+                f"kselect: cannot compile FlyDSL choices ({type(exc).__name__}: {exc}) -- the other backends carry on",
+            )
             drop = {i for i, k in enumerate(kept) if compat.is_flydsl_ktc(k)}
         out = [k for i, k in enumerate(kept) if i not in drop]
         if out:

@@ -11,6 +11,7 @@ else a Ranker + the policy, and returns what to keep. Any failure -> the stock l
 warning per cause: kselect can make a compile slower to tune, never wrong or crashed.
 On ROCm the handler also lets FlyDSL join mm/addmm (flydsl_join.py), ranked with the rest.
 """
+
 from __future__ import annotations
 
 import collections
@@ -26,13 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from kselect.selector.inductor import compat
+from kselect.selector.config import SETTINGS, SelectorSettings, keyword_help
+from kselect.selector.config import read as read_options
 from kselect.selector.decide.cache import DecisionCache, candidate_set_digest, decision_key
-from kselect.selector.inductor.flydsl_join import FlyDSLJoin
-from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
-from kselect.selector.decide.switch_interval import short_switch_interval
-from kselect.selector.logs import log_decision, register_with_torch_logs
-from kselect.selector.config import SETTINGS, SelectorSettings, keyword_help, read as read_options
 from kselect.selector.decide.policy import (
     CompilePrice,
     CostModelRanker,
@@ -43,9 +40,15 @@ from kselect.selector.decide.policy import (
     unseen_backends,
     verified_keep,
 )
-from kselect.selector.verify.timing import VerifyTimingUnavailable, measure as measure_kept
-from kselect.selector.warn import reset_warnings, warn_once
+from kselect.selector.decide.switch_interval import short_switch_interval
+from kselect.selector.inductor import compat
+from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
+from kselect.selector.inductor.flydsl_join import FlyDSLJoin
+from kselect.selector.logs import log_decision, register_with_torch_logs
+from kselect.selector.verify.timing import VerifyTimingUnavailable
+from kselect.selector.verify.timing import measure as measure_kept
 from kselect.selector.warmup.triton_setup import WarmStart
+from kselect.selector.warn import reset_warnings, warn_once
 
 log = logging.getLogger("kselect.selector")
 
@@ -63,15 +66,19 @@ class Selector:
         self.config = config = SelectorSettings.from_keywords(mode=mode, **settings)
         # Triton's set-up and the compile workers' warm-up, begun as a compile starts
         # (selector/warmup/triton_setup.py); verify's templates in workers need warm workers
-        self.warm_start = (WarmStart() if config.mode != "off" and (config.warm_start or (
-            config.compile_in == "workers" and config.mode == "verify")) else None)
+        self.warm_start = (
+            WarmStart()
+            if config.mode != "off"
+            and (config.warm_start or (config.compile_in == "workers" and config.mode == "verify"))
+            else None
+        )
         self._compile_models: dict = {}
         self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
-        self._decision_fields = config.decision_fields()   # in every decision's cache key
+        self._decision_fields = config.decision_fields()  # in every decision's cache key
         self._rankers: dict = {}
         self._lock = threading.Lock()
-        self._warmed_graphs = weakref.WeakSet()   # graphs whose GEMMs the ranker was warmed for
-        self._warmed_default = False               # the graph-less warm-up ran (once per process)
+        self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
+        self._warmed_default = False  # the graph-less warm-up ran (once per process)
         self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
         # the GEMM search space stock Inductor would use when enable() widened it (see _stock_items)
         self.stock_space: str | None = None
@@ -104,8 +111,9 @@ class Selector:
         model = self._compile_model(fingerprint)
         if model is None:
             return None
-        return CompilePrice(lambda idx: model.predict_for(problem, [candidates[i] for i in idx]),
-                            model.typical_ms, self.compile_budget)
+        return CompilePrice(
+            lambda idx: model.predict_for(problem, [candidates[i] for i in idx]), model.typical_ms, self.compile_budget
+        )
 
     def _compile_model(self, fingerprint: dict):
         """The shipped compile-cost model for the GPU's CUDA target, loaded once (None: none;
@@ -122,8 +130,11 @@ class Selector:
                 try:
                     self._compile_models[arch] = shipped_compile_cost(arch)
                 except ModelError as exc:
-                    warn_once(f"compile-cost:{arch}", f"kselect: compile-cost model unusable ({exc}); "
-                              "verify keeps templates without pricing their compiles")
+                    warn_once(
+                        f"compile-cost:{arch}",
+                        f"kselect: compile-cost model unusable ({exc}); "
+                        "verify keeps templates without pricing their compiles",
+                    )
                     self._compile_models[arch] = None
             return self._compile_models[arch]
 
@@ -155,8 +166,11 @@ class Selector:
             elif fingerprint.get("gpu_name"):
                 model = load_shipped(fingerprint=fingerprint)
             else:
-                raise RankerUnavailable("no-gpu", f"kselect: no cost model for {fingerprint.get('device_type')} "
-                                        "devices (models rank GPU kernels) -- stock autotuning")
+                raise RankerUnavailable(
+                    "no-gpu",
+                    f"kselect: no cost model for {fingerprint.get('device_type')} "
+                    "devices (models rank GPU kernels) -- stock autotuning",
+                )
         except ModelError as exc:
             raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
         model.set_threads(1)
@@ -174,7 +188,7 @@ class Selector:
         compile-cost model loads here too (~20 ms once), not in a decision."""
         t0, c0 = time.perf_counter(), time.thread_time()
         if self.warm_start is not None and not self.warm_start.started:
-            self.warm_start.start()   # the last chance: CUDA was not in use as the compile began
+            self.warm_start.start()  # the last chance: CUDA was not in use as the compile began
         self._warm_for_graph(self.ranker_for(fingerprint))
         if self.mode == "verify" and self.compile_budget:
             self._compile_model(fingerprint)
@@ -198,7 +212,7 @@ class Selector:
                     if graph in self._warmed_graphs:
                         return
                     self._warmed_graphs.add(graph)
-                except TypeError:   # cannot be weakly referenced: as if no graph were in sight
+                except TypeError:  # cannot be weakly referenced: as if no graph were in sight
                     graph = None
             problems = []
             if graph is not None:
@@ -209,17 +223,27 @@ class Selector:
             if not problems and self._warmed_default:
                 return
             try:
-                space = warm_up(problems or None)   # the candidates it ranked, primed into the hook's caches:
-                compat.prime_ktc_memo(space)        # KTC -> candidate mapping
-                candidate_set_digest(c.key for c in space)   # memoises each key's digest
+                space = warm_up(problems or None)  # the candidates it ranked, primed into the hook's caches:
+                compat.prime_ktc_memo(space)  # KTC -> candidate mapping
+                candidate_set_digest(c.key for c in space)  # memoises each key's digest
             except Exception as exc:  # noqa: BLE001 -- only the first decisions' latency is at stake
                 log.debug("kselect: ranker warm-up failed: %s", exc)
             self._warmed_default |= not problems
 
     # -- the decision ---------------------------------------------------------------
-    def select(self, stage: str, problem, fields: dict, fingerprint: dict, candidates: Sequence,
-               epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0), early: bool = False,
-               map_parts: dict | None = None, as_planned: bool = False):
+    def select(
+        self,
+        stage: str,
+        problem,
+        fields: dict,
+        fingerprint: dict,
+        candidates: Sequence,
+        epilogue: bool = False,
+        mapped: tuple[float, float] = (0.0, 0.0),
+        early: bool = False,
+        map_parts: dict | None = None,
+        as_planned: bool = False,
+    ):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
         too (policy.choose_kept). `as_planned`: the candidates are the set this GEMM's templates
@@ -234,16 +258,23 @@ class Selector:
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
         # the settings this mode decides by (config.SelectorSettings' `decides`): a changed
         # policy must not reuse the old policy's decisions
-        key_fields = {"stage": stage, "device": fingerprint["fingerprint_id"], "problem": fields,
-                      **self._decision_fields, "candidates": keys,
-                      "ranker": getattr(ranker, "ident", type(ranker).__name__)}
+        key_fields = {
+            "stage": stage,
+            "device": fingerprint["fingerprint_id"],
+            "problem": fields,
+            **self._decision_fields,
+            "candidates": keys,
+            "ranker": getattr(ranker, "ident", type(ranker).__name__),
+        }
         if epilogue:
             key_fields["epilogue"] = True
         if self.mode == "verify":
-            if self.compile_budget:   # and which compile-cost model priced it (None: unpriced)
+            if self.compile_budget:  # and which compile-cost model priced it (None: unpriced)
                 model = self._compile_model(fingerprint)
-                key_fields["compile_budget"] = [self.compile_budget,
-                                                (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None]
+                key_fields["compile_budget"] = [
+                    self.compile_budget,
+                    (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None,
+                ]
             if as_planned:
                 key_fields["as_planned"] = True
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
@@ -270,33 +301,65 @@ class Selector:
             scores[broken] = np.nan  # never kept
             unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
             price = self.compile_price(fingerprint, problem, candidates)
-            kept, why = choose_kept(candidates, scores, self.mode, self.k, self.keep_aten,
-                                    bool(getattr(ranker, "log_time_scores", False)), unseen,
-                                    fusion_candidate=epilogue and self.mode == "verify", adaptive=self.adaptive_k,
-                                    min_k=self.min_k, aten_margin=self.aten_margin, compile_price=price,
-                                    aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
-                                    nearest=nearest_candidates(ranker, self.mode, problem, candidates))
+            kept, why = choose_kept(
+                candidates,
+                scores,
+                self.mode,
+                self.k,
+                self.keep_aten,
+                bool(getattr(ranker, "log_time_scores", False)),
+                unseen,
+                fusion_candidate=epilogue and self.mode == "verify",
+                adaptive=self.adaptive_k,
+                min_k=self.min_k,
+                aten_margin=self.aten_margin,
+                compile_price=price,
+                aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
+                nearest=nearest_candidates(ranker, self.mode, problem, candidates),
+            )
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3
         cpu_ms = (time.thread_time() - c0 + map_cpu_s) * 1e3
         # where the decision's wall time went: reading + mapping/enumerating, keys + cache lookup,
         # ranking (featurise + trees when the ranker says), policy (choose_kept)
-        phases = {"map": map_s * 1e3, **(map_parts or {}), "key_cache": (t_rank - t0) * 1e3,
-                  "rank": (t_ranked - t_rank) * 1e3, **getattr(ranker, "last_phases_ms", dict)(),
-                  "policy": (t_end - t_ranked) * 1e3}
+        phases = {
+            "map": map_s * 1e3,
+            **(map_parts or {}),
+            "key_cache": (t_rank - t0) * 1e3,
+            "rank": (t_ranked - t_rank) * 1e3,
+            **getattr(ranker, "last_phases_ms", dict)(),
+            "policy": (t_end - t_ranked) * 1e3,
+        }
         self.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         # the model load and graph warm-up this thread did before deciding (not in ms; once each)
         setup_ms, self._local.setup_ms = getattr(self._local, "setup_ms", 0.0), 0.0
-        self.decisions.append({"stage": stage, "problem": problem.key, "seen": len(candidates),
-                               "kept": [keys[i] for i in kept], "ms": ms, "cpu_ms": cpu_ms,
-                               "map_ms": map_s * 1e3, "why": why, "early": early, "phases_ms": phases,
-                               "setup_ms": round(setup_ms, 3)})
-        log_decision("kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
-                 stage, problem.key, len(candidates), len(kept),
-                 f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,
-                 ms, [keys[i] for i in kept])
+        self.decisions.append(
+            {
+                "stage": stage,
+                "problem": problem.key,
+                "seen": len(candidates),
+                "kept": [keys[i] for i in kept],
+                "ms": ms,
+                "cpu_ms": cpu_ms,
+                "map_ms": map_s * 1e3,
+                "why": why,
+                "early": early,
+                "phases_ms": phases,
+                "setup_ms": round(setup_ms, 3),
+            }
+        )
+        log_decision(
+            "kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
+            stage,
+            problem.key,
+            len(candidates),
+            len(kept),
+            f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,
+            ms,
+            [keys[i] for i in kept],
+        )
         if log.isEnabledFor(logging.DEBUG) and not as_planned:
             for i in sorted(range(len(keys)), key=lambda i: (scores[i] != scores[i], scores[i])):
                 log.debug("  score %10.4f %s%s", scores[i], keys[i], "  KEPT" if i in kept else "")
@@ -342,8 +405,12 @@ class Selector:
                 nfields = {**cfields, "candidates": seen}
                 self.cache.put_later(decision_key(nfields), kept, {**nfields, "verified": True})
         self.stats["verified"] += 1
-        log_decision("kselect verified %s: %d kept choices measured; cached %s",
-                 cfields.get("problem", {}).get("out"), len(measured), kept)
+        log_decision(
+            "kselect verified %s: %d kept choices measured; cached %s",
+            cfields.get("problem", {}).get("out"),
+            len(measured),
+            kept,
+        )
 
     def _plan(self, stage: str, problem, keys, kept) -> None:
         """Remember (this thread) what the templates stage kept for this GEMM; its choices
@@ -363,8 +430,12 @@ class Selector:
         (oracle shapes 93.04 -> 91.32 %, within 1 % 60.4 -> 51.9 %), hardly above top-1's 93.79."""
         planned = getattr(self._local, "planned", None)
         self._local.planned = None
-        return (self.mode == "verify" and planned is not None and planned[0] == problem.key
-                and {c.key for c in cands} <= planned[1])
+        return (
+            self.mode == "verify"
+            and planned is not None
+            and planned[0] == problem.key
+            and {c.key for c in cands} <= planned[1]
+        )
 
     def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
         """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
@@ -391,13 +462,26 @@ class Selector:
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
-                stock_size = ((lambda: len(restock(self.stock_space))) if stage == "templates"
-                              and restock is not None and self.stock_space else (lambda: len(items)))
-                kept, entry = self._select_per_size(stage, problem, fields, fingerprint, cands, items,
-                                                    epilogue=epilogue, mapped=mapped, stock_size=stock_size)
+                stock_size = (
+                    (lambda: len(restock(self.stock_space)))
+                    if stage == "templates" and restock is not None and self.stock_space
+                    else (lambda: len(items))
+                )
+                kept, entry = self._select_per_size(
+                    stage,
+                    problem,
+                    fields,
+                    fingerprint,
+                    cands,
+                    items,
+                    epilogue=epilogue,
+                    mapped=mapped,
+                    stock_size=stock_size,
+                )
             else:
-                kept, entry = self.select(stage, problem, fields, fingerprint, cands, epilogue=epilogue,
-                                          mapped=mapped, as_planned=as_planned)
+                kept, entry = self.select(
+                    stage, problem, fields, fingerprint, cands, epilogue=epilogue, mapped=mapped, as_planned=as_planned
+                )
             if epilogue:
                 saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
@@ -406,8 +490,10 @@ class Selector:
             return self._stock_items(stage, items, restock)
         except Exception as exc:  # noqa: BLE001 -- a selector bug must never break a compile
             self.stats["fallbacks"] += 1
-            warn_once(f"error:{type(exc).__name__}",
-                      f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning")
+            warn_once(
+                f"error:{type(exc).__name__}",
+                f"kselect: selector failed ({type(exc).__name__}: {exc}) -- stock autotuning",
+            )
             log.debug("kselect %s failure", stage, exc_info=True)
             return self._stock_items(stage, items, restock)
         out = [items[i] for i in kept]
@@ -422,8 +508,10 @@ class Selector:
             try:
                 faithful = compat.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
-                warn_once(f"graph-timing:{type(exc).__name__}", f"kselect: cannot time ATen under "
-                          f"CUDA graphs ({exc}); its verify verdicts use the misread margin")
+                warn_once(
+                    f"graph-timing:{type(exc).__name__}",
+                    f"kselect: cannot time ATen under CUDA graphs ({exc}); its verify verdicts use the misread margin",
+                )
         if self.mode == "verify" and entry is not None and len(out) > 1:
             self._await_verification(stage, problem.key, (*entry, faithful), out)
         return out
@@ -431,8 +519,12 @@ class Selector:
     def _prices_epilogue(self, fingerprint: dict) -> bool:
         """Verify on a GPU, with epilogue pricing on, for a GEMM whose output feeds pointwise ops
         (selector/inductor/epilogue.py): the decision keeps a fusing template too."""
-        return (self.epilogue_fusion and self.mode == "verify" and fingerprint.get("gpu_name") is not None
-                and compat.output_feeds_pointwise())
+        return (
+            self.epilogue_fusion
+            and self.mode == "verify"
+            and fingerprint.get("gpu_name") is not None
+            and compat.output_feeds_pointwise()
+        )
 
     def _times_itself(self, device_type: str) -> bool:
         """Verify with our harness ("kselect") or Inductor's benchmark ("inductor"); "auto" = ours
@@ -457,19 +549,29 @@ class Selector:
         charged the separate epilogue kernel (selector/inductor/epilogue.py) before the winner is taken."""
         t0 = time.perf_counter()
         if self.warm_start is not None:
-            self.warm_start.start()   # the last chance for the workers' warm-up: a pool that came up late
+            self.warm_start.start()  # the last chance for the workers' warm-up: a pool that came up late
         try:
-            got = measure_kept(kept_items, problem.dtype, device_type, release_memory=self.release_memory,
-                               warm_while_compiling=self.warm_while_compiling, compile_in=self.compile_in)
+            got = measure_kept(
+                kept_items,
+                problem.dtype,
+                device_type,
+                release_memory=self.release_memory,
+                warm_while_compiling=self.warm_while_compiling,
+                compile_in=self.compile_in,
+            )
             _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
-            warn_once("verify-timing:unavailable", f"kselect: verify cannot measure this set itself "
-                      f"({exc}); Inductor benchmarks it")
+            warn_once(
+                "verify-timing:unavailable",
+                f"kselect: verify cannot measure this set itself ({exc}); Inductor benchmarks it",
+            )
             return None
         except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
-            warn_once(f"verify-timing:{type(exc).__name__}", f"kselect: verify measurement failed "
-                      f"({type(exc).__name__}: {exc}); Inductor benchmarks this set")
+            warn_once(
+                f"verify-timing:{type(exc).__name__}",
+                f"kselect: verify measurement failed ({type(exc).__name__}: {exc}); Inductor benchmarks this set",
+            )
             log.debug("kselect verify measurement failure", exc_info=True)
             return None
         wall_ms = (time.perf_counter() - t0) * 1e3
@@ -478,23 +580,35 @@ class Selector:
         best = min((i for i, t in enumerate(eff) if math.isfinite(t)), key=lambda i: eff[i])
         keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
-        record = {"problem": problem.key, "ms": dict(zip(keys, got.ms)), "winner": keys[best],
-                  "wall_ms": wall_ms, "method": got.method, "compiled_in": got.compiled_in,
-                  "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
-                  "compiles": _compiles_by_key(got.compiles, keys),
-                  "memory_mb": dict(got.memory_mb),
-                  "dropped": {keys[i]: why for i, why in got.dropped.items()},
-                  "stats": {keys[i]: st for i, st in got.stats.items()}}
+        record = {
+            "problem": problem.key,
+            "ms": dict(zip(keys, got.ms)),
+            "winner": keys[best],
+            "wall_ms": wall_ms,
+            "method": got.method,
+            "compiled_in": got.compiled_in,
+            "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
+            "compiles": _compiles_by_key(got.compiles, keys),
+            "memory_mb": dict(got.memory_mb),
+            "dropped": {keys[i]: why for i, why in got.dropped.items()},
+            "stats": {keys[i]: st for i, st in got.stats.items()},
+        }
         predicted = self._predicted_compile_ms(problem, cands)
-        if predicted:   # what the price expected, beside the compiles measured above
+        if predicted:  # what the price expected, beside the compiles measured above
             record["predicted_compile_ms"] = predicted
         if saving_ms:
             record["epilogue_saving_ms"] = saving_ms
             record["bare_winner"] = keys[got.best]
         self.measurements.append(record)
-        log_decision("kselect verify %s: measured %s (%s) in %.0f ms%s -> %s", problem.key,
-                 ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)), got.method, wall_ms,
-                 f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "", keys[best])
+        log_decision(
+            "kselect verify %s: measured %s (%s) in %.0f ms%s -> %s",
+            problem.key,
+            ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)),
+            got.method,
+            wall_ms,
+            f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "",
+            keys[best],
+        )
         if entry is not None:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
             self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type)
@@ -524,11 +638,18 @@ class Selector:
         try:
             kept = list(restock(self.stock_space))
         except Exception as exc:  # noqa: BLE001 -- Inductor's own generation failed: keep its list
-            warn_once(f"restock:{type(exc).__name__}", f"kselect: cannot rebuild the {self.stock_space} "
-                      f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built")
+            warn_once(
+                f"restock:{type(exc).__name__}",
+                f"kselect: cannot rebuild the {self.stock_space} "
+                f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built",
+            )
             return items
-        log_decision("kselect fallback: %d template choices narrowed to the %s space's %d", len(items),
-                 self.stock_space, len(kept))
+        log_decision(
+            "kselect fallback: %d template choices narrowed to the %s space's %d",
+            len(items),
+            self.stock_space,
+            len(kept),
+        )
         return kept or items
 
     # -- dynamic M: a pick per size ------------------------------------------------------
@@ -539,9 +660,18 @@ class Selector:
         sizes = configured if configured else list(DYNAMIC_M_SIZES)
         return [hint] + [s for s in dict.fromkeys(sizes) if s != hint and s > 0]
 
-    def _select_per_size(self, stage: str, problem, fields: dict, fingerprint: dict, candidates,
-                         items, epilogue: bool = False, mapped: tuple[float, float] = (0.0, 0.0),
-                         stock_size=None):
+    def _select_per_size(
+        self,
+        stage: str,
+        problem,
+        fields: dict,
+        fingerprint: dict,
+        candidates,
+        items,
+        epilogue: bool = False,
+        mapped: tuple[float, float] = (0.0, 0.0),
+        stock_size=None,
+    ):
         """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
         benchmark: scores only), and what is kept is the union of those picks: each size's
         first pick, then each size's second, ...; never more than `stock_size()` (how many
@@ -556,15 +686,22 @@ class Selector:
         for i, item in enumerate(items):
             groups.setdefault(compat.hint_override_of(item), []).append(i)
         at = lambda m: dataclasses.replace(problem, M=int(m))  # noqa: E731
-        if set(groups) != {None}:   # Inductor's own per-size choices: each decided at its size
+        if set(groups) != {None}:  # Inductor's own per-size choices: each decided at its size
             plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
         else:
             plan = [(m, list(range(len(candidates)))) for m in self.dynamic_m_sizes(problem.M)]
         per_size, picks = {}, []
         for n, (m, idx) in enumerate(plan):
             sub = [candidates[i] for i in idx]
-            picked, _ = self.select(stage, at(m), {**fields, "m_size": m}, fingerprint, sub,
-                                    epilogue=epilogue, mapped=mapped if n == 0 else (0.0, 0.0))
+            picked, _ = self.select(
+                stage,
+                at(m),
+                {**fields, "m_size": m},
+                fingerprint,
+                sub,
+                epilogue=epilogue,
+                mapped=mapped if n == 0 else (0.0, 0.0),
+            )
             per_size[m] = [sub[i].key for i in picked]
             picks.append([idx[i] for i in picked])
         kept = _round_robin(picks)
@@ -572,11 +709,23 @@ class Selector:
             kept = _within(kept, stock_size(), candidates)
         keys = candidate_keys(candidates)
         self._plan(stage, problem, keys, kept)
-        self.dynamic_picks.append({"stage": stage, "problem": problem.key, "per_size": per_size,
-                                   "by_inductor_size": set(groups) != {None},
-                                   "kept": [keys[i] for i in kept]})
-        log_decision("kselect %s %s: dynamic M, picks per size %s -> kept %d of %d", stage, problem.key,
-                 per_size, len(kept), len(candidates))
+        self.dynamic_picks.append(
+            {
+                "stage": stage,
+                "problem": problem.key,
+                "per_size": per_size,
+                "by_inductor_size": set(groups) != {None},
+                "kept": [keys[i] for i in kept],
+            }
+        )
+        log_decision(
+            "kselect %s %s: dynamic M, picks per size %s -> kept %d of %d",
+            stage,
+            problem.key,
+            per_size,
+            len(kept),
+            len(candidates),
+        )
         return kept, None
 
     def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
@@ -628,29 +777,49 @@ class Selector:
             t_dev = time.perf_counter()
             load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
             t_enum = time.perf_counter()
-            cands = compat.template_candidates(problem, templates, compat.gemm_search_space(),
-                                               timed_generate if generate is not None else None)
+            cands = compat.template_candidates(
+                problem, templates, compat.gemm_search_space(), timed_generate if generate is not None else None
+            )
             t_mapped = time.perf_counter()
             if cands is None or len(cands) <= 1:
-                log.debug("kselect %s: no early decision (templates %s give %s candidates)", problem.key,
-                          [str(getattr(t, "uid", t)) for t in templates], "unknown" if cands is None else len(cands))
+                log.debug(
+                    "kselect %s: no early decision (templates %s give %s candidates)",
+                    problem.key,
+                    [str(getattr(t, "uid", t)) for t in templates],
+                    "unknown" if cands is None else len(cands),
+                )
                 return None
             mapped = (t_mapped - started[0] - load[0], time.thread_time() - started[1] - load[1])
             # the map phase taken apart (ms): reading the GEMM, device fingerprint + epilogue
             # check, kselect's enumeration, and Inductor's own generation of the templates kselect
             # does not enumerate (inside the enumeration; work stock Inductor does for every GEMM)
-            map_parts = {"map_signature": (t_sig - started[0]) * 1e3,
-                         "map_device": (t_dev - t_sig) * 1e3,
-                         "map_enumerate": (t_mapped - t_enum - inductor_s[0]) * 1e3,
-                         "map_inductor_generate": inductor_s[0] * 1e3}
-            kept, entry = self.select("templates", problem, fields, fingerprint, cands, epilogue=epilogue,
-                                      mapped=mapped, early=True, map_parts=map_parts)
+            map_parts = {
+                "map_signature": (t_sig - started[0]) * 1e3,
+                "map_device": (t_dev - t_sig) * 1e3,
+                "map_enumerate": (t_mapped - t_enum - inductor_s[0]) * 1e3,
+                "map_inductor_generate": inductor_s[0] * 1e3,
+            }
+            kept, entry = self.select(
+                "templates",
+                problem,
+                fields,
+                fingerprint,
+                cands,
+                epilogue=epilogue,
+                mapped=mapped,
+                early=True,
+                map_parts=map_parts,
+            )
         except RankerUnavailable as exc:
             log.debug("kselect: no early decision: %s", exc)
             return None
         except Exception as exc:  # noqa: BLE001 -- the usual path decides instead
-            log.debug("kselect: early decision failed (%s: %s); deciding over Inductor's choices",
-                      type(exc).__name__, exc, exc_info=True)
+            log.debug(
+                "kselect: early decision failed (%s: %s); deciding over Inductor's choices",
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
             return None
         out = [cands[i] for i in kept]
         if self.mode == "verify" and entry is not None and len(out) > 1:
@@ -659,18 +828,24 @@ class Selector:
 
     # -- the two hook points --------------------------------------------------------
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
-        return self._guarded("templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name),
-                             compat.ktc_candidates, restock)
+        return self._guarded(
+            "templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name), compat.ktc_candidates, restock
+        )
 
     def select_choices(self, choices: list) -> list:
-        return self._guarded("choices", choices, lambda: compat.choices_signature(choices),
-                             compat.caller_candidates)
+        return self._guarded("choices", choices, lambda: compat.choices_signature(choices), compat.caller_candidates)
 
     def uuid(self) -> str:
         """Stable across processes (it is part of Inductor's FX-graph cache key on 2.13)."""
-        source = getattr(self.ranker, "ident", type(self.ranker).__name__) if self.ranker is not None \
-            else (str(self.model) if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
-                  else type(self.model).__name__)
+        source = (
+            getattr(self.ranker, "ident", type(self.ranker).__name__)
+            if self.ranker is not None
+            else (
+                str(self.model)
+                if isinstance(self.model, (str, bytes)) or hasattr(self.model, "__fspath__")
+                else type(self.model).__name__
+            )
+        )
         decides = ":".join(f"{name}={value}" for name, value in self._decision_fields.items())
         return f"kselect:{decides}:{source}"
 
@@ -695,7 +870,7 @@ def _within(kept: list[int], limit: int, candidates) -> list[int]:
     that was kept stays in (verify's safety net) in place of the last."""
     if len(kept) <= max(limit, 1):
         return kept
-    head = kept[:max(limit, 1)]
+    head = kept[: max(limit, 1)]
     aten = next((i for i in kept if candidates[i].backend == "aten"), None)
     if aten is not None and aten not in head and len(head) > 1:
         head[-1] = aten
@@ -735,8 +910,10 @@ def _feedback(timings, name, input_nodes, choices, profiled_time_fn, precompile_
             device = input_nodes[0].get_device() if input_nodes else None
             sel.record_verified(list(choices), dict(timings), getattr(device, "type", "cuda"))
         except Exception as exc:  # noqa: BLE001 -- never break a compile over the cache
-            warn_once(f"verify-record:{type(exc).__name__}", f"kselect: could not cache a verified "
-                      f"winner ({type(exc).__name__}: {exc})")
+            warn_once(
+                f"verify-record:{type(exc).__name__}",
+                f"kselect: could not cache a verified winner ({type(exc).__name__}: {exc})",
+            )
 
 
 def _ensure_preprocess() -> None:
@@ -768,8 +945,13 @@ def enable(mode: str = "verify", **settings) -> Selector | None:
         return None
     register_with_torch_logs()
     _install(sel, config.search_space)
-    log.info("kselect enabled: mode=%s k=%d keep_aten=%s cache=%s", sel.mode, sel.k, sel.keep_aten,
-             sel.cache.root if sel.cache else None)
+    log.info(
+        "kselect enabled: mode=%s k=%d keep_aten=%s cache=%s",
+        sel.mode,
+        sel.k,
+        sel.keep_aten,
+        sel.cache.root if sel.cache else None,
+    )
     return sel
 
 
@@ -848,4 +1030,4 @@ def enable_from_env(environ=None) -> Selector | None:
     o = read_options(environ)
     if o["mode"] == "off":
         return None
-    return enable(**o)   # every environment option is an enable() keyword
+    return enable(**o)  # every environment option is an enable() keyword

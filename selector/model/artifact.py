@@ -17,6 +17,7 @@ same kind and version.
 the feature names) with errors that name the file; `save` publishes a pair whole or not at
 all; `discover` lists the models of one kind in a folder (by default the shipped models/).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -27,7 +28,7 @@ from typing import Callable, Mapping, Sequence
 from kselect.selector.atomic_write import replacing
 from kselect.selector.jsonable import json_default
 
-KINDS = {"cost-model": 1, "compile-cost": 1, "amd-backend-winner": 1}   # kind -> sidecar schema version
+KINDS = {"cost-model": 1, "compile-cost": 1, "amd-backend-winner": 1}  # kind -> sidecar schema version
 # sidecars that name their kind by `format`: format -> (kind, version; None: read `format_version`)
 _FORMATS = {"kselect-cost-model": ("cost-model", None), "kselect-compile-cost/1": ("compile-cost", 1)}
 SIDECAR_SUFFIX = ".meta.json"
@@ -116,26 +117,36 @@ def header(kind: str, feature_names: Sequence[str], **provenance) -> dict:
     dataset_hash, fingerprint, ...) as given, None values left out."""
     if kind not in KINDS:
         raise ModelError(f"unknown model kind {kind!r}: expected one of {sorted(KINDS)}")
-    return {"kind": kind, "schema_version": KINDS[kind], "feature_names": list(feature_names),
-            **{k: v for k, v in provenance.items() if v is not None}}
+    return {
+        "kind": kind,
+        "schema_version": KINDS[kind],
+        "feature_names": list(feature_names),
+        **{k: v for k, v in provenance.items() if v is not None},
+    }
 
 
 def provenance(meta: Mapping) -> dict:
     """What made a model: trained_at, command, dataset_hash, fingerprint (None where unknown;
     `training_command` is the older name of `command`)."""
-    return {"trained_at": meta.get("trained_at"), "command": meta.get("command", meta.get("training_command")),
-            "dataset_hash": meta.get("dataset_hash"), "fingerprint": meta.get("fingerprint")}
+    return {
+        "trained_at": meta.get("trained_at"),
+        "command": meta.get("command", meta.get("training_command")),
+        "dataset_hash": meta.get("dataset_hash"),
+        "fingerprint": meta.get("fingerprint"),
+    }
 
 
-def load_sidecar(name: str | Path, kind: str, feature_names: Sequence[str] | None = None,
-                 required: Sequence[str] = ()) -> tuple[Path, dict]:
+def load_sidecar(
+    name: str | Path, kind: str, feature_names: Sequence[str] | None = None, required: Sequence[str] = ()
+) -> tuple[Path, dict]:
     """(model file, sidecar) of the model `name` (paths()), checked: both files exist, the
     sidecar is a JSON object of `kind` at the schema version this code reads, with the
     `required` fields and, when given, exactly these `feature_names`. ModelError names the file."""
     model_path, meta_path = paths(name)
     if not model_path.is_file():
-        raise ModelError(f"model file {model_path} does not exist (a model is NAME.json plus its sidecar "
-                         f"NAME{SIDECAR_SUFFIX})")
+        raise ModelError(
+            f"model file {model_path} does not exist (a model is NAME.json plus its sidecar NAME{SIDECAR_SUFFIX})"
+        )
     if not meta_path.is_file():
         raise ModelError(f"model {model_path} has no sidecar {meta_path.name}: cannot check what it is")
     meta = read_sidecar(meta_path)
@@ -143,14 +154,15 @@ def load_sidecar(name: str | Path, kind: str, feature_names: Sequence[str] | Non
     if got_kind != kind:
         raise ModelError(f"{meta_path} is not a {kind} sidecar (kind {got_kind!r})")
     if version != KINDS[kind]:
-        raise ModelError(f"{meta_path}: {kind} sidecar schema version {version!r}, this kselect reads "
-                         f"{KINDS[kind]}")
+        raise ModelError(f"{meta_path}: {kind} sidecar schema version {version!r}, this kselect reads {KINDS[kind]}")
     missing = [key for key in ("feature_names", *required) if key not in meta]
     if missing:
         raise ModelError(f"{meta_path}: sidecar lacks {missing}")
     if feature_names is not None and list(meta["feature_names"]) != list(feature_names):
-        raise ModelError(f"{model_path} was trained on other features than this kselect computes "
-                         f"({len(meta['feature_names'])} vs {len(feature_names)}): retrain it")
+        raise ModelError(
+            f"{model_path} was trained on other features than this kselect computes "
+            f"({len(meta['feature_names'])} vs {len(feature_names)}): retrain it"
+        )
     return model_path, meta
 
 
@@ -173,7 +185,7 @@ def save(booster, model_path: str | Path, meta: Mapping) -> Path:
     text = json.dumps(dict(meta), indent=2, sort_keys=True, default=json_default) + "\n"
     with replacing(mp) as meta_tmp:
         meta_tmp.write_text(text, encoding="utf-8")
-        with replacing(model_path, suffix=model_path.suffix) as booster_tmp:   # XGBoost reads the format off it
+        with replacing(model_path, suffix=model_path.suffix) as booster_tmp:  # XGBoost reads the format off it
             booster.save_model(str(booster_tmp))
     return mp
 

@@ -12,6 +12,7 @@ saved as XGBoost JSON with a `.meta.json` sidecar of kind "compile-cost" (select
 evaluated with numpy (forest.TreeEnsemble) so the selector never imports xgboost for it. Its unit
 is the collecting CPU's milliseconds; the policy compares candidates with each other, so the unit cancels.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,14 +23,25 @@ import numpy as np
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError
 
 KIND = "compile-cost"
-TEMPLATES = ("mm", "persistent_tma")            # the Triton templates with a compile of their own
-COMPILE_FEATURES = ("persistent_tma", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "EVEN_K",
-                    "HINT_M", "HINT_N", "log2_acc_per_thread", "log2_loads_per_thread", "log2_smem_bytes")
+TEMPLATES = ("mm", "persistent_tma")  # the Triton templates with a compile of their own
+COMPILE_FEATURES = (
+    "persistent_tma",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "num_stages",
+    "num_warps",
+    "EVEN_K",
+    "HINT_M",
+    "HINT_N",
+    "log2_acc_per_thread",
+    "log2_loads_per_thread",
+    "log2_smem_bytes",
+)
 
 
 def compile_fields(problem: Problem, candidate: Candidate) -> dict | None:
@@ -40,11 +52,17 @@ def compile_fields(problem: Problem, candidate: Candidate) -> dict | None:
     kw = candidate.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
     mm = candidate.template == "mm"
-    return {"template": candidate.template, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
-            "num_stages": kw["num_stages"], "num_warps": kw["num_warps"],
-            "EVEN_K": mm and problem.K % bk == 0,
-            "HINT_M": mm and problem.layout[0] == "t" and problem.M >= bm,
-            "HINT_N": mm and problem.layout[1] == "n" and problem.N >= bn}
+    return {
+        "template": candidate.template,
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "num_stages": kw["num_stages"],
+        "num_warps": kw["num_warps"],
+        "EVEN_K": mm and problem.K % bk == 0,
+        "HINT_M": mm and problem.layout[0] == "t" and problem.M >= bm,
+        "HINT_N": mm and problem.layout[1] == "n" and problem.N >= bn,
+    }
 
 
 def _flag(v) -> float:
@@ -59,17 +77,36 @@ def compile_features(rows: Iterable[Mapping]) -> np.ndarray:
         bm, bn, bk = float(r["BLOCK_M"]), float(r["BLOCK_N"]), float(r["BLOCK_K"])
         stages, warps = float(r["num_stages"]), float(r["num_warps"])
         threads = 32.0 * warps
-        out.append((float(r["template"] == "persistent_tma"), bm, bn, bk, stages, warps, _flag(r["EVEN_K"]),
-                    _flag(r["HINT_M"]), _flag(r["HINT_N"]), math.log2(bm * bn / threads),
-                    math.log2(bk * (bm + bn) / threads), math.log2(stages * bk * (bm + bn) * 2)))
+        out.append(
+            (
+                float(r["template"] == "persistent_tma"),
+                bm,
+                bn,
+                bk,
+                stages,
+                warps,
+                _flag(r["EVEN_K"]),
+                _flag(r["HINT_M"]),
+                _flag(r["HINT_N"]),
+                math.log2(bm * bn / threads),
+                math.log2(bk * (bm + bn) / threads),
+                math.log2(stages * bk * (bm + bn) * 2),
+            )
+        )
     return np.array(out, dtype=np.float64).reshape(-1, len(COMPILE_FEATURES))
 
 
 class CompileCostModel(artifact.HyperParameters):
     """Predicts compile milliseconds from COMPILE_FEATURES (fit / predict_ms / save / load)."""
 
-    def __init__(self, n_estimators: int = 150, max_depth: int = 5, learning_rate: float = 0.1,
-                 subsample: float = 0.8, seed: int = 0):
+    def __init__(
+        self,
+        n_estimators: int = 150,
+        max_depth: int = 5,
+        learning_rate: float = 0.1,
+        subsample: float = 0.8,
+        seed: int = 0,
+    ):
         self.keep_params(locals())
 
     def fit(self, X: np.ndarray, ms: np.ndarray) -> "CompileCostModel":
@@ -78,8 +115,14 @@ class CompileCostModel(artifact.HyperParameters):
         ms = np.asarray(ms, dtype=np.float64)
         if len(ms) == 0 or not np.all(np.isfinite(ms)) or np.any(ms <= 0):
             raise ValueError("compile times must be finite and positive to fit on")
-        params = {"objective": "reg:squarederror", "max_depth": self.max_depth, "eta": self.learning_rate,
-                  "subsample": self.subsample, "seed": self.seed, "nthread": 0}
+        params = {
+            "objective": "reg:squarederror",
+            "max_depth": self.max_depth,
+            "eta": self.learning_rate,
+            "subsample": self.subsample,
+            "seed": self.seed,
+            "nthread": 0,
+        }
         self.booster_ = xgb.train(params, xgb.DMatrix(X, label=np.log(ms)), num_boost_round=self.n_estimators)
         self._forest = None
         return self

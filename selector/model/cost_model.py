@@ -16,6 +16,7 @@ Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsem
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
 (training, saving, a model TreeEnsemble cannot evaluate).
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,12 @@ KIND = "cost-model"
 # Our objective names -> XGBoost objectives. "reg:log" regresses log(time / shape's best);
 # "reg:aten" regresses log(time / ATen's time of the shape), so a score is a predicted gap to
 # cuBLAS (< 0: predicted faster) that the policy reads as such (training/learn/train.py).
-OBJECTIVES = {"rank:pairwise": "rank:pairwise", "rank:ndcg": "rank:ndcg", "reg:log": "reg:squarederror",
-              "reg:aten": "reg:squarederror"}
+OBJECTIVES = {
+    "rank:pairwise": "rank:pairwise",
+    "rank:ndcg": "rank:ndcg",
+    "reg:log": "reg:squarederror",
+    "reg:aten": "reg:squarederror",
+}
 
 
 class FeatureSchemaError(ModelError):
@@ -56,11 +61,22 @@ class DeviceMismatchError(ModelError):
 class CostModel(artifact.HyperParameters):
     """Gradient-boosted trees ranking GEMM candidates of one problem."""
 
-    def __init__(self, objective: str = "rank:pairwise", n_estimators: int = 300, max_depth: int = 8,
-                 learning_rate: float = 0.1, min_child_weight: float = 1.0, subsample: float = 0.8,
-                 colsample_bytree: float = 0.8, reg_lambda: float = 1.0, max_bin: int = 256,
-                 nthread: int = 2, random_state: int = 0, cascade_trees: int = 5,
-                 cascade_keep: int = 64):
+    def __init__(
+        self,
+        objective: str = "rank:pairwise",
+        n_estimators: int = 300,
+        max_depth: int = 8,
+        learning_rate: float = 0.1,
+        min_child_weight: float = 1.0,
+        subsample: float = 0.8,
+        colsample_bytree: float = 0.8,
+        reg_lambda: float = 1.0,
+        max_bin: int = 256,
+        nthread: int = 2,
+        random_state: int = 0,
+        cascade_trees: int = 5,
+        cascade_keep: int = 64,
+    ):
         self.keep_params(locals())
 
     @property
@@ -75,24 +91,39 @@ class CostModel(artifact.HyperParameters):
     def _xgb_params(self) -> dict:
         if self.objective not in OBJECTIVES:
             raise ModelError(f"unknown objective {self.objective!r}: expected one of {sorted(OBJECTIVES)}")
-        params = {"objective": OBJECTIVES[self.objective], "tree_method": "hist",
-                  "max_depth": int(self.max_depth), "eta": float(self.learning_rate),
-                  "min_child_weight": float(self.min_child_weight), "subsample": float(self.subsample),
-                  "colsample_bytree": float(self.colsample_bytree), "lambda": float(self.reg_lambda),
-                  "max_bin": int(self.max_bin), "nthread": int(self.nthread), "seed": int(self.random_state),
-                  "verbosity": 0}
+        params = {
+            "objective": OBJECTIVES[self.objective],
+            "tree_method": "hist",
+            "max_depth": int(self.max_depth),
+            "eta": float(self.learning_rate),
+            "min_child_weight": float(self.min_child_weight),
+            "subsample": float(self.subsample),
+            "colsample_bytree": float(self.colsample_bytree),
+            "lambda": float(self.reg_lambda),
+            "max_bin": int(self.max_bin),
+            "nthread": int(self.nthread),
+            "seed": int(self.random_state),
+            "verbosity": 0,
+        }
         if self.objective == "rank:ndcg":
             # relevance levels go up to 31 (2% steps); exponential gain stresses the very top,
             # which held-out top-1 on the H200 data rewarded (81% vs 76% with linear gain)
-            params.update({"ndcg_exp_gain": True, "lambdarank_pair_method": "topk",
-                           "lambdarank_num_pair_per_sample": 32})
+            params.update(
+                {"ndcg_exp_gain": True, "lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": 32}
+            )
         elif self.objective == "rank:pairwise":
             params.update({"lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 8})
         return params
 
     # -- learning ---------------------------------------------------------------------
-    def fit(self, X: np.ndarray, y: np.ndarray, qid: np.ndarray | None = None,
-            sample_weight: np.ndarray | None = None, progress=None) -> "CostModel":
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        qid: np.ndarray | None = None,
+        sample_weight: np.ndarray | None = None,
+        progress=None,
+    ) -> "CostModel":
         """Learn from features X and targets y (relevance for rank:*, log relative time for reg:log).
 
         qid: the problem each row belongs to (needed by ranking objectives; rows are sorted
@@ -121,8 +152,7 @@ class CostModel(artifact.HyperParameters):
             kwargs["weight"] = np.asarray(sample_weight, dtype=np.float32)
         dtrain = xgb.DMatrix(X, label=y, feature_names=list(FEATURE_NAMES), nthread=int(self.nthread), **kwargs)
         callbacks = [_Progress(progress, self.n_estimators)] if progress else None
-        self.booster_ = xgb.train(params, dtrain, num_boost_round=int(self.n_estimators),
-                                  callbacks=callbacks)
+        self.booster_ = xgb.train(params, dtrain, num_boost_round=int(self.n_estimators), callbacks=callbacks)
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -145,7 +175,7 @@ class CostModel(artifact.HyperParameters):
     def booster_(self, booster) -> None:
         self.__dict__["_booster"] = booster
         self.__dict__.pop("_booster_path", None)
-        self.__dict__.pop("forest_", None)   # fitted anew: these trees are not the file's
+        self.__dict__.pop("forest_", None)  # fitted anew: these trees are not the file's
 
     @property
     def n_trees(self) -> int:
@@ -240,15 +270,22 @@ class CostModel(artifact.HyperParameters):
 
         meta = dict(metadata or {})
         fp = meta.get("fingerprint") or {}
-        meta.update({
-            **artifact.header(KIND, FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION,
-            "objective": self.objective, "hyper_parameters": self.get_params(),
-            "fingerprint_id": fp.get("fingerprint_id"), "gpu_name": fp.get("gpu_name"),
-            "sm_count": fp.get("sm_count"), "xgboost_version": xgb.__version__,
-            "booster_file": path.name, "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
-        })
+        meta.update(
+            {
+                **artifact.header(KIND, FEATURE_NAMES),
+                "feature_schema_version": FEATURE_SCHEMA_VERSION,
+                "objective": self.objective,
+                "hyper_parameters": self.get_params(),
+                "fingerprint_id": fp.get("fingerprint_id"),
+                "gpu_name": fp.get("gpu_name"),
+                "sm_count": fp.get("sm_count"),
+                "xgboost_version": xgb.__version__,
+                "booster_file": path.name,
+                "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
+            }
+        )
         nearest = getattr(self, "nearest_templates_", None)
-        if nearest is not None:   # verify's nearest-shape lookup (selector/decide/nearest.py)
+        if nearest is not None:  # verify's nearest-shape lookup (selector/decide/nearest.py)
             meta["nearest_templates"] = nearest.to_json()
         mp = artifact.save(self.booster_, path, meta)
         self.metadata_ = meta
@@ -307,8 +344,10 @@ def _read_forest(path: Path):
         log.debug("%s: read by xgboost (%s)", path, exc)
         return None
     if forest.n_features != len(FEATURE_NAMES):
-        raise FeatureSchemaError(f"{path} takes {forest.n_features} features; this schema has "
-                                 f"{len(FEATURE_NAMES)}: retrain it with `kselect train`")
+        raise FeatureSchemaError(
+            f"{path} takes {forest.n_features} features; this schema has "
+            f"{len(FEATURE_NAMES)}: retrain it with `kselect train`"
+        )
     return forest
 
 
@@ -322,24 +361,32 @@ def check_schema(meta: Mapping, source: str = "model") -> None:
             detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
         raise FeatureSchemaError(
             f"{source} was trained on feature schema v{version} but this kselect computes "
-            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`")
+            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`"
+        )
 
 
 def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> None:
     trained = meta.get("fingerprint") or {}
-    want = {"gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
-            "sm_count": trained.get("sm_count", meta.get("sm_count"))}
+    want = {
+        "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
+        "sm_count": trained.get("sm_count", meta.get("sm_count")),
+    }
     have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
     diff = [k for k in want if str(want[k]) != str(have[k])]
     if not diff:
         if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
-            log.info("model fingerprint %s != device %s (same GPU; software versions differ)",
-                     trained.get("fingerprint_id"), fingerprint.get("fingerprint_id"))
+            log.info(
+                "model fingerprint %s != device %s (same GPU; software versions differ)",
+                trained.get("fingerprint_id"),
+                fingerprint.get("fingerprint_id"),
+            )
         return
-    msg = (f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
-           f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
-           f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
-           f"differs in {diff}")
+    msg = (
+        f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
+        f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
+        f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
+        f"differs in {diff}"
+    )
     if force:
         log.warning("%s -- used anyway (force=True)", msg)
         return
@@ -351,8 +398,7 @@ def shipped_models() -> list[Path]:
     return artifact.discover(KIND)
 
 
-def load_shipped(name: str | None = None, fingerprint: Mapping | None = None,
-                 force: bool = False) -> CostModel:
+def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
     """A shipped model by file name, or (name=None) the one trained for `fingerprint`'s GPU."""
     from kselect.models import shipped_model_path
 
@@ -370,7 +416,8 @@ def load_shipped(name: str | None = None, fingerprint: Mapping | None = None,
         return CostModel.load(path, fingerprint=fingerprint)
     raise DeviceMismatchError(
         f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs); "
-        f"shipped: {[p.name for p in shipped_models()]}")
+        f"shipped: {[p.name for p in shipped_models()]}"
+    )
 
 
 class _Progress:

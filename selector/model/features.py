@@ -8,6 +8,7 @@ per-candidate Python in the hot path): ~2,400 candidates take well under a milli
 Bump FEATURE_SCHEMA_VERSION whenever a feature is added, removed, reordered or its
 meaning changes; saved models record it and refuse to load against another version.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -17,7 +18,6 @@ import numpy as np
 from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
-
 from kselect.selector.decide.candidate_memo import IdentityMemo
 
 FEATURE_SCHEMA_VERSION = 1
@@ -33,22 +33,77 @@ _MAX_CTAS_PER_SM = 32
 
 FEATURE_NAMES: tuple[str, ...] = (
     # problem
-    "M", "N", "K", "batch", "log2_M", "log2_N", "log2_K", "log2_flops", "log2_MN_over_K",
-    "dtype_bytes", "a_transposed", "b_transposed", "op_bmm", "op_addmm",
-    "a_inner_align16", "b_inner_align16", "c_inner_align16", "a_ld_align_log2", "b_ld_align_log2",
-    "c_ld_align_log2", "pow2_div_M", "pow2_div_N", "pow2_div_K", "log2_N_over_M", "log2_K_over_N",
+    "M",
+    "N",
+    "K",
+    "batch",
+    "log2_M",
+    "log2_N",
+    "log2_K",
+    "log2_flops",
+    "log2_MN_over_K",
+    "dtype_bytes",
+    "a_transposed",
+    "b_transposed",
+    "op_bmm",
+    "op_addmm",
+    "a_inner_align16",
+    "b_inner_align16",
+    "c_inner_align16",
+    "a_ld_align_log2",
+    "b_ld_align_log2",
+    "c_ld_align_log2",
+    "pow2_div_M",
+    "pow2_div_N",
+    "pow2_div_K",
+    "log2_N_over_M",
+    "log2_K_over_N",
     # config
-    "tmpl_aten", "tmpl_mm", "tmpl_persistent_tma", "tmpl_decompose_k", "tmpl_other",
-    "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
-    "log2_tile_area", "acc_regs_per_thread",
+    "tmpl_aten",
+    "tmpl_mm",
+    "tmpl_persistent_tma",
+    "tmpl_decompose_k",
+    "tmpl_other",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "GROUP_M",
+    "num_stages",
+    "num_warps",
+    "k_split",
+    "log2_tile_area",
+    "acc_regs_per_thread",
     # derived
-    "tiles_m", "tiles_n", "tiles", "waves", "last_wave_eff", "ctas_per_sm", "waves_resident",
-    "pad_m", "pad_n", "pad_k", "k_iters", "smem_bytes", "smem_frac", "smem_over_limit", "even_k",
-    "arith_intensity", "tile_intensity", "log10_t_compute_ms", "log10_t_memory_ms",
-    "log10_t_roofline_ms", "log10_t_tile_traffic_ms", "log10_t_waves_ms", "log10_t_estimate_ms",
+    "tiles_m",
+    "tiles_n",
+    "tiles",
+    "waves",
+    "last_wave_eff",
+    "ctas_per_sm",
+    "waves_resident",
+    "pad_m",
+    "pad_n",
+    "pad_k",
+    "k_iters",
+    "smem_bytes",
+    "smem_frac",
+    "smem_over_limit",
+    "even_k",
+    "arith_intensity",
+    "tile_intensity",
+    "log10_t_compute_ms",
+    "log10_t_memory_ms",
+    "log10_t_roofline_ms",
+    "log10_t_tile_traffic_ms",
+    "log10_t_waves_ms",
+    "log10_t_estimate_ms",
     "roofline_bound_memory",
     # device
-    "sm_count", "peak_tflops", "mem_bandwidth_gbs", "smem_optin", "l2_mbytes",
+    "sm_count",
+    "peak_tflops",
+    "mem_bandwidth_gbs",
+    "smem_optin",
+    "l2_mbytes",
 )
 
 
@@ -69,10 +124,15 @@ def device_constants(device: Mapping, dtype: str = "bf16") -> dict:
     if sm <= 0 or peak <= 0 or bw <= 0:
         raise FeatureError(
             f"device fingerprint {device.get('gpu_name')!r} lacks sm_count/peak_tflops[{dtype}]/"
-            f"mem_bandwidth_gbs (got {sm}, {peak}, {bw}): cannot featurise for it")
-    return {"sm_count": float(sm), "peak_tflops": peak, "mem_bandwidth_gbs": bw,
-            "smem_optin": float(device.get("shared_memory_per_block_optin") or DEFAULT_SMEM_OPTIN),
-            "l2_mbytes": float(device.get("l2_cache_bytes") or 0) / 2**20}
+            f"mem_bandwidth_gbs (got {sm}, {peak}, {bw}): cannot featurise for it"
+        )
+    return {
+        "sm_count": float(sm),
+        "peak_tflops": peak,
+        "mem_bandwidth_gbs": bw,
+        "smem_optin": float(device.get("shared_memory_per_block_optin") or DEFAULT_SMEM_OPTIN),
+        "l2_mbytes": float(device.get("l2_cache_bytes") or 0) / 2**20,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,11 +146,18 @@ def _pow2_divisor_log2(x: np.ndarray, cap: int = 10) -> np.ndarray:
 
 def problem_arrays(problem: Problem) -> dict:
     """One Problem as scalars (they broadcast against candidate arrays)."""
-    return {"M": float(problem.M), "N": float(problem.N), "K": float(problem.K),
-            "batch": float(problem.batch), "dtype_bytes": float(problem.dtype_bytes),
-            "a_t": float(problem.layout[0] == "t"), "b_t": float(problem.layout[1] == "t"),
-            "op_bmm": float(problem.op == "bmm"), "op_addmm": float(problem.op == "addmm"),
-            "dtype": problem.dtype}
+    return {
+        "M": float(problem.M),
+        "N": float(problem.N),
+        "K": float(problem.K),
+        "batch": float(problem.batch),
+        "dtype_bytes": float(problem.dtype_bytes),
+        "a_t": float(problem.layout[0] == "t"),
+        "b_t": float(problem.layout[1] == "t"),
+        "op_bmm": float(problem.op == "bmm"),
+        "op_addmm": float(problem.op == "addmm"),
+        "dtype": problem.dtype,
+    }
 
 
 def _template_code(backend: str, template: str) -> int:
@@ -112,7 +179,7 @@ class _CandidateRegistry:
 
     def _add_missing(self, idx: list, candidates: Sequence[Candidate]) -> list:
         """Give every candidate without a row one (all new rows written in one block)."""
-        new: dict = {}   # key -> (row number, encoded row); a repeated candidate is added once
+        new: dict = {}  # key -> (row number, encoded row); a repeated candidate is added once
         out = list(idx)
         for j, (i, c) in enumerate(zip(idx, candidates)):
             if i is not None:
@@ -127,7 +194,7 @@ class _CandidateRegistry:
         first, need = len(self.index), len(self.index) + len(new)
         if need > self.table.shape[0]:
             grown = np.zeros((max(1024, 2 * need), self.table.shape[1]))
-            grown[: first] = self.table[: first]
+            grown[:first] = self.table[:first]
             self.table = grown
         self.table[first:need] = [row for _, row in new.values()]
         self.index.update((key, i) for key, (i, _) in new.items())
@@ -172,13 +239,18 @@ def frame_arrays(df) -> tuple[dict, dict]:
     layout = df["layout"].astype(str).to_numpy()
     op = df["op"].astype(str).to_numpy()
     batch = df["batch"].to_numpy(dtype=np.float64)
-    prob = {"M": df["M"].to_numpy(dtype=np.float64), "N": df["N"].to_numpy(dtype=np.float64),
-            "K": df["K"].to_numpy(dtype=np.float64), "batch": np.where(batch > 0, batch, 1.0),
-            "dtype_bytes": df["dtype"].astype(str).map(DTYPE_BYTES).to_numpy(dtype=np.float64),
-            "a_t": np.char.startswith(layout.astype(str), "t").astype(np.float64),
-            "b_t": np.char.endswith(layout.astype(str), "t").astype(np.float64),
-            "op_bmm": (op == "bmm").astype(np.float64), "op_addmm": (op == "addmm").astype(np.float64),
-            "dtype": dtype}
+    prob = {
+        "M": df["M"].to_numpy(dtype=np.float64),
+        "N": df["N"].to_numpy(dtype=np.float64),
+        "K": df["K"].to_numpy(dtype=np.float64),
+        "batch": np.where(batch > 0, batch, 1.0),
+        "dtype_bytes": df["dtype"].astype(str).map(DTYPE_BYTES).to_numpy(dtype=np.float64),
+        "a_t": np.char.startswith(layout.astype(str), "t").astype(np.float64),
+        "b_t": np.char.endswith(layout.astype(str), "t").astype(np.float64),
+        "op_bmm": (op == "bmm").astype(np.float64),
+        "op_addmm": (op == "addmm").astype(np.float64),
+        "dtype": dtype,
+    }
     backend = df["backend"].astype(str).to_numpy()
     template = df["template"].astype(str).to_numpy()
     code = np.full(len(df), _TEMPLATE_CODE["other"], dtype=np.int64)
@@ -194,10 +266,28 @@ def frame_arrays(df) -> tuple[dict, dict]:
 # ---------------------------------------------------------------------------------------
 # the features
 # columns that need only the candidates, the dtype's width and the device's shared memory
-_BLOCK_COLUMNS = ("tmpl_aten", "tmpl_mm", "tmpl_persistent_tma", "tmpl_decompose_k", "tmpl_other",
-                  "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split",
-                  "log2_tile_area", "acc_regs_per_thread", "ctas_per_sm", "smem_bytes", "smem_frac",
-                  "smem_over_limit", "tile_intensity", "smem_optin")
+_BLOCK_COLUMNS = (
+    "tmpl_aten",
+    "tmpl_mm",
+    "tmpl_persistent_tma",
+    "tmpl_decompose_k",
+    "tmpl_other",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "GROUP_M",
+    "num_stages",
+    "num_warps",
+    "k_split",
+    "log2_tile_area",
+    "acc_regs_per_thread",
+    "ctas_per_sm",
+    "smem_bytes",
+    "smem_frac",
+    "smem_over_limit",
+    "tile_intensity",
+    "smem_optin",
+)
 
 
 def candidate_block(cand: Mapping, dtype_bytes, smem_optin: float) -> dict:
@@ -210,9 +300,17 @@ def candidate_block(cand: Mapping, dtype_bytes, smem_optin: float) -> dict:
     eb = np.asarray(dtype_bytes, dtype=np.float64)
     bm, bn, bk, gm, st, wp, ks = (np.asarray(cand[k], dtype=np.float64) for k in KNOB_COLUMNS)
     has_tile = bm > 0
-    b = {"has_tile": has_tile, "bm": bm, "bn": bn, "bk": bk, "ks": ks,
-         "split": np.where(ks > 0, ks, 1.0), "bm1": np.where(has_tile, bm, 1.0),
-         "bn1": np.where(has_tile, bn, 1.0), "bk1": np.where(bk > 0, bk, 1.0)}
+    b = {
+        "has_tile": has_tile,
+        "bm": bm,
+        "bn": bn,
+        "bk": bk,
+        "ks": ks,
+        "split": np.where(ks > 0, ks, 1.0),
+        "bm1": np.where(has_tile, bm, 1.0),
+        "bn1": np.where(has_tile, bn, 1.0),
+        "bk1": np.where(bk > 0, bk, 1.0),
+    }
     wp1 = np.where(wp > 0, wp, 1.0)
     smem = np.where(has_tile, eb * (bm * bk + bn * bk) * np.maximum(st, 1.0) + 128.0, 0.0)
     # what the pipelined loop really holds: (stages - 1) buffers (the collector's pruning rule)
@@ -220,14 +318,24 @@ def candidate_block(cand: Mapping, dtype_bytes, smem_optin: float) -> dict:
     ctas_by_smem = np.floor(smem_optin / np.maximum(smem, 1.0))
     ctas_by_warps = np.floor(_MAX_WARPS_PER_SM / wp1)
     b["ctas_per_sm"] = np.where(has_tile, np.clip(np.minimum(ctas_by_smem, ctas_by_warps), 0, _MAX_CTAS_PER_SM), 0.0)
-    cols = {**{f"tmpl_{name}": (code == i) for i, name in enumerate(TEMPLATE_CLASSES)},
-            "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm, "num_stages": st, "num_warps": wp,
-            "k_split": ks, "log2_tile_area": np.where(has_tile, np.log2(b["bm1"] * b["bn1"]), 0.0),
-            "acc_regs_per_thread": np.where(has_tile, bm * bn / (wp1 * 32.0), 0.0),
-            "ctas_per_sm": b["ctas_per_sm"], "smem_bytes": smem, "smem_frac": smem / smem_optin,
-            "smem_over_limit": smem_pipe > smem_optin,
-            "tile_intensity": np.where(has_tile, b["bm1"] * b["bn1"] / (b["bm1"] + b["bn1"]), 0.0),
-            "smem_optin": smem_optin}
+    cols = {
+        **{f"tmpl_{name}": (code == i) for i, name in enumerate(TEMPLATE_CLASSES)},
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": gm,
+        "num_stages": st,
+        "num_warps": wp,
+        "k_split": ks,
+        "log2_tile_area": np.where(has_tile, np.log2(b["bm1"] * b["bn1"]), 0.0),
+        "acc_regs_per_thread": np.where(has_tile, bm * bn / (wp1 * 32.0), 0.0),
+        "ctas_per_sm": b["ctas_per_sm"],
+        "smem_bytes": smem,
+        "smem_frac": smem / smem_optin,
+        "smem_over_limit": smem_pipe > smem_optin,
+        "tile_intensity": np.where(has_tile, b["bm1"] * b["bn1"] / (b["bm1"] + b["bn1"]), 0.0),
+        "smem_optin": smem_optin,
+    }
     matrix = np.full((n, len(FEATURE_NAMES)), np.nan, dtype=np.float32)  # a column never written shows
     for name in _BLOCK_COLUMNS:
         matrix[:, _COLUMN[name]] = cols[name]
@@ -292,8 +400,7 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mappi
     t_memory = bytes_min / bw_bytes * 1e3
     t_roof = np.maximum(t_compute, t_memory)
     # every tile streams its A row-panel and B column-panel; no L2 reuse assumed
-    traffic = np.where(has_tile, eb * B * (M * K * tiles_n + K * N * tiles_m) + eb * B * M * N * split,
-                       bytes_min)
+    traffic = np.where(has_tile, eb * B * (M * K * tiles_n + K * N * tiles_m) + eb * B * M * N * split, bytes_min)
     t_traffic = traffic / bw_bytes * 1e3
     per_tile_flops = 2.0 * bm1 * bn1 * np.ceil(k_part / bk1) * bk1
     t_waves = np.where(has_tile, full_waves * per_tile_flops / (peak_flops / sm) * 1e3, t_compute)
@@ -305,21 +412,54 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mappi
     a_inner = np.where(a_t > 0, M, K) * eb
     b_inner = np.where(b_t > 0, K, N) * eb
     cols = {
-        "M": M, "N": N, "K": K, "batch": B, "log2_M": np.log2(M), "log2_N": np.log2(N), "log2_K": np.log2(K),
-        "log2_flops": np.log2(flops), "log2_MN_over_K": np.log2(M * N / K), "dtype_bytes": eb,
-        "a_transposed": a_t, "b_transposed": b_t, "op_bmm": prob["op_bmm"], "op_addmm": prob["op_addmm"],
-        "a_inner_align16": np.mod(a_inner, 16) == 0, "b_inner_align16": np.mod(b_inner, 16) == 0,
-        "c_inner_align16": np.mod(N * eb, 16) == 0, "a_ld_align_log2": _pow2_divisor_log2(a_inner, 7),
-        "b_ld_align_log2": _pow2_divisor_log2(b_inner, 7), "c_ld_align_log2": _pow2_divisor_log2(N * eb, 7),
-        "pow2_div_M": _pow2_divisor_log2(M), "pow2_div_N": _pow2_divisor_log2(N),
-        "pow2_div_K": _pow2_divisor_log2(K), "log2_N_over_M": np.log2(N / M), "log2_K_over_N": np.log2(K / N),
-        "tiles_m": tiles_m, "tiles_n": tiles_n, "tiles": tiles, "waves": waves, "last_wave_eff": last_wave_eff,
-        "waves_resident": waves_resident, "pad_m": pad_m, "pad_n": pad_n, "pad_k": pad_k, "k_iters": k_iters,
-        "even_k": even_k, "arith_intensity": intensity, "log10_t_compute_ms": lg(t_compute),
-        "log10_t_memory_ms": lg(t_memory), "log10_t_roofline_ms": lg(t_roof),
-        "log10_t_tile_traffic_ms": lg(t_traffic), "log10_t_waves_ms": lg(t_waves),
-        "log10_t_estimate_ms": lg(t_est), "roofline_bound_memory": t_memory > t_compute,
-        "sm_count": sm, "peak_tflops": peak, "mem_bandwidth_gbs": bw, "l2_mbytes": base["l2_mbytes"],
+        "M": M,
+        "N": N,
+        "K": K,
+        "batch": B,
+        "log2_M": np.log2(M),
+        "log2_N": np.log2(N),
+        "log2_K": np.log2(K),
+        "log2_flops": np.log2(flops),
+        "log2_MN_over_K": np.log2(M * N / K),
+        "dtype_bytes": eb,
+        "a_transposed": a_t,
+        "b_transposed": b_t,
+        "op_bmm": prob["op_bmm"],
+        "op_addmm": prob["op_addmm"],
+        "a_inner_align16": np.mod(a_inner, 16) == 0,
+        "b_inner_align16": np.mod(b_inner, 16) == 0,
+        "c_inner_align16": np.mod(N * eb, 16) == 0,
+        "a_ld_align_log2": _pow2_divisor_log2(a_inner, 7),
+        "b_ld_align_log2": _pow2_divisor_log2(b_inner, 7),
+        "c_ld_align_log2": _pow2_divisor_log2(N * eb, 7),
+        "pow2_div_M": _pow2_divisor_log2(M),
+        "pow2_div_N": _pow2_divisor_log2(N),
+        "pow2_div_K": _pow2_divisor_log2(K),
+        "log2_N_over_M": np.log2(N / M),
+        "log2_K_over_N": np.log2(K / N),
+        "tiles_m": tiles_m,
+        "tiles_n": tiles_n,
+        "tiles": tiles,
+        "waves": waves,
+        "last_wave_eff": last_wave_eff,
+        "waves_resident": waves_resident,
+        "pad_m": pad_m,
+        "pad_n": pad_n,
+        "pad_k": pad_k,
+        "k_iters": k_iters,
+        "even_k": even_k,
+        "arith_intensity": intensity,
+        "log10_t_compute_ms": lg(t_compute),
+        "log10_t_memory_ms": lg(t_memory),
+        "log10_t_roofline_ms": lg(t_roof),
+        "log10_t_tile_traffic_ms": lg(t_traffic),
+        "log10_t_waves_ms": lg(t_waves),
+        "log10_t_estimate_ms": lg(t_est),
+        "roofline_bound_memory": t_memory > t_compute,
+        "sm_count": sm,
+        "peak_tflops": peak,
+        "mem_bandwidth_gbs": bw,
+        "l2_mbytes": base["l2_mbytes"],
     }
     for name, col in cols.items():
         out[:, _COLUMN[name]] = col

@@ -16,13 +16,15 @@ left when `x < threshold` (missing values: the node's default direction) and num
 node's right child one after its left, so the walk is one gather per level. Leaf values are
 added in float32, tree after tree, to the base score -- XGBoost's own order.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 # objectives whose prediction is the margin itself (no sigmoid / exp / softmax on top)
-MARGIN_OBJECTIVES = frozenset({"rank:pairwise", "rank:ndcg", "rank:map", "reg:squarederror",
-                               "reg:absoluteerror", "reg:pseudohubererror"})
+MARGIN_OBJECTIVES = frozenset(
+    {"rank:pairwise", "rank:ndcg", "rank:map", "reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror"}
+)
 
 
 class UnsupportedModel(ValueError):
@@ -74,13 +76,16 @@ class TreeEnsemble:
             if int(tree.get("tree_param", {}).get("num_deleted", 0)) != 0:
                 raise UnsupportedModel(f"tree {tree.get('id')} has deleted nodes")
         sizes = np.fromiter((len(t["left_children"]) for t in trees), dtype=np.intp, count=len(trees))
-        if any(len(t[k]) != n for t, n in zip(trees, sizes.tolist())
-               for k in ("right_children", "split_conditions", "split_indices", "default_left")):
+        if any(
+            len(t[k]) != n
+            for t, n in zip(trees, sizes.tolist())
+            for k in ("right_children", "split_conditions", "split_indices", "default_left")
+        ):
             raise UnsupportedModel("a tree's node arrays differ in length")
         if not sizes.all():
             raise UnsupportedModel("a tree has no nodes")
         roots = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp)
-        offset = np.repeat(roots, sizes)                 # each node's tree offset
+        offset = np.repeat(roots, sizes)  # each node's tree offset
 
         def joined(key, dtype):
             return np.fromiter((v for t in trees for v in t[key]), dtype=dtype, count=int(sizes.sum()))
@@ -94,7 +99,7 @@ class TreeEnsemble:
         if np.any(lc[~leaf] <= 0) or np.any(rc[~leaf] >= np.repeat(sizes, sizes)[~leaf]):
             raise UnsupportedModel("a child index falls outside its tree")
         nodes = np.arange(len(lc), dtype=np.intp)
-        self._left = np.where(leaf, nodes, lc + offset)   # a leaf points at itself
+        self._left = np.where(leaf, nodes, lc + offset)  # a leaf points at itself
         self._feature = np.where(leaf, 0, joined("split_indices", np.intp))
         self._threshold = np.where(leaf, np.float32(np.inf), cond).astype(np.float32)
         self._default_left = np.where(leaf, True, joined("default_left", np.intp).astype(bool))
@@ -119,16 +124,16 @@ class TreeEnsemble:
             raise ValueError(f"iteration_range {iteration_range} outside [0, {self.n_iterations}]")
         t0, t1 = int(self.iteration_indptr[begin]), int(self.iteration_indptr[end])
         n_rows, n_cols = X.shape
-        node = np.repeat(self._roots[t0:t1, None], n_rows, axis=1)     # (trees, rows)
+        node = np.repeat(self._roots[t0:t1, None], n_rows, axis=1)  # (trees, rows)
         row_start = np.arange(n_rows, dtype=np.intp) * n_cols
         flat = X.ravel()
-        special = not bool(np.isfinite(flat).all())   # NaN (missing) or +-inf somewhere
+        special = not bool(np.isfinite(flat).all())  # NaN (missing) or +-inf somewhere
         for _ in range(int(self._depths[t0:t1].max())):
             x = flat[self._feature[node] + row_start]
             right = ~(x < self._threshold[node])
             if special:
-                right &= ~(np.isnan(x) & self._default_left[node])   # missing: default direction
-                right &= ~self._is_leaf[node]                        # +inf must not leave a leaf
+                right &= ~(np.isnan(x) & self._default_left[node])  # missing: default direction
+                right &= ~self._is_leaf[node]  # +inf must not leave a leaf
             node = self._left[node] + right
         leaves = self._value[node]
         leaves[0] += self.base_score
@@ -149,4 +154,4 @@ def _depths(left: np.ndarray, leaf: np.ndarray, roots: np.ndarray) -> np.ndarray
         depth[level] = d
         if d > len(left):
             raise UnsupportedModel("a tree's children do not descend (a cycle)")
-    return np.maximum.reduceat(depth, roots)   # trees are contiguous, none empty
+    return np.maximum.reduceat(depth, roots)  # trees are contiguous, none empty

@@ -16,6 +16,7 @@ Two places to compile (`COMPILE_IN`):
   compiled in a thread, and a worker's failure is retried in one: the compile error that
   counts is this process's own.
 """
+
 from __future__ import annotations
 
 import logging
@@ -90,11 +91,11 @@ class Compiles:
         self._span_ms: float | None = None
         in_workers = self._submit_to_workers(choices, compile_in, submit)
         n = len(in_workers)
-        self.where = ("none" if not self.todo else "threads" if n == 0
-                      else "workers" if n == len(self.todo) else "mixed")
+        self.where = "none" if not self.todo else "threads" if n == 0 else "workers" if n == len(self.todo) else "mixed"
         self._pool = ThreadPoolExecutor(max_workers=min(MAX_THREADS, len(self.todo))) if self.todo else None
-        self._futures = {i: self._pool.submit(self._timed, i, choices[i].precompile, in_workers.get(i))
-                         for i in self.todo}
+        self._futures = {
+            i: self._pool.submit(self._timed, i, choices[i].precompile, in_workers.get(i)) for i in self.todo
+        }
 
     def _submit_to_workers(self, choices, compile_in: str, submit: Submit | None) -> dict[int, Future]:
         if compile_in != "workers" or not self.todo:
@@ -126,12 +127,14 @@ class Compiles:
                 except Exception as exc:  # noqa: BLE001 -- a worker's fault: compile here, report here
                     log.debug("kselect verify: worker compile of choice %d failed (%s); compiling here", i, exc)
                 worker_ms = round((time.perf_counter() - start) * 1e3, 3)
-            precompile()   # after a worker: a load from Triton's cache
+            precompile()  # after a worker: a load from Triton's cache
         finally:
             end = time.perf_counter()
-            self.timings[i] = {"start_ms": round((start - self._t0) * 1e3, 3),
-                               "wall_ms": round((end - start) * 1e3, 3),
-                               "cpu_ms": round((time.thread_time() - cpu) * 1e3, 3)}
+            self.timings[i] = {
+                "start_ms": round((start - self._t0) * 1e3, 3),
+                "wall_ms": round((end - start) * 1e3, 3),
+                "cpu_ms": round((time.thread_time() - cpu) * 1e3, 3),
+            }
             if worker_ms is not None:
                 self.timings[i]["worker_ms"] = worker_ms
 
@@ -158,5 +161,9 @@ class Compiles:
         threads; a worker's is its own); and where they compiled. Empty when nothing compiled."""
         if not self.todo or self._span_ms is None:
             return {}
-        return {"per_choice": {i: dict(self.timings[i]) for i in sorted(self.timings)},
-                "span_ms": self._span_ms, "children_cpu_ms": self._children_cpu_ms, "where": self.where}
+        return {
+            "per_choice": {i: dict(self.timings[i]) for i in sorted(self.timings)},
+            "span_ms": self._span_ms,
+            "children_cpu_ms": self._children_cpu_ms,
+            "where": self.where,
+        }

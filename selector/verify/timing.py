@@ -12,6 +12,7 @@ then benchmarks nothing.
 Anything this module cannot do for a set (a choice kind without a run function, a failed
 graph capture) raises VerifyTimingUnavailable and Inductor benchmarks the set as before.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,12 +22,11 @@ import time
 from dataclasses import dataclass, field
 
 from kselect.kernels.timing import warm_gpu
-
 from kselect.selector.verify.template_compiles import Compiles, is_extern
 
 log = logging.getLogger("kselect.selector")
 
-MAX_ROTATION_BYTES = 1 << 30      # operand copies for L2-cold timing, at most this much memory
+MAX_ROTATION_BYTES = 1 << 30  # operand copies for L2-cold timing, at most this much memory
 MAX_SETS = 8
 # GPU work before the first timing: compiling the kept set leaves the GPU idle for seconds and
 # its clocks drop, so whichever choice was timed first ran slower. On the H200 (kselect retime,
@@ -43,12 +43,13 @@ class VerifyTimingUnavailable(RuntimeError):
 @dataclass
 class Measured:
     """Per kept choice (same order): median ms, or inf with the reason it was dropped."""
+
     ms: list[float]
     dropped: dict[int, str] = field(default_factory=dict)
     method: str = ""
-    stats: dict[int, dict] = field(default_factory=dict)   # per timed choice: min/max/spread/reps
-    compiled_in: str = ""     # where the templates compiled: threads, workers, mixed, none
-    compiles: dict = field(default_factory=dict)   # template_compiles.Compiles.summary(): per-template times
+    stats: dict[int, dict] = field(default_factory=dict)  # per timed choice: min/max/spread/reps
+    compiled_in: str = ""  # where the templates compiled: threads, workers, mixed, none
+    compiles: dict = field(default_factory=dict)  # template_compiles.Compiles.summary(): per-template times
     phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
     memory_mb: dict = field(default_factory=dict)  # CUDA: allocated before / after, reserved after
 
@@ -62,8 +63,8 @@ class Measured:
 
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
-    from kselect.selector.inductor.compat import caller_candidate
     from kselect.selector.decide.policy import is_aten
+    from kselect.selector.inductor.compat import caller_candidate
 
     cand = caller_candidate(choice)
     return is_extern(choice) and cand is not None and is_aten(cand)
@@ -118,6 +119,7 @@ def _extern_view(base, node):
 @dataclass
 class Operands:
     """One operand set: templates take base tensors, ATen calls their strided views."""
+
     bases: list
     views: list
     out: object
@@ -159,9 +161,16 @@ def _runner(choice, ops: Operands):
     return choice.bmreq.make_run_fn(*ops.bases, out=out)
 
 
-def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, replays: int = 7,
-            release_memory: bool = True, warm_while_compiling: bool = True,
-            compile_in: str = "threads") -> Measured:
+def measure(
+    choices,
+    dtype: str,
+    device_type: str,
+    target_ms: float = 0.5,
+    replays: int = 7,
+    release_memory: bool = True,
+    warm_while_compiling: bool = True,
+    compile_in: str = "threads",
+) -> Measured:
     """Run, check and time each choice; raises VerifyTimingUnavailable when it cannot.
 
     The templates compile (template_compiles.Compiles: in threads, or with compile_in="workers"
@@ -184,10 +193,12 @@ def measure(choices, dtype: str, device_type: str, target_ms: float = 0.5, repla
         if cuda and release_memory:
             released = release_gpu_memory()
     if cuda:
-        got.memory_mb = {"allocated_before": round(allocated_before / 2**20, 2),
-                         "allocated_after": round(torch.cuda.memory_allocated() / 2**20, 2),
-                         "reserved_after": round(torch.cuda.memory_reserved() / 2**20, 2),
-                         "released": released}
+        got.memory_mb = {
+            "allocated_before": round(allocated_before / 2**20, 2),
+            "allocated_after": round(torch.cuda.memory_allocated() / 2**20, 2),
+            "reserved_after": round(torch.cuda.memory_reserved() / 2**20, 2),
+            "released": released,
+        }
     return got
 
 
@@ -216,8 +227,15 @@ def release_gpu_memory() -> bool:
     return True
 
 
-def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: int,
-             warm_while_compiling: bool = True, compile_in: str = "threads") -> Measured:
+def _measure(
+    choices,
+    dtype: str,
+    device_type: str,
+    target_ms: float,
+    replays: int,
+    warm_while_compiling: bool = True,
+    compile_in: str = "threads",
+) -> Measured:
     import torch
 
     t = [time.perf_counter()]
@@ -250,7 +268,7 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                         warm_gpu(WARM_MS, until=compiles.done)
                     dropped.update(compiles.wait())
                     waited = True
-                    lap("compile_wait")   # the GPU warm-up included
+                    lap("compile_wait")  # the GPU warm-up included
                 if i in dropped:
                     continue
                 try:
@@ -264,8 +282,18 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                     dropped[i] = f"run failed: {type(exc).__name__}: {str(exc)[:200]}"
                     runners.pop(i, None)
         lap("first_runs")
-        got = _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                              target_ms, replays, warmed=waited and cuda and warm_while_compiling)
+        got = _judge_and_time(
+            choices,
+            dtype,
+            device_type,
+            results,
+            runners,
+            dropped,
+            stream,
+            target_ms,
+            replays,
+            warmed=waited and cuda and warm_while_compiling,
+        )
         lap("timing")
         got.compiled_in = compiles.where
         got.compiles = compiles.summary()
@@ -282,8 +310,9 @@ def _measure(choices, dtype: str, device_type: str, target_ms: float, replays: i
                     pass
 
 
-def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stream,
-                    target_ms, replays, warmed: bool = False) -> Measured:
+def _judge_and_time(
+    choices, dtype, device_type, results, runners, dropped, stream, target_ms, replays, warmed: bool = False
+) -> Measured:
     """Drop choices whose result differs from ATen's, time the rest (warming the GPU first
     unless it was kept busy while the templates compiled)."""
     from kselect.kernels.operands import TOLERANCE, relative_error
@@ -305,8 +334,13 @@ def _judge_and_time(choices, dtype, device_type, results, runners, dropped, stre
     for i, rs in runners.items():
         t = time_runners(rs, target_ms=target_ms, replays=replays, device=device_type, stream=stream)
         ms[i], method = t.median_ms, t.method
-        stats[i] = {"time_min_ms": t.min_ms, "time_max_ms": t.max_ms, "spread": t.spread,
-                    "reps": t.reps, "noisy": t.noisy}
+        stats[i] = {
+            "time_min_ms": t.min_ms,
+            "time_max_ms": t.max_ms,
+            "spread": t.spread,
+            "reps": t.reps,
+            "noisy": t.noisy,
+        }
     for i, why in dropped.items():
         log.warning("kselect verify: dropped %s: %s", getattr(choices[i], "name", i), why)
     return Measured(ms=ms, dropped=dropped, method=method, stats=stats)

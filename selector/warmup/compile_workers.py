@@ -9,6 +9,7 @@ tiles in 2.47 s, four warm ones in 1.28 s. In a one-layer compile nothing reache
 before lowering ends, so the first kernels meet cold workers. The warm-up runs in the workers,
 not in the compiling process, and costs it no wall time.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,14 +27,15 @@ def _warm_worker(target) -> dict:
 
     t0 = time.perf_counter()
     for module in ("torch._inductor.runtime.compile_tasks", "torch._inductor.runtime.triton_heuristics"):
-        importlib.import_module(module)   # what Inductor's worker-side template compile imports
+        importlib.import_module(module)  # what Inductor's worker-side template compile imports
     import triton
 
     from kselect.kernels.triton.cross_compile import WARM_UP_PLAN, plan_source
 
-    plan = WARM_UP_PLAN     # a 16x16x16 one-warp GEMM tile, as the compile-cost collector's children warm
-    triton.compile(plan_source(plan), target=target,
-                   options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
+    plan = WARM_UP_PLAN  # a 16x16x16 one-warp GEMM tile, as the compile-cost collector's children warm
+    triton.compile(
+        plan_source(plan), target=target, options={"num_warps": plan.num_warps, "num_stages": plan.num_stages}
+    )
     return {"pid": os.getpid(), "ms": round((time.perf_counter() - t0) * 1e3, 3)}
 
 
@@ -64,7 +66,7 @@ class WorkerWarmup:
         with self._lock:
             if self._t0 is not None or self.error is not None:
                 return False
-            try:   # it runs inside the user's compile: nothing may escape
+            try:  # it runs inside the user's compile: nothing may escape
                 got = self._ready()
                 if got is None:
                     return False
@@ -94,9 +96,13 @@ class WorkerWarmup:
             except Exception:  # noqa: BLE001 -- counted, not raised
                 failed += 1
         ms = sorted(r["ms"] for r in results)
-        ended = list(self._done_at.values())   # one copy: the pool's thread may still add to it
-        return {**({"error": self.error} if self.error else {}),
-                "jobs": len(self._futures), "done": len(results), "failed": failed,
-                "workers": len({r["pid"] for r in results}),
-                "median_ms": ms[len(ms) // 2] if ms else None,
-                "last_done_ms": round((max(ended) - self._t0) * 1e3, 3) if ended else None}
+        ended = list(self._done_at.values())  # one copy: the pool's thread may still add to it
+        return {
+            **({"error": self.error} if self.error else {}),
+            "jobs": len(self._futures),
+            "done": len(results),
+            "failed": failed,
+            "workers": len({r["pid"] for r in results}),
+            "median_ms": ms[len(ms) // 2] if ms else None,
+            "last_done_ms": round((max(ended) - self._t0) * 1e3, 3) if ended else None,
+        }

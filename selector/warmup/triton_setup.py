@@ -17,6 +17,7 @@ Why (the one-layer Llama-3-8B decode on the H200, a cold process and cold caches
 Once per selector, on CUDA only (CUDA already initialised: a CPU compile never starts it),
 and every failure costs only the set-up it would have saved: the compile then does it itself.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,7 @@ def cuda_triton_in_use() -> bool:
 
     import torch
 
-    return (torch.cuda.is_initialized() and torch.version.hip is None
-            and importlib.util.find_spec("triton") is not None)
+    return torch.cuda.is_initialized() and torch.version.hip is None and importlib.util.find_spec("triton") is not None
 
 
 def prepare_triton():
@@ -45,10 +45,10 @@ def prepare_triton():
     Inductor's first Triton template or kernel otherwise computes on the compiling thread."""
     from triton.runtime import driver
 
-    target = driver.active.get_current_target()   # cold Triton cache: builds its CUDA utilities
+    target = driver.active.get_current_target()  # cold Triton cache: builds its CUDA utilities
     try:
         from torch.utils._triton import triton_hash_with_backend
-    except ImportError:   # another torch: the target is the part that costs
+    except ImportError:  # another torch: the target is the part that costs
         return target
     triton_hash_with_backend()
     return target
@@ -62,9 +62,14 @@ class WarmStart:
 
     `gate`, `prepare` and `pool` are Inductor and Triton by default; tests pass their own."""
 
-    def __init__(self, warm_workers: bool = True, gate: Callable[[], bool] | None = None,
-                 prepare: Callable[[], object] | None = None, pool: Callable[[], object] | None = None,
-                 job=None):
+    def __init__(
+        self,
+        warm_workers: bool = True,
+        gate: Callable[[], bool] | None = None,
+        prepare: Callable[[], object] | None = None,
+        pool: Callable[[], object] | None = None,
+        job=None,
+    ):
         self.warm_workers = bool(warm_workers)
         self._gate = gate or cuda_triton_in_use
         self._prepare = prepare or prepare_triton
@@ -86,20 +91,19 @@ class WarmStart:
         with self._lock:
             if self._thread is not None:
                 if self.warm_workers and self.target is not None:
-                    self.workers.start()   # a pool that came up after the set-up ended
+                    self.workers.start()  # a pool that came up after the set-up ended
                 return False
             try:
                 if not self._gate():
                     return False
                 device = _current_device()
                 if self.warm_workers:
-                    self._pool()   # on this thread: Inductor creates its pool here, never twice
+                    self._pool()  # on this thread: Inductor creates its pool here, never twice
             except Exception as exc:  # noqa: BLE001 -- inside the user's compile: nothing may escape
                 self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.debug("kselect: warm start not begun: %s", self.error)
                 return False
-            self._thread = threading.Thread(target=self._run, args=(device,), name="kselect-warm-start",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, args=(device,), name="kselect-warm-start", daemon=True)
             self._thread.start()
             return True
 
@@ -109,7 +113,7 @@ class WarmStart:
             if device is not None:
                 import torch
 
-                torch.cuda.set_device(device)   # this thread's own current device
+                torch.cuda.set_device(device)  # this thread's own current device
             self.target = self._prepare()
         except Exception as exc:  # noqa: BLE001 -- the compile prepares Triton itself
             self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -141,9 +145,12 @@ class WarmStart:
         error, and the workers' warm-up (WorkerWarmup.summary). Empty before it began."""
         if self._thread is None:
             return {"error": self.error} if self.error else {}
-        return {**({"error": self.error} if self.error else {}), "prepare_ms": self.prepare_ms,
-                "target": str(self.target) if self.target is not None else None,
-                "workers": self.workers.summary() if self.warm_workers else None}
+        return {
+            **({"error": self.error} if self.error else {}),
+            "prepare_ms": self.prepare_ms,
+            "target": str(self.target) if self.target is not None else None,
+            "workers": self.workers.summary() if self.warm_workers else None,
+        }
 
 
 def _current_device():

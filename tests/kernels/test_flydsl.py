@@ -2,6 +2,7 @@
 containment, the ROCm gate and the CLI. Needs flydsl and ld.lld (CI installs both); when
 either is missing these tests FAIL with the install command, they do not skip.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,30 +18,33 @@ from kselect.kernels.flydsl.isa import parse_isa, problems
 from kselect.kernels.flydsl.params import ARCHS, MFMA_K, KernelParams, lds_bytes
 
 FIELDS = "M N K dtype layout TILE_M TILE_N TILE_K STAGES WAVES_M WAVES_N SPLIT_K GROUP_M".split()
-CONFIGS = [KernelParams(**dict(zip(FIELDS, row))) for row in [
-    (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nt", 128, 128, 32, 2, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nt", 128, 128, 64, 1, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nt", 128, 64, 32, 3, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nt", 64, 128, 32, 2, 1, 4, 1, 1),
-    (256, 256, 512, "bf16", "nt", 128, 64, 32, 2, 4, 1, 1, 1),
-    (256, 256, 512, "bf16", "nt", 64, 64, 64, 2, 2, 2, 2, 1),
-    (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 4, 4),
-    (256, 256, 512, "bf16", "nt", 32, 32, 32, 2, 1, 1, 1, 1),
-    (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 4),
-    (256, 256, 512, "fp16", "nt", 128, 128, 32, 2, 2, 2, 1, 1),
-    (256, 256, 512, "fp16", "nt", 128, 128, 32, 2, 2, 4, 1, 1),
-    (256, 256, 512, "bf16", "nn", 64, 64, 32, 2, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nn", 128, 128, 32, 2, 2, 2, 1, 1),
-    (256, 256, 512, "fp16", "nn", 128, 128, 64, 1, 2, 2, 1, 1),
-    (256, 256, 512, "fp16", "nn", 64, 128, 32, 3, 2, 2, 1, 1),
-    (256, 256, 512, "bf16", "nn", 128, 64, 32, 2, 2, 2, 2, 1),
-    (512, 256, 1024, "bf16", "nn", 128, 128, 32, 2, 2, 2, 1, 4),
-    (512, 256, 1024, "bf16", "nt", 256, 128, 32, 2, 2, 2, 1, 1),
-    (128, 512, 2048, "fp16", "nt", 64, 128, 32, 2, 2, 2, 8, 1),
-    (128, 512, 2048, "fp16", "nt", 128, 256, 32, 2, 2, 4, 1, 1),
-    (128, 512, 2048, "bf16", "nn", 64, 128, 64, 2, 1, 2, 4, 1),
-]]
+CONFIGS = [
+    KernelParams(**dict(zip(FIELDS, row)))
+    for row in [
+        (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nt", 128, 128, 32, 2, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nt", 128, 128, 64, 1, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nt", 128, 64, 32, 3, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nt", 64, 128, 32, 2, 1, 4, 1, 1),
+        (256, 256, 512, "bf16", "nt", 128, 64, 32, 2, 4, 1, 1, 1),
+        (256, 256, 512, "bf16", "nt", 64, 64, 64, 2, 2, 2, 2, 1),
+        (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 4, 4),
+        (256, 256, 512, "bf16", "nt", 32, 32, 32, 2, 1, 1, 1, 1),
+        (256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 4),
+        (256, 256, 512, "fp16", "nt", 128, 128, 32, 2, 2, 2, 1, 1),
+        (256, 256, 512, "fp16", "nt", 128, 128, 32, 2, 2, 4, 1, 1),
+        (256, 256, 512, "bf16", "nn", 64, 64, 32, 2, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nn", 128, 128, 32, 2, 2, 2, 1, 1),
+        (256, 256, 512, "fp16", "nn", 128, 128, 64, 1, 2, 2, 1, 1),
+        (256, 256, 512, "fp16", "nn", 64, 128, 32, 3, 2, 2, 1, 1),
+        (256, 256, 512, "bf16", "nn", 128, 64, 32, 2, 2, 2, 2, 1),
+        (512, 256, 1024, "bf16", "nn", 128, 128, 32, 2, 2, 2, 1, 4),
+        (512, 256, 1024, "bf16", "nt", 256, 128, 32, 2, 2, 2, 1, 1),
+        (128, 512, 2048, "fp16", "nt", 64, 128, 32, 2, 2, 2, 8, 1),
+        (128, 512, 2048, "fp16", "nt", 128, 256, 32, 2, 2, 4, 1, 1),
+        (128, 512, 2048, "bf16", "nn", 64, 128, 64, 2, 1, 2, 4, 1),
+    ]
+]
 MFMA_NAME = {"gfx942": "v_mfma_f32_16x16x16", "gfx950": "v_mfma_f32_16x16x32"}
 
 
@@ -101,7 +105,7 @@ def test_isa_stats_are_sane(compiled, arch):
     for r in compiled[arch]:
         p, isa = r.params, r.isa
         threads = p.WAVES_M * p.WAVES_N * 64
-        assert isa.lds_bytes == lds_bytes(p), p        # exactly the padded stage buffers we allocate
+        assert isa.lds_bytes == lds_bytes(p), p  # exactly the padded stage buffers we allocate
         assert isa.vgpr_count > 0 and isa.sgpr_count > 0
         assert isa.vgpr_spill_count == isa.sgpr_spill_count == isa.scratch_bytes == 0
         assert isa.mfma_shape.startswith(MFMA_NAME[arch]), (arch, isa.mfma_shape)
@@ -110,7 +114,7 @@ def test_isa_stats_are_sane(compiled, arch):
         # every lane moves (TILE_M + TILE_N) * TILE_K / threads elements per K tile, 8 per load
         assert isa.global_loads >= (p.TILE_M + p.TILE_N) * p.TILE_K // threads // 8
         assert isa.lds_reads > 0 and isa.lds_writes > 0
-        assert (isa.barriers > 0) == (threads > 64), p    # one-wave workgroups need no s_barrier
+        assert (isa.barriers > 0) == (threads > 64), p  # one-wave workgroups need no s_barrier
         if p.SPLIT_K > 1:
             assert isa.global_atomics > 0 and isa.global_stores == 0, p
         else:
@@ -138,6 +142,7 @@ def test_invalid_configs_are_rejected_with_reasons(cache):
     keys942 = {c.key for c in space.candidates(problem, "gfx942", "exhaustive")}
     keys950 = {c.key for c in space.candidates(problem, "gfx950", "exhaustive")}
     from kselect.kernels.candidate import Candidate
+
     k = Candidate.make("flydsl", "gemm", **key).key
     assert k not in keys942 and k in keys950
     with pytest.raises(ValueError, match="unsupported FlyDSL arch 'gfx90a'"):
@@ -156,8 +161,7 @@ def test_isa_problems_prune_lds_and_spills(compiled):
     text = (fcompile.cache_dir() / "gfx942").glob("*/final_isa.s").__next__().read_text()
     good = parse_isa(text)
     assert problems(good, "gfx942") == []
-    over = parse_isa(text.replace(f".group_segment_fixed_size: {good.lds_bytes}",
-                                  ".group_segment_fixed_size: 73728"))
+    over = parse_isa(text.replace(f".group_segment_fixed_size: {good.lds_bytes}", ".group_segment_fixed_size: 73728"))
     assert problems(over, "gfx942") == ["LDS 73728 B > gfx942 limit 65536 B"]
     assert problems(over, "gfx950") == []
     spilled = parse_isa(text.replace(".vgpr_spill_count: 0", ".vgpr_spill_count: 12"))
@@ -172,9 +176,9 @@ def test_worker_abort_is_contained_and_reported(cache, monkeypatch, tmp_path):
     results = fcompile.compile_many(CONFIGS[:2], "gfx942", workers=1)
     assert [r.status for r in results] == ["crashed", "crashed"]
     assert all("killed by SIGABRT" in r.reason and r.isa is None for r in results)
-    assert not list((tmp_path / "gfx942").glob("*/result.json"))   # crashes are not cached
+    assert not list((tmp_path / "gfx942").glob("*/result.json"))  # crashes are not cached
     monkeypatch.delenv("KSELECT_FLYDSL_WORKER_FAULT")
-    assert fcompile.compile_one(CONFIGS[0], "gfx942").ok          # and the next compile works
+    assert fcompile.compile_one(CONFIGS[0], "gfx942").ok  # and the next compile works
 
 
 def test_child_timeout_is_contained(cache, monkeypatch, tmp_path):
@@ -182,7 +186,7 @@ def test_child_timeout_is_contained(cache, monkeypatch, tmp_path):
     monkeypatch.setenv("KSELECT_FLYDSL_WORKER_FAULT", "hang")
     res = fcompile.compile_one(CONFIGS[0], "gfx950", timeout=3)
     assert res.status == "timeout" and "killed" in res.reason and 3 <= res.wall_s < 30
-    assert not list(tmp_path.glob("gfx950/worker.*.log"))          # the killed worker is cleaned up
+    assert not list(tmp_path.glob("gfx950/worker.*.log"))  # the killed worker is cleaned up
 
 
 def test_missing_lld_fails_clearly(monkeypatch, tmp_path):
@@ -205,8 +209,9 @@ def test_rocm_gate_refuses_on_cpu(caplog):
     with pytest.raises(CandidateError, match="not a ROCm build") as info:
         backend.runner(None, None)
     assert info.value.stage == "launch"
-    from kselect.kernels.flydsl import inductor
     from torch._inductor.template_heuristics.registry import _TEMPLATE_HEURISTIC_REGISTRY
+
+    from kselect.kernels.flydsl import inductor
 
     assert inductor.templates(None, "mm") == []
     assert not any("flydsl" in str(k) for k in _TEMPLATE_HEURISTIC_REGISTRY)
@@ -215,8 +220,7 @@ def test_rocm_gate_refuses_on_cpu(caplog):
 def test_cli_compile_json(compiled, capsys):
     from kselect.training.cli.main import main
 
-    rc = main(["flydsl", "compile", "--arch", "gfx942", "--shape", "256x256x512",
-               "--limit", "3", "--json"])
+    rc = main(["flydsl", "compile", "--arch", "gfx942", "--shape", "256x256x512", "--limit", "3", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["arch"] == "gfx942" and doc["problem_key"] == "mm:256x256x512:bf16:nt"
     assert doc["compiled"] == len(doc["results"]) == 3 and doc["valid"] >= 3
@@ -267,10 +271,12 @@ def test_inductor_problem_and_configs_from_kernel_inputs():
     dynamic.mnk_symbolic = lambda: (__import__("sympy").Symbol("s0"), 512, 1024)
     with pytest.raises(ProblemError, match="dynamic"):
         inductor.problem_from_inputs(dynamic, "mm")
-    configs = [c.to_kwargs() for c in inductor.FlyDSLGemmHeuristic().get_template_configs(
-        _Inputs(256, 512, 1024, (1, 1024)), "mm")]
+    configs = [
+        c.to_kwargs()
+        for c in inductor.FlyDSLGemmHeuristic().get_template_configs(_Inputs(256, 512, 1024, (1, 1024)), "mm")
+    ]
     assert 0 < len(configs) <= inductor.MAX_CHOICES
-    assert configs == [c.kwargs for c in space.candidates(nt, "gfx942", "default")][:len(configs)]
+    assert configs == [c.kwargs for c in space.candidates(nt, "gfx942", "default")][: len(configs)]
 
 
 def test_inductor_ktcs_behind_an_open_gate(cache, monkeypatch):
@@ -295,16 +301,25 @@ def test_inductor_ktcs_behind_an_open_gate(cache, monkeypatch):
     monkeypatch.setattr(inductor, "MAX_CHOICES", 2)
     inputs = Inputs(256, 256, 512, (1, 512))
     assert inductor.templates(inputs, "bmm") == []
-    assert inductor.templates(Inputs(256, 256, 512, (1024, 2)), "mm") == []   # B neither layout
+    assert inductor.templates(Inputs(256, 256, 512, (1024, 2)), "mm") == []  # B neither layout
     [extern] = inductor.templates(inputs, "mm")
     heuristic = inductor.FlyDSLGemmHeuristic()
     assert heuristic.get_extra_kwargs(inputs, "addmm") == {"ab_layout": "nt", "alpha": 1, "beta": 2}
-    ktcs = list(make_ktc_generator(extern, heuristic.get_template_configs(inputs, "mm"),
-                                   heuristic.get_extra_kwargs(inputs, "mm"), {}, layout, inputs))
+    ktcs = list(
+        make_ktc_generator(
+            extern,
+            heuristic.get_template_configs(inputs, "mm"),
+            heuristic.get_extra_kwargs(inputs, "mm"),
+            {},
+            layout,
+            inputs,
+        )
+    )
     choices = [k.choice for k in ktcs]
     assert [c.choice.call_name() for c in choices] == ["extern_kernels.flydsl_gemm_mm"] * 2
-    assert choices[0].kwargs == dict(ab_layout="nt", TILE_M=64, TILE_N=64, TILE_K=32, STAGES=2,
-                                     WAVES_M=2, WAVES_N=2, SPLIT_K=1, GROUP_M=1)
+    assert choices[0].kwargs == dict(
+        ab_layout="nt", TILE_M=64, TILE_N=64, TILE_K=32, STAGES=2, WAVES_M=2, WAVES_N=2, SPLIT_K=1, GROUP_M=1
+    )
     builds = [inductor.build_of(extern.name, k.params.to_kwargs(), inputs) for k in ktcs]
     assert builds[0] == KernelParams(256, 256, 512, "bf16", "nt", 64, 64, 32, 2, 2, 2, 1, 1)
     assert inductor.usable(builds) == [True, True]
@@ -319,8 +334,18 @@ def test_extern_kernel_refuses_to_launch_on_cpu():
 
     a, b = torch.zeros(64, 64, dtype=torch.bfloat16), torch.zeros(64, 64, dtype=torch.bfloat16)
     with pytest.raises(CandidateError, match="not a ROCm build"):
-        inductor.flydsl_gemm(a, b.t(), out=torch.empty(64, 64, dtype=torch.bfloat16), ab_layout="nt",
-                             TILE_M=64, TILE_N=64, TILE_K=32, STAGES=1, WAVES_M=2, WAVES_N=2)
+        inductor.flydsl_gemm(
+            a,
+            b.t(),
+            out=torch.empty(64, 64, dtype=torch.bfloat16),
+            ab_layout="nt",
+            TILE_M=64,
+            TILE_N=64,
+            TILE_K=32,
+            STAGES=1,
+            WAVES_M=2,
+            WAVES_N=2,
+        )
 
 
 def test_broken_worker_is_reported_not_cached(cache, monkeypatch, tmp_path):

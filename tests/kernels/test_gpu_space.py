@@ -1,4 +1,5 @@
 """On the GPU: our Triton candidate space equals the one Inductor builds (torch 2.11 H200)."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -22,9 +23,13 @@ def test_space_matches_inductor(shape):
     record = []
     handler = make_filtering_choices(keep=lambda c: c.backend == "aten", record=record)
     torch._dynamo.reset()
-    patches = {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON",
-               "max_autotune_gemm_search_space": "EXHAUSTIVE", "force_disable_caches": True,
-               "triton.enable_persistent_tma_matmul": True}
+    patches = {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "ATEN,TRITON",
+        "max_autotune_gemm_search_space": "EXHAUSTIVE",
+        "force_disable_caches": True,
+        "triton.enable_persistent_tma_matmul": True,
+    }
     ops = make_operands(p, "cuda")
     with ic.patch(patches), choices_handler(handler):
         torch.compile(lambda a, b: a @ b, dynamic=False)(ops.a, ops.b)
@@ -32,5 +37,9 @@ def test_space_matches_inductor(shape):
     ours = triton_space(p, "exhaustive")
     assert len(inductor) == len(set(inductor)), "Inductor produced duplicates"
     missing, extra = set(inductor) - set(ours), set(ours) - set(inductor)
-    assert not missing and not extra, (len(inductor), len(ours), sorted(map(str, missing))[:5],
-                                       sorted(map(str, extra))[:5])
+    assert not missing and not extra, (
+        len(inductor),
+        len(ours),
+        sorted(map(str, missing))[:5],
+        sorted(map(str, extra))[:5],
+    )

@@ -1,5 +1,6 @@
 """On the GPU: our Triton kernels compile in the background while others run, give correct
 results for N of each specialisation class."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -35,8 +36,11 @@ def test_background_compiles_serve_each_n_class(n):
 
 
 @needs_cuda
-@pytest.mark.parametrize("shape", [(333, 7168, 5120, "nt"), (300, 4104, 1000, "nn"), (17, 4099, 4099, "tn"),
-                                   (8, 9216, 3072, "tt")], ids=["nt", "nn-n%8-oddk", "tn-odd", "tt-small-m"])
+@pytest.mark.parametrize(
+    "shape",
+    [(333, 7168, 5120, "nt"), (300, 4104, 1000, "nn"), (17, 4099, 4099, "tn"), (8, 9216, 3072, "tt")],
+    ids=["nt", "nn-n%8-oddk", "tn-odd", "tt-small-m"],
+)
 def test_large_mm_tiles_are_correct(shape):
     """The wide tiles (K loop of int32 offsets, at least one step) over each N class, odd M/K."""
     from kselect.kernels.candidate import Candidate
@@ -45,8 +49,9 @@ def test_large_mm_tiles_are_correct(shape):
     problem = Problem(m, n, k, "bf16", layout)
     backend = TritonBackend()
     for bm, bn, bk, stages, warps in ((128, 256, 64, 4, 8), (16, 256, 128, 3, 2)):
-        cand = Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                              num_stages=stages, num_warps=warps)
+        cand = Candidate.make(
+            "triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_stages=stages, num_warps=warps
+        )
         _check(backend, cand, problem)
 
 
@@ -55,6 +60,5 @@ def test_large_mm_tile_serves_bmm():
     from kselect.kernels.candidate import Candidate
 
     problem = Problem(200, 520, 264, "bf16", "nt", "bmm", batch=3)
-    cand = Candidate.make("triton", "mm", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
-                          num_stages=4, num_warps=8)
+    cand = Candidate.make("triton", "mm", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_stages=4, num_warps=8)
     _check(TritonBackend(), cand, problem)

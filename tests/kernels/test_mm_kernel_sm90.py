@@ -1,5 +1,6 @@
 """Static facts of our mm kernel's large tiles, compiled for sm_90 here (Triton lowers to PTX and
 runs ptxas on the host; no GPU): the things that made them slower than Inductor's own kernels."""
+
 import re
 
 import pytest
@@ -16,8 +17,9 @@ H100_SMS = 132
 
 
 def _mm(bm, bn, bk, stages, warps) -> Candidate:
-    return Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                          num_stages=stages, num_warps=warps)
+    return Candidate.make(
+        "triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_stages=stages, num_warps=warps
+    )
 
 
 def test_wide_eight_warp_tile_keeps_wgmma_asynchronous():

@@ -1,4 +1,5 @@
 """Problems and candidates: validation with clear errors, identity, JSON round trips."""
+
 import pytest
 
 from kselect.kernels import BackendError, Candidate, Problem, ProblemError, get_backend, parse_backends
@@ -6,16 +7,19 @@ from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.space import triton_space
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    (dict(M=0, N=4, K=4), "M must be positive"),
-    (dict(M=4, N=-1, K=4), "N must be positive"),
-    (dict(M=4, N=4, K=2.5), "K must be an integer"),
-    (dict(M="x", N=4, K=4), "M must be an integer"),
-    (dict(M=4, N=4, K=4, dtype="int3"), "unknown dtype 'int3'"),
-    (dict(M=4, N=4, K=4, layout="zz"), "unknown layout 'zz'"),
-    (dict(M=4, N=4, K=4, op="conv"), "unknown op 'conv'"),
-    (dict(M=4, N=4, K=4, batch=3), "batch=3 needs op='bmm'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        (dict(M=0, N=4, K=4), "M must be positive"),
+        (dict(M=4, N=-1, K=4), "N must be positive"),
+        (dict(M=4, N=4, K=2.5), "K must be an integer"),
+        (dict(M="x", N=4, K=4), "M must be an integer"),
+        (dict(M=4, N=4, K=4, dtype="int3"), "unknown dtype 'int3'"),
+        (dict(M=4, N=4, K=4, layout="zz"), "unknown layout 'zz'"),
+        (dict(M=4, N=4, K=4, op="conv"), "unknown op 'conv'"),
+        (dict(M=4, N=4, K=4, batch=3), "batch=3 needs op='bmm'"),
+    ],
+)
 def test_bad_problem_is_a_clear_error(kwargs, needle):
     with pytest.raises(ProblemError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         Problem(**kwargs)
@@ -32,8 +36,7 @@ def test_problem_accepts_csv_strings_and_torch_dtype_names():
 
 
 def test_candidate_round_trip_and_key():
-    c = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_stages=3,
-                       num_warps=4, GROUP_M=8)
+    c = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_stages=3, num_warps=4, GROUP_M=8)
     assert Candidate.from_json(c.to_json()) == c
     assert hash(Candidate.from_json(c.to_json())) == hash(c)
     assert c.key == "triton:mm:BK32-BM64-BN128-G8-S3-W4"
@@ -63,15 +66,14 @@ def test_triton_compile_key_carries_k_divisibility_class():
     still serves every K of the same class and EVEN_K."""
     from kselect.kernels.triton.backend import launch_plan
 
-    cand = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=128, GROUP_M=8,
-                          num_stages=4, num_warps=4)
+    cand = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_stages=4, num_warps=4)
 
     def key(m, n, k):
         return launch_plan(cand, Problem(M=m, N=n, K=k, layout="nt"), 132).compile_key
 
-    assert key(64, 4096, 4096) == key(333, 4096, 5120)        # same class, EVEN_K: shared
-    assert key(64, 4096, 4544) != key(64, 4096, 4096)          # EVEN_K differs
-    assert key(64, 4096, 4544) != key(64, 4096, 4545)          # K % 16 class differs
+    assert key(64, 4096, 4096) == key(333, 4096, 5120)  # same class, EVEN_K: shared
+    assert key(64, 4096, 4544) != key(64, 4096, 4096)  # EVEN_K differs
+    assert key(64, 4096, 4544) != key(64, 4096, 4545)  # K % 16 class differs
     assert launch_plan(cand, Problem(M=64, N=4096, K=4544, layout="tn"), 132).stride_spec[-1] == 16
 
 
@@ -87,7 +89,7 @@ def test_made_candidates_are_interned_and_keep_value_semantics():
     assert a.key == direct.key == "triton:mm:BM64-W4" and a.key is a.key
     assert Candidate.from_json(a.to_json()) is a
     assert sorted([Candidate.make("triton", "mm", BLOCK_M=128), a])[0] is a
-    odd = Candidate.make("triton", "mm", tiles=[1, 2])   # an unhashable knob: still usable
+    odd = Candidate.make("triton", "mm", tiles=[1, 2])  # an unhashable knob: still usable
     assert odd.key == "triton:mm:tiles[1, 2]" and odd.kwargs == {"tiles": [1, 2]}
 
 

@@ -1,5 +1,6 @@
 """kernels/settings.py: a frozen dataclass declares its settings once; keywords, the environment
 and help are read from that declaration."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,9 +30,15 @@ def test_keywords_are_checked_and_normalised():
     d = Demo.from_keywords(level=2, rate=1, where="~/x")
     assert (d.level, d.rate, type(d.rate), d.where) == (2, 1.0, float, os.path.expanduser("~/x"))
     assert Demo(**settings.as_keywords(d)) == d
-    for bad, name in (({"level": 0}, "level"), ({"level": True}, "level"), ({"rate": float("nan")}, "rate"),
-                      ({"loud": 1}, "loud"), ({"style": "odd"}, "style"), ({"where": 3}, "where"),
-                      ({"loud": True}, "loud needs")):
+    for bad, name in (
+        ({"level": 0}, "level"),
+        ({"level": True}, "level"),
+        ({"rate": float("nan")}, "rate"),
+        ({"loud": 1}, "loud"),
+        ({"style": "odd"}, "style"),
+        ({"where": 3}, "where"),
+        ({"loud": True}, "loud needs"),
+    ):
         with pytest.raises(settings.SettingError, match=name):
             Demo.from_keywords(**bad)
     with pytest.raises(settings.UnknownSettingError, match=r"\['levle'\]") as err:
@@ -43,8 +50,13 @@ def test_environment_is_parsed_against_the_declaration():
     assert settings.env_values(Demo, {}) == {"level": 3, "rate": 0.5, "loud": False, "style": "fancy"}
     got = settings.env_values(Demo, {"DEMO_LEVEL": "7", "DEMO_RATE": "0", "DEMO_LOUD": "On", "DEMO_STYLE": "PLAIN"})
     assert got == {"level": 7, "rate": 0.0, "loud": True, "style": "plain"}
-    for var, raw in (("DEMO_LEVEL", "0"), ("DEMO_LEVEL", "two"), ("DEMO_RATE", "-1"), ("DEMO_LOUD", "maybe"),
-                     ("DEMO_STYLE", "odd")):
+    for var, raw in (
+        ("DEMO_LEVEL", "0"),
+        ("DEMO_LEVEL", "two"),
+        ("DEMO_RATE", "-1"),
+        ("DEMO_LOUD", "maybe"),
+        ("DEMO_STYLE", "odd"),
+    ):
         with pytest.raises(settings.OptionError, match=f"{var}={raw!r}"):
             settings.env_values(Demo, {var: raw})
     # one field read alone is not stopped by another's bad value
@@ -55,9 +67,14 @@ def test_environment_is_parsed_against_the_declaration():
 
 
 def test_flydsl_options_use_the_same_declaration(monkeypatch):
-    assert [o.name for o in flydsl_options.OPTIONS] == ["KSELECT_FLYDSL_CACHE", "KSELECT_FLYDSL_ARCH",
-                                                        "KSELECT_FLYDSL_TIMEOUT", "KSELECT_FLYDSL_WORKERS",
-                                                        "KSELECT_FLYDSL_WORKER_FAULT", "ROCM_PATH"]
+    assert [o.name for o in flydsl_options.OPTIONS] == [
+        "KSELECT_FLYDSL_CACHE",
+        "KSELECT_FLYDSL_ARCH",
+        "KSELECT_FLYDSL_TIMEOUT",
+        "KSELECT_FLYDSL_WORKERS",
+        "KSELECT_FLYDSL_WORKER_FAULT",
+        "ROCM_PATH",
+    ]
     monkeypatch.setenv("KSELECT_FLYDSL_TIMEOUT", "30")
     assert flydsl_options.get("timeout") == 30 and flydsl_options.get("workers") == 2
     monkeypatch.setenv("KSELECT_FLYDSL_WORKERS", "0")

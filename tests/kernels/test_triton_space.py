@@ -3,12 +3,15 @@
 Inductor's config generator runs on a CPU under a real GraphLowering; the GPU check of the
 whole template list (tests/kernels/test_gpu_space.py) ran on the H200 with torch 2.11.
 """
+
 import pytest
 import torch
 from torch._inductor import config as ic
 from torch._inductor.graph import GraphLowering
-from torch._inductor.template_heuristics.triton import (CUDAMMTemplateConfigHeuristic,
-                                                        CUDAPersistentTMATemplateConfigHeuristic)
+from torch._inductor.template_heuristics.triton import (
+    CUDAMMTemplateConfigHeuristic,
+    CUDAPersistentTMATemplateConfigHeuristic,
+)
 from torch._inductor.utils import get_k_splits
 from torch._inductor.virtualized import V
 
@@ -21,8 +24,17 @@ from kselect.kernels.triton.space import (
     uses_decompose_k,
 )
 
-SHAPES = [(1, 152064, 5120), (7, 3584, 14336), (32, 4096, 4096), (333, 7168, 5120),
-          (4096, 4096, 4096), (100, 3000, 1000), (16, 16, 16), (65, 129, 4097), (128, 128, 65536)]
+SHAPES = [
+    (1, 152064, 5120),
+    (7, 3584, 14336),
+    (32, 4096, 4096),
+    (333, 7168, 5120),
+    (4096, 4096, 4096),
+    (100, 3000, 1000),
+    (16, 16, 16),
+    (65, 129, 4097),
+    (128, 128, 65536),
+]
 
 
 def _inductor(m, n, k, heuristic_cls, template, space):
@@ -34,9 +46,18 @@ def _inductor(m, n, k, heuristic_cls, template, space):
         out = []
         for c in gen(m, n, k, dtype_size=2):
             kw = c.kwargs
-            out.append(Candidate.make("triton", template, BLOCK_M=kw["BLOCK_M"], BLOCK_N=kw["BLOCK_N"],
-                                      BLOCK_K=kw["BLOCK_K"], GROUP_M=kw.get("GROUP_M", 8),
-                                      num_stages=c.num_stages, num_warps=c.num_warps))
+            out.append(
+                Candidate.make(
+                    "triton",
+                    template,
+                    BLOCK_M=kw["BLOCK_M"],
+                    BLOCK_N=kw["BLOCK_N"],
+                    BLOCK_K=kw["BLOCK_K"],
+                    GROUP_M=kw.get("GROUP_M", 8),
+                    num_stages=c.num_stages,
+                    num_warps=c.num_warps,
+                )
+            )
         return out
 
 
@@ -44,8 +65,10 @@ def _inductor(m, n, k, heuristic_cls, template, space):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_tile_space_equals_inductor(shape, space):
     p = Problem(*shape)
-    for cls, template in ((CUDAMMTemplateConfigHeuristic, "mm"),
-                          (CUDAPersistentTMATemplateConfigHeuristic, "persistent_tma")):
+    for cls, template in (
+        (CUDAMMTemplateConfigHeuristic, "mm"),
+        (CUDAPersistentTMATemplateConfigHeuristic, "persistent_tma"),
+    ):
         ours = tile_space(p, template, space.lower())
         theirs = _inductor(*shape, cls, template, space)
         assert ours == theirs  # same members, same order
@@ -75,8 +98,8 @@ def test_known_space_sizes_from_the_h200_notes():
 
 def test_tma_needs_16_byte_aligned_rows_and_2d():
     assert tma_compatible(Problem(333, 7168, 5120))
-    assert not tma_compatible(Problem(333, 7168, 5121))            # K*2 bytes not 16-aligned
-    assert not tma_compatible(Problem(3, 7, 16, layout="tn"))      # A column-major: M*2 bytes
+    assert not tma_compatible(Problem(333, 7168, 5121))  # K*2 bytes not 16-aligned
+    assert not tma_compatible(Problem(3, 7, 16, layout="tn"))  # A column-major: M*2 bytes
     assert not tma_compatible(Problem(8, 8, 8, op="bmm", batch=2))
 
 

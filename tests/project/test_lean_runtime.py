@@ -1,5 +1,6 @@
 """`pip install kselect` with no extras: a fresh virtualenv gets torch and numpy only, and the
 selector still decides GEMMs in a real max-autotune compile on this CPU."""
+
 import json
 import os
 import shutil
@@ -36,8 +37,16 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     wheel = next((tmp_path / "dist").glob("kselect-*.whl"))
     _run([py, "-m", "pip", "install", "-q", str(wheel)])
     installed = {line.split("==")[0].lower() for line in _run([py, "-m", "pip", "freeze"]).split()}
-    assert not installed & {"pandas", "pyarrow", "scikit-learn", "scipy", "xgboost", "xgboost-cpu",
-                            "matplotlib", "tqdm"}, installed
+    assert not installed & {
+        "pandas",
+        "pyarrow",
+        "scikit-learn",
+        "scipy",
+        "xgboost",
+        "xgboost-cpu",
+        "matplotlib",
+        "tqdm",
+    }, installed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KSELECT_", "PYTHONPATH"))}
     out = _run([py, str(Path(__file__).parent / "lean" / "compile_with_runtime_only.py")], cwd=tmp_path, env=env)
     result = json.loads(out.strip().splitlines()[-1])

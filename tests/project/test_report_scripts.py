@@ -1,5 +1,6 @@
 """The scripts kept in reports/ (each the command that made its numbers) still find every
 kselect module and name they import, so a report can be re-run against today's code."""
+
 import ast
 import importlib
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Per-candidate-tuple memos: remembered by identity, never for a mutable list, bounded."""
+
 from kselect.kernels.candidate import Candidate
 from kselect.selector.decide.cache import candidate_set_digest
 from kselect.selector.decide.candidate_memo import IdentityMemo

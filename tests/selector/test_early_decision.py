@@ -8,6 +8,7 @@ model. Building a Triton choice needs Triton (the GPU tests compile those: test_
 here the kept choice is built when it is ATen. Persistent TMA's generator reads the GPU's SM
 count, so it is covered on the H200 only (tests/kernels/test_gpu_space.py, test_gpu_selector.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,35 +23,43 @@ from torch._inductor import ir  # noqa: E402
 from torch._inductor.choices import InductorChoices  # noqa: E402
 from torch._inductor.graph import GraphLowering  # noqa: E402
 from torch._inductor.kernel.bmm import aten_bmm, bmm_template  # noqa: E402
-from torch._inductor.kernel.mm import (aten_mm, decompose_k_subgraph_template,  # noqa: E402
-                                       mm_contiguous_subgraph_template, mm_template)
+from torch._inductor.kernel.mm import (  # noqa: E402
+    aten_mm,
+    decompose_k_subgraph_template,
+    mm_contiguous_subgraph_template,
+    mm_template,
+)
 from torch._inductor.kernel_inputs import MMKernelInputs  # noqa: E402
 from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
 
 
 @contextlib.contextmanager
 def lowering(space: str = "EXHAUSTIVE"):
     """A real GraphLowering (Inductor's heuristics read sizes through it) with max-autotune on."""
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
-    with V.set_graph_handler(GraphLowering(gm)), inductor_config.patch(
-            {"max_autotune_gemm_search_space": space, "max_autotune": True}):
+    with (
+        V.set_graph_handler(GraphLowering(gm)),
+        inductor_config.patch({"max_autotune_gemm_search_space": space, "max_autotune": True}),
+    ):
         yield
 
 
 def cuda_inputs(m: int, n: int, k: int, layout: str = "nn", batch: int = 0) -> MMKernelInputs:
     """MMKernelInputs of bf16 CUDA buffers (A: M x K, B: K x N; "t" = stored transposed)."""
+
     def buf(name, rows, cols, transposed):
         size, stride = [rows, cols], ([1, rows] if transposed else [cols, 1])
         if batch:
             size, stride = [batch] + size, [rows * cols] + stride
         return ir.InputBuffer(name=name, layout=ir.FixedLayout(torch.device("cuda"), torch.bfloat16, size, stride))
+
     return MMKernelInputs([buf("a", m, k, layout[0] == "t"), buf("b", k, n, layout[1] == "t")])
 
 
@@ -98,11 +107,13 @@ def test_templates_kselect_does_not_enumerate_come_from_inductors_generator():
         def generate(t):
             generated.append(t.uid)
             return compat.ktc_candidates(stock.get_ktc(ki, t, "mm"))
+
         got = compat.template_candidates(problem, templates, "EXHAUSTIVE", generate)
         assert generated == ["contiguous_mm"]
         assert list(got) == inductor_candidates(ki, templates, "mm")
-        assert compat.templates_of((aten_mm, mm_template, decompose_k_subgraph_template),
-                                   [Candidate.make("triton", "decompose_k", k_split=2)]) == [decompose_k_subgraph_template]
+        assert compat.templates_of(
+            (aten_mm, mm_template, decompose_k_subgraph_template), [Candidate.make("triton", "decompose_k", k_split=2)]
+        ) == [decompose_k_subgraph_template]
 
 
 def test_pick_ktcs_pulls_only_until_it_has_what_was_kept():
@@ -123,8 +134,9 @@ def test_pick_ktcs_pulls_only_until_it_has_what_was_kept():
         got = compat.pick_ktcs(gens, wanted)
         assert {compat.ktc_candidate(k) for k in got} == wanted
         assert len(pulled) == 11  # not the ~1,400 configs of the template
-        missing = Candidate.make("triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8,
-                                 num_stages=1, num_warps=1)
+        missing = Candidate.make(
+            "triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8, num_stages=1, num_warps=1
+        )
         gens = {t.uid: stock.get_ktc(ki, t, "mm") for t in (aten_mm, mm_template)}
         with pytest.raises(compat.PlanMissed, match="BM999"):
             compat.pick_ktcs(gens, {missing})
@@ -149,6 +161,7 @@ class GetKtcSpy:
         def get_ktc(kernel_inputs, template, op_name, kwarg_overrides=None):
             self.uids.append(template.uid)
             return real(kernel_inputs, template, op_name, kwarg_overrides)
+
         handler.get_ktc = get_ktc
 
 
@@ -192,11 +205,11 @@ def test_predict_early_and_late_pick_alike_and_early_generates_only_the_pick(h20
     assert sorted(got[False][1]) == sorted(t.uid for t in TEMPLATES)  # late: every template
 
 
-@pytest.mark.parametrize("case", [ATEN_CASE, (333, 7168, 5120, "nt"), (8, 14336, 4096, "nn")],
-                         ids=lambda c: "x".join(map(str, c[:3])))
+@pytest.mark.parametrize(
+    "case", [ATEN_CASE, (333, 7168, 5120, "nt"), (8, 14336, 4096, "nn")], ids=lambda c: "x".join(map(str, c[:3]))
+)
 def test_verify_early_keeps_the_set_the_usual_path_keeps(h200_ranker, case):
-    early, late = (Selector(mode="verify", k=3, min_k=2, ranker=h200_ranker, early_decision=e)
-                   for e in (True, False))
+    early, late = (Selector(mode="verify", k=3, min_k=2, ranker=h200_ranker, early_decision=e) for e in (True, False))
     with lowering():
         ki = cuda_inputs(*case)
         templates = [t for t in TEMPLATES if t is not decompose_k_subgraph_template or case is ATEN_CASE]
@@ -212,8 +225,7 @@ def test_a_plan_inductor_cannot_honour_takes_the_usual_path():
     """A planned candidate Inductor never yields (as a config its heuristic pruned on some GPU):
     the handler generates everything and the usual decision runs over it."""
     seen = []
-    bogus = Candidate.make("triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8,
-                           num_stages=1, num_warps=1)
+    bogus = Candidate.make("triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8, num_stages=1, num_warps=1)
 
     def keep_aten(ktcs, kernel_inputs, op_name, restock=None):
         seen.append(len(ktcs))
@@ -231,8 +243,12 @@ def test_a_plan_inductor_cannot_honour_takes_the_usual_path():
 
 def test_early_decision_is_only_for_cuda_and_off_when_disabled(h200_ranker):
     with lowering():
-        cpu = MMKernelInputs([ir.InputBuffer(name=n, layout=ir.FixedLayout(torch.device("cpu"), torch.float32,
-                                                                             [64, 64], [64, 1])) for n in "ab"])
+        cpu = MMKernelInputs(
+            [
+                ir.InputBuffer(name=n, layout=ir.FixedLayout(torch.device("cpu"), torch.float32, [64, 64], [64, 1]))
+                for n in "ab"
+            ]
+        )
         assert Selector(mode="predict", ranker=h200_ranker).plan_ktcs(cpu, [aten_mm, mm_template], "mm") is None
         cuda = cuda_inputs(64, 64, 4096)
         off = Selector(mode="predict", ranker=h200_ranker, early_decision=False)
@@ -247,12 +263,14 @@ def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h20
     """GEMMs of one size class get the very same candidate tuple, so what depends on the
     candidates alone (encoding, candidate-only feature columns, keys, digest) is computed
     once; the features are still each GEMM's own, equal to encoding a fresh list."""
-    from kselect.selector.model import features as F
     from kselect.selector.decide.policy import candidate_keys
+    from kselect.selector.model import features as F
 
     with lowering():
-        one, two, other = (compat.ktc_signature(cuda_inputs(m, n, k, "nt"), "mm")[0]
-                           for m, n, k in ((333, 7168, 5120), (777, 4096, 4096), (8, 4096, 4096)))
+        one, two, other = (
+            compat.ktc_signature(cuda_inputs(m, n, k, "nt"), "mm")[0]
+            for m, n, k in ((333, 7168, 5120), (777, 4096, 4096), (8, 4096, 4096))
+        )
         a, b, c = (compat.template_candidates(p, (aten_mm, mm_template), "EXHAUSTIVE") for p in (one, two, other))
     assert a is b and a is not c and list(a) != list(c)
     fp = h200_ranker.fingerprint
@@ -262,9 +280,17 @@ def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h20
     assert candidate_keys(a) is candidate_keys(b) == tuple(x.key for x in a)
     # a template Inductor generated for this GEMM: a fresh tuple, never remembered
     with lowering():
-        gen = compat.template_candidates(one, (aten_mm, mm_template, mm_contiguous_subgraph_template),
-                                         "EXHAUSTIVE", lambda t: [Candidate.make("triton", "other", x=1)])
-        again = compat.template_candidates(one, (aten_mm, mm_template, mm_contiguous_subgraph_template),
-                                           "EXHAUSTIVE", lambda t: [Candidate.make("triton", "other", x=1)])
+        gen = compat.template_candidates(
+            one,
+            (aten_mm, mm_template, mm_contiguous_subgraph_template),
+            "EXHAUSTIVE",
+            lambda t: [Candidate.make("triton", "other", x=1)],
+        )
+        again = compat.template_candidates(
+            one,
+            (aten_mm, mm_template, mm_contiguous_subgraph_template),
+            "EXHAUSTIVE",
+            lambda t: [Candidate.make("triton", "other", x=1)],
+        )
     assert gen is not again
     assert list(gen) == list(a) + [Candidate.make("triton", "other", x=1)]

@@ -1,5 +1,6 @@
 """Epilogue-aware verification (selector/inductor/epilogue.py): the pricing rule, the kept set, and the
 FX-graph question it rests on, asked during a real CPU max-autotune compile."""
+
 from __future__ import annotations
 
 import math
@@ -11,14 +12,15 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.decide.policy import choose_kept  # noqa: E402
 from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.inductor.epilogue import EPILOGUE_KERNEL_MS, effective_ms, epilogue_saving_ms, fuses_epilogue  # noqa: E402
-from kselect.selector.decide.policy import choose_kept  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 MM = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
-TMA = Candidate.make("triton", "persistent_tma", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
-                     num_stages=3, num_warps=8)
+TMA = Candidate.make(
+    "triton", "persistent_tma", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=8
+)
 DK = Candidate.make("triton", "decompose_k", k_split=4)
 
 
@@ -50,21 +52,24 @@ def test_verify_keeps_the_best_fusing_template_when_the_gemm_feeds_pointwise_ops
     kept, why = choose_kept(cands, scores, "verify", 4, True, False)
     assert kept == [0]
     kept, why = choose_kept(cands, scores, "verify", 4, True, False, fusion_candidate=True)
-    assert kept == [0, 3] and "epilogue" in why          # TMA outranks mm; decompose-k cannot fuse
+    assert kept == [0, 3] and "epilogue" in why  # TMA outranks mm; decompose-k cannot fuse
     # a fusing template already kept: nothing added; predict mode never adds one
-    assert choose_kept(cands, np.array([1.0, 5.0, 0.0, 7.0]), "verify", 1, False, False,
-                       fusion_candidate=True)[0] == [2]
+    assert choose_kept(cands, np.array([1.0, 5.0, 0.0, 7.0]), "verify", 1, False, False, fusion_candidate=True)[0] == [
+        2
+    ]
     assert choose_kept(cands, scores, "predict", 4, True, False, fusion_candidate=True)[0] == [0]
     # no fusing template among the candidates: the set is what it was
-    assert choose_kept([ATEN, DK], np.array([0.0, 5.0]), "verify", 4, True, False,
-                       fusion_candidate=True)[0] == [0]
+    assert choose_kept([ATEN, DK], np.array([0.0, 5.0]), "verify", 4, True, False, fusion_candidate=True)[0] == [0]
 
 
 class _ThreeBmms(torch.nn.Module):
     def forward(self, a, b, c, d):
         sliced = torch.bmm(a, d)
-        return (torch.relu(torch.bmm(a, b).reshape(4, 64 * 80)) * 2.0, torch.bmm(a, c),
-                sliced[..., :16] * sliced[..., 16:])
+        return (
+            torch.relu(torch.bmm(a, b).reshape(4, 64 * 80)) * 2.0,
+            torch.bmm(a, c),
+            sliced[..., :16] * sliced[..., 16:],
+        )
 
 
 def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypatch):
@@ -82,8 +87,12 @@ def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypat
 
     remove = compat.add_preprocessing_fn(record)
     g = torch.Generator().manual_seed(0)
-    args = (torch.randn(4, 64, 96, generator=g), torch.randn(4, 96, 80, generator=g),
-            torch.randn(4, 96, 48, generator=g), torch.randn(4, 96, 32, generator=g))
+    args = (
+        torch.randn(4, 64, 96, generator=g),
+        torch.randn(4, 96, 80, generator=g),
+        torch.randn(4, 96, 48, generator=g),
+        torch.randn(4, 96, 32, generator=g),
+    )
     try:
         torch._dynamo.reset()
         with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True), torch.no_grad():
@@ -93,5 +102,6 @@ def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypat
         torch._dynamo.reset()
     for x, y in zip(got, _ThreeBmms()(*args)):
         torch.testing.assert_close(x, y)
-    assert seen == {"bmm4x:64x80x96:fp32:nn": True, "bmm4x:64x48x96:fp32:nn": False,
-                    "bmm4x:64x32x96:fp32:nn": False}, seen
+    assert seen == {"bmm4x:64x80x96:fp32:nn": True, "bmm4x:64x48x96:fp32:nn": False, "bmm4x:64x32x96:fp32:nn": False}, (
+        seen
+    )

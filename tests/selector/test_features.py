@@ -1,4 +1,5 @@
 """Feature schema: one schema for training and selection, finite, deterministic, fast."""
+
 import time
 
 import numpy as np
@@ -17,14 +18,28 @@ from kselect.selector.model.features import (
     featurize_frame,
 )
 
-DEVICE = {"gpu_name": "NVIDIA H200", "sm_count": 132, "shared_memory_per_block_optin": 232448,
-          "l2_cache_bytes": 60 * 2**20, "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
-          "mem_bandwidth_gbs": 4800.0, "fingerprint_id": "h200test"}
+DEVICE = {
+    "gpu_name": "NVIDIA H200",
+    "sm_count": 132,
+    "shared_memory_per_block_optin": 232448,
+    "l2_cache_bytes": 60 * 2**20,
+    "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
+    "mem_bandwidth_gbs": 4800.0,
+    "fingerprint_id": "h200test",
+}
 
-EXTREME = [Problem(1, 1, 65536), Problem(1, 4096, 4096), Problem(65536, 1, 1), Problem(1, 7, 3),
-           Problem(333, 7168, 5120, layout="nn"), Problem(7, 3584, 14336, layout="tt"),
-           Problem(17, 31, 65536, "fp32", "tn"), Problem(96, 1000, 65536, op="bmm", batch=3),
-           Problem(128, 128, 65536), Problem(4097, 4095, 12289, "fp16", op="addmm")]
+EXTREME = [
+    Problem(1, 1, 65536),
+    Problem(1, 4096, 4096),
+    Problem(65536, 1, 1),
+    Problem(1, 7, 3),
+    Problem(333, 7168, 5120, layout="nn"),
+    Problem(7, 3584, 14336, layout="tt"),
+    Problem(17, 31, 65536, "fp32", "tn"),
+    Problem(96, 1000, 65536, op="bmm", batch=3),
+    Problem(128, 128, 65536),
+    Problem(4097, 4095, 12289, "fp16", op="addmm"),
+]
 
 
 def space(p):
@@ -33,11 +48,26 @@ def space(p):
 
 def rows_of(p, cands):
     """Dataset-schema rows for (p, cands): what training featurises."""
-    return pd.DataFrame([{"M": p.M, "N": p.N, "K": p.K, "batch": p.batch, "dtype": p.dtype,
-                          "layout": p.layout, "op": p.op, "backend": c.backend, "template": c.template,
-                          **{k: c.get(k, 0) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M",
-                                                      "num_stages", "num_warps", "k_split")}}
-                         for c in cands])
+    return pd.DataFrame(
+        [
+            {
+                "M": p.M,
+                "N": p.N,
+                "K": p.K,
+                "batch": p.batch,
+                "dtype": p.dtype,
+                "layout": p.layout,
+                "op": p.op,
+                "backend": c.backend,
+                "template": c.template,
+                **{
+                    k: c.get(k, 0)
+                    for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
+                },
+            }
+            for c in cands
+        ]
+    )
 
 
 def test_schema_is_versioned_and_named():

@@ -2,6 +2,7 @@
 the ROCm gate keeps it out of a real max-autotune compile (reason logged once at debug), the
 policy for backends a model has no data for, with the shipped H200 model.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ from kselect.kernels.flydsl import inductor as fly  # noqa: E402
 from kselect.kernels.flydsl import space  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.decide.policy import UNSEEN_KEEP, MeasuredRanker, choose_kept  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 
 NT = Problem(256, 256, 512, "bf16", "nt")
 
@@ -58,8 +59,7 @@ def test_flydsl_extern_callers_map_to_the_space_candidates_not_aten(graph):
         assert got == cand and got.key == cand.key and got.backend == "flydsl"
         assert compat.choice_candidate(bound) == cand
         # through Inductor's KTC path, as the templates stage and the choices stage see it
-        ktc = KernelTemplateChoice(extern, DictKernelTemplateParams(cand.kwargs), {"ab_layout": "nt"},
-                                   layout, inputs)
+        ktc = KernelTemplateChoice(extern, DictKernelTemplateParams(cand.kwargs), {"ab_layout": "nt"}, layout, inputs)
         assert compat.ktc_candidate(ktc) == cand and compat.caller_candidate(ktc.choice) == cand
         assert compat.is_flydsl_ktc(ktc)
         [(_, build)] = compat.flydsl_builds([ktc])
@@ -79,13 +79,19 @@ def test_gate_off_in_a_cpu_max_autotune_compile_logs_once_and_compiles(caplog):
         return torch.mm(a, b), torch.addmm(bias, a, b) @ c
 
     g = torch.Generator().manual_seed(0)
-    args = (torch.randn(64, 96, generator=g), torch.randn(96, 80, generator=g),
-            torch.randn(80, 48, generator=g), torch.randn(80, generator=g))
+    args = (
+        torch.randn(64, 96, generator=g),
+        torch.randn(96, 80, generator=g),
+        torch.randn(80, 48, generator=g),
+        torch.randn(80, generator=g),
+    )
     counters.clear()
     torch._dynamo.reset()
     try:
-        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True), \
-                caplog.at_level(logging.DEBUG, logger="kselect.selector"):
+        with (
+            torch._inductor.config.patch(max_autotune=True, force_disable_caches=True),
+            caplog.at_level(logging.DEBUG, logger="kselect.selector"),
+        ):
             sel = ksi.enable("verify", ranker=MeasuredRanker({}), search_space=None)
             got = torch.compile(f)(*args)
     finally:
@@ -98,7 +104,7 @@ def test_gate_off_in_a_cpu_max_autotune_compile_logs_once_and_compiles(caplog):
     off = [r for r in caplog.records if r.getMessage().startswith("FlyDSL off:")]
     assert len(off) == 1 and off[0].levelno == logging.DEBUG
     assert "not a ROCm build (torch.version.hip is None)" in off[0].getMessage()
-    assert sel.flydsl.off == off[0].getMessage()[len("FlyDSL off: "):]
+    assert sel.flydsl.off == off[0].getMessage()[len("FlyDSL off: ") :]
     assert not any("FlyDSL choices unavailable" in r.getMessage() for r in caplog.records)
 
 
@@ -113,8 +119,7 @@ def _h200():
 
 def _mixed(problem, fly_order=slice(None)):
     fly_cands = space.candidates(problem, "gfx942", "default")[:16][fly_order]
-    return ([Candidate.make("aten", "mm")] + triton_space(problem, "default")[:12] + fly_cands,
-            fly_cands)
+    return ([Candidate.make("aten", "mm")] + triton_space(problem, "default")[:12] + fly_cands, fly_cands)
 
 
 def test_shipped_model_never_scores_flydsl_verify_benchmarks_a_few_predict_never(caplog):
@@ -189,7 +194,7 @@ def test_open_gate_handler_adds_ranks_and_compiles_flydsl(graph, monkeypatch, tm
     monkeypatch.setattr(registry, "_HEURISTIC_CACHE", {})
     a, w_t = _buf("a", [256, 512], [512, 1]), _buf("w", [512, 256], [1, 512])
     inputs = MMKernelInputs([a, w_t])
-    fly_cands = space.candidates(NT, "gfx942", "default")[:fly.MAX_CHOICES]
+    fly_cands = space.candidates(NT, "gfx942", "default")[: fly.MAX_CHOICES]
     seen = []
 
     class Recording(MeasuredRanker):
@@ -214,16 +219,19 @@ def test_open_gate_handler_adds_ranks_and_compiles_flydsl(graph, monkeypatch, tm
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
     def ktc(template, **kw):
-        return KernelTemplateChoice(template, DictKernelTemplateParams(kw), {"ab_layout": "nt"},
-                                    choices[0].layout, inputs)
+        return KernelTemplateChoice(
+            template, DictKernelTemplateParams(kw), {"ab_layout": "nt"}, choices[0].layout, inputs
+        )
 
     aten = ktc(aten_mm)
     good = ktc(fly._extern("mm"), **fly_cands[0].kwargs)
-    bad = ktc(fly._extern("mm"), **{**fly_cands[0].kwargs, "TILE_M": 256, "TILE_N": 256, "TILE_K": 64,
-                                    "STAGES": 3})  # LDS over gfx942's 64 KiB
+    bad = ktc(
+        fly._extern("mm"), **{**fly_cands[0].kwargs, "TILE_M": 256, "TILE_N": 256, "TILE_K": 64, "STAGES": 3}
+    )  # LDS over gfx942's 64 KiB
     assert sel.flydsl.finalize([good, bad, aten], [aten, good, bad]) == [good, aten]
-    with torch._inductor.config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN",
-                                      max_autotune_allow_flexible_layouts=True):
+    with torch._inductor.config.patch(
+        max_autotune=True, max_autotune_gemm_backends="ATEN", max_autotune_allow_flexible_layouts=True
+    ):
         # all-extern lists may keep a flexible output layout; FlyDSL writes a contiguous one
         assert handler._need_to_fix_layout([aten, good], "mm")
         assert not handler._need_to_fix_layout([aten], "mm")

@@ -1,5 +1,6 @@
 """forest.TreeEnsemble: numpy trees equal XGBoost's predictions bit for bit; serving a model
 imports no xgboost; what it cannot evaluate goes to xgboost."""
+
 import json
 import subprocess
 import sys
@@ -7,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
+from kselect.selector.model.cost_model import CostModel, ModelError
 from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.selector.model.forest import TreeEnsemble, UnsupportedModel
-from kselect.selector.model.cost_model import CostModel, ModelError
-from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
+from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.train import fit_model, sample_rows
 
 FAST = {"n_estimators": 30, "max_depth": 6, "nthread": 1}
@@ -33,7 +34,7 @@ def _with_missing(X: np.ndarray) -> np.ndarray:
     X[2::5, cols[3:6]] = np.nan
     X[::2, cols[6]] = np.inf
     X[1::3, cols[7]] = -np.inf
-    X[::7, 0] = np.inf          # column 0 is what a leaf reads
+    X[::7, 0] = np.inf  # column 0 is what a leaf reads
     return X
 
 
@@ -44,13 +45,15 @@ def test_numpy_trees_equal_xgboost_bit_for_bit(data, tmp_path, objective):
     path = tmp_path / "m.json"
     fitted.save(path, {"fingerprint": FINGERPRINT})
     loaded = CostModel.load(path)
-    assert "forest_" in loaded.__dict__ and "_booster" not in loaded.__dict__   # serving: no booster
+    assert "forest_" in loaded.__dict__ and "_booster" not in loaded.__dict__  # serving: no booster
     booster = fitted.booster_
     for rows in (np.asarray(X, dtype=np.float32), _with_missing(X), np.asarray(X, dtype=np.float32)[:1]):
         assert np.array_equal(loaded.forest_.margin(rows), booster.inplace_predict(rows, validate_features=False))
         for its in ((0, 5), (3, 17), (29, 30)):
-            assert np.array_equal(loaded.forest_.margin(rows, its),
-                                  booster.inplace_predict(rows, iteration_range=its, validate_features=False))
+            assert np.array_equal(
+                loaded.forest_.margin(rows, its),
+                booster.inplace_predict(rows, iteration_range=its, validate_features=False),
+            )
         assert np.array_equal(loaded.predict(rows), fitted.predict(rows))
         assert np.array_equal(loaded.selection_cost(rows), fitted.selection_cost(rows))
     assert loaded.n_trees == fitted.n_trees == 30
@@ -61,17 +64,19 @@ def test_numpy_trees_equal_xgboost_bit_for_bit(data, tmp_path, objective):
 def test_shipped_model_serves_without_importing_xgboost():
     """A fresh process loads the shipped model and ranks a GEMM's whole space: xgboost (and
     the scikit-learn it imports) never load."""
-    code = ("import sys, numpy as np\n"
-            "from kselect.selector.model.cost_model import load_shipped\n"
-            "from kselect.kernels.problem import Problem\n"
-            "from kselect.kernels.candidate import Candidate\n"
-            "from kselect.kernels.triton.space import triton_space\n"
-            "from kselect.selector.model.features import featurize_candidates\n"
-            "m = load_shipped('h200-bf16.json')\n"
-            "p = Problem(777, 4608, 3584, 'bf16', 'nt')\n"
-            "c = [Candidate.make('aten', 'mm')] + triton_space(p, 'exhaustive')\n"
-            "cost = m.selection_cost(featurize_candidates(p, c, m.fingerprint))\n"
-            "print(len(c), int(np.isfinite(cost).sum()), 'xgboost' in sys.modules, 'sklearn' in sys.modules)\n")
+    code = (
+        "import sys, numpy as np\n"
+        "from kselect.selector.model.cost_model import load_shipped\n"
+        "from kselect.kernels.problem import Problem\n"
+        "from kselect.kernels.candidate import Candidate\n"
+        "from kselect.kernels.triton.space import triton_space\n"
+        "from kselect.selector.model.features import featurize_candidates\n"
+        "m = load_shipped('h200-bf16.json')\n"
+        "p = Problem(777, 4608, 3584, 'bf16', 'nt')\n"
+        "c = [Candidate.make('aten', 'mm')] + triton_space(p, 'exhaustive')\n"
+        "cost = m.selection_cost(featurize_candidates(p, c, m.fingerprint))\n"
+        "print(len(c), int(np.isfinite(cost).sum()), 'xgboost' in sys.modules, 'sklearn' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     n, finite, xgb, skl = out.stdout.split()
@@ -82,15 +87,19 @@ def test_shipped_model_ranks_exactly_as_xgboost():
     from kselect.kernels.candidate import Candidate
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.model.features import featurize_candidates
     from kselect.selector.model.cost_model import load_shipped
+    from kselect.selector.model.features import featurize_candidates
 
     served = load_shipped("h200-bf16.json")
     with_xgb = load_shipped("h200-bf16.json")
-    with_xgb.booster_ = with_xgb.booster_     # the xgboost booster, the numpy trees dropped
+    with_xgb.booster_ = with_xgb.booster_  # the xgboost booster, the numpy trees dropped
     assert "forest_" not in with_xgb.__dict__ and "forest_" in served.__dict__
-    for p in (Problem(777, 4608, 3584, "bf16", "nt"), Problem(8, 128256, 4096, "bf16", "nt"),
-              Problem(100, 3072, 3072, "bf16", "tn"), Problem(1500, 3584, 28672, "bf16", "nn")):
+    for p in (
+        Problem(777, 4608, 3584, "bf16", "nt"),
+        Problem(8, 128256, 4096, "bf16", "nt"),
+        Problem(100, 3072, 3072, "bf16", "tn"),
+        Problem(1500, 3584, 28672, "bf16", "nn"),
+    ):
         cands = [Candidate.make("aten", "mm")] + triton_space(p, "exhaustive")
         X = featurize_candidates(p, cands, served.fingerprint)
         assert np.array_equal(served.selection_cost(X), with_xgb.selection_cost(X))
@@ -98,14 +107,24 @@ def test_shipped_model_ranks_exactly_as_xgboost():
 
 def _tiny_model(objective="rank:ndcg", split_type=0, right=2) -> dict:
     """A one-tree XGBoost JSON model: x0 < 0.5 -> 1.0 else 2.0 (missing goes right)."""
-    tree = {"id": 0, "left_children": [1, -1, -1], "right_children": [right, -1, -1],
-            "split_indices": [0, 0, 0], "split_conditions": [0.5, 1.0, 2.0], "default_left": [0, 0, 0],
-            "split_type": [split_type, 0, 0], "categories_nodes": [], "tree_param": {"size_leaf_vector": "1"}}
-    return {"learner": {"objective": {"name": objective},
-                        "learner_model_param": {"base_score": "[1E-1]", "num_class": "0", "num_target": "1",
-                                                "num_feature": "2"},
-                        "gradient_booster": {"name": "gbtree", "model": {"trees": [tree],
-                                                                         "iteration_indptr": [0, 1]}}}}
+    tree = {
+        "id": 0,
+        "left_children": [1, -1, -1],
+        "right_children": [right, -1, -1],
+        "split_indices": [0, 0, 0],
+        "split_conditions": [0.5, 1.0, 2.0],
+        "default_left": [0, 0, 0],
+        "split_type": [split_type, 0, 0],
+        "categories_nodes": [],
+        "tree_param": {"size_leaf_vector": "1"},
+    }
+    return {
+        "learner": {
+            "objective": {"name": objective},
+            "learner_model_param": {"base_score": "[1E-1]", "num_class": "0", "num_target": "1", "num_feature": "2"},
+            "gradient_booster": {"name": "gbtree", "model": {"trees": [tree], "iteration_indptr": [0, 1]}},
+        }
+    }
 
 
 def test_split_rule_missing_values_and_base_score():
@@ -118,11 +137,14 @@ def test_split_rule_missing_values_and_base_score():
         forest.margin(X, (0, 2))
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"objective": "reg:logistic"}, "transforms the margin"),
-    ({"split_type": 1}, "categorical"),
-    ({"right": 1}, "right = left"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"objective": "reg:logistic"}, "transforms the margin"),
+        ({"split_type": 1}, "categorical"),
+        ({"right": 1}, "right = left"),
+    ],
+)
 def test_what_numpy_does_not_evaluate_is_refused(change, match):
     with pytest.raises(UnsupportedModel, match=match):
         TreeEnsemble(_tiny_model(**change))
@@ -175,6 +197,7 @@ def test_truncated_json_model_is_a_clear_error(tmp_path, data):
 def test_child_indices_and_node_arrays_must_describe_one_tree():
     """The forest is built from all trees at once, so a child index must stay inside its own
     tree and every node array must have one entry per node: anything else is refused."""
+
     def tree_of(model):
         return model["learner"]["gradient_booster"]["model"]["trees"][0]
 
@@ -188,10 +211,17 @@ def test_child_indices_and_node_arrays_must_describe_one_tree():
         TreeEnsemble(short)
     # two trees of different depths: each walks its own nodes (ids offset per tree)
     two = _tiny_model()
-    deeper = {"id": 1, "left_children": [1, 3, -1, -1, -1], "right_children": [2, 4, -1, -1, -1],
-              "split_indices": [1, 0, 0, 0, 0], "split_conditions": [5.0, 0.5, 30.0, 10.0, 20.0],
-              "default_left": [0, 0, 0, 0, 0], "split_type": [0] * 5, "categories_nodes": [],
-              "tree_param": {"size_leaf_vector": "1"}}
+    deeper = {
+        "id": 1,
+        "left_children": [1, 3, -1, -1, -1],
+        "right_children": [2, 4, -1, -1, -1],
+        "split_indices": [1, 0, 0, 0, 0],
+        "split_conditions": [5.0, 0.5, 30.0, 10.0, 20.0],
+        "default_left": [0, 0, 0, 0, 0],
+        "split_type": [0] * 5,
+        "categories_nodes": [],
+        "tree_param": {"size_leaf_vector": "1"},
+    }
     model = two["learner"]["gradient_booster"]["model"]
     model["trees"].append(deeper)
     model["iteration_indptr"] = [0, 1, 2]

@@ -1,4 +1,5 @@
 """The policy for ATen-relative scores: how many templates verify times, when predict leaves ATen."""
+
 import math
 
 import numpy as np
@@ -14,8 +15,7 @@ from kselect.selector.decide.policy import (
 
 
 def tile(bm, bn, warps=4):
-    return Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, GROUP_M=8, num_stages=3,
-                          num_warps=warps)
+    return Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=warps)
 
 
 ATEN = Candidate.make("aten", "mm")
@@ -26,7 +26,7 @@ CANDS = [ATEN, tile(64, 64, 4), tile(64, 64, 8), tile(128, 64), tile(64, 128), t
 def test_tiers():
     assert templates_to_time(-0.2) == 4
     assert templates_to_time(VERIFY_GAP_TIERS[0][0]) == 4
-    assert templates_to_time(0.25) == 4      # shipped: the cap up to the target's clip, then none
+    assert templates_to_time(0.25) == 4  # shipped: the cap up to the target's clip, then none
     assert templates_to_time(0.31) == 0
     tiers = ((0.10, 4), (0.20, 2), (0.30, 1))
     assert templates_to_time(0.1, tiers) == 4 and templates_to_time(0.15, tiers) == 2
@@ -36,17 +36,17 @@ def test_tiers():
 
 
 def test_verify_times_aten_and_the_gap_s_count_one_per_family():
-    scores = np.array([0.0, -0.10, -0.12, -0.05, 0.02, 0.2])   # best template: the 8-warp 64x64
+    scores = np.array([0.0, -0.10, -0.12, -0.05, 0.02, 0.2])  # best template: the 8-warp 64x64
     kept, why = choose_kept(CANDS, scores, "verify", 4, True, False, aten_gap=True)
-    assert kept == [2, 3, 4, 5, 0]         # 4 templates (the 4-warp 64x64 is its family's second), ATen
+    assert kept == [2, 3, 4, 5, 0]  # 4 templates (the 4-warp 64x64 is its family's second), ATen
     assert "4 template" in why
     far = np.array([0.0, 0.40, 0.35, 0.5, 0.6, 0.7])
     kept, _ = choose_kept(CANDS, far, "verify", 4, True, False, aten_gap=True)
-    assert kept == [0]                     # nothing predicted close to ATen: ATen alone
+    assert kept == [0]  # nothing predicted close to ATen: ATen alone
     near = np.array([0.0, 0.15, 0.2, 0.5, 0.6, 0.7])
     kept, _ = choose_kept(CANDS, near, "verify", 4, True, False, aten_gap=True)
-    assert kept == [1, 3, 4, 5, 0]         # gap 0.15 -> 4 templates of distinct families, ATen
-    assert choose_kept(CANDS, scores, "verify", 1, True, False, aten_gap=True)[0] == [2, 0]   # the cap wins
+    assert kept == [1, 3, 4, 5, 0]  # gap 0.15 -> 4 templates of distinct families, ATen
+    assert choose_kept(CANDS, scores, "verify", 1, True, False, aten_gap=True)[0] == [2, 0]  # the cap wins
 
 
 def test_verify_keeps_the_compile_price():
@@ -73,8 +73,8 @@ def test_without_aten_a_template_is_still_timed():
 
 
 def test_gap_scores_come_from_a_reg_aten_model():
-    from kselect.selector.model.cost_model import CostModel
     from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel
 
     assert CostModelRanker(CostModel(objective="reg:aten"), None).aten_gap_scores
     assert not CostModelRanker(CostModel(objective="rank:ndcg"), None).aten_gap_scores

@@ -13,6 +13,7 @@ The last test reports (as a GpuSelectorReport warning, shown in pytest's warning
 each stage did per GEMM: "templates" (the KTC hook, before codegen) and "choices" (the
 preprocessing hook, after codegen). KSELECT_GPU_REPORT=<file.json> also dumps every detail.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,25 +32,24 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")]
 
-K = 2          # verify mode's cap; with the ATen safety net at most K + 1 choices are benchmarked
-TOL = 2e-2     # relative Frobenius error vs an fp32 reference: bf16 rounding is ~4e-3
+K = 2  # verify mode's cap; with the ATen safety net at most K + 1 choices are benchmarked
+TOL = 2e-2  # relative Frobenius error vs an fp32 reference: bf16 rounding is ~4e-3
 COMPILE_MODE = "max-autotune-no-cudagraphs"
 INDUCTOR_PATCH = {"force_disable_caches": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
 
 
 @dataclass(frozen=True)
 class Gemm:
-    key: str      # the Problem key kselect reads from Inductor's input nodes
-    op: str       # what the decision cache's key fields record as "op" ...
-    out: tuple    # ... and as "out" (the output shape)
+    key: str  # the Problem key kselect reads from Inductor's input nodes
+    op: str  # what the decision cache's key fields record as "op" ...
+    out: tuple  # ... and as "out" (the output shape)
 
 
 # In the order four_gemms returns them. Skinny-M shapes with large N x K: the shipped model
@@ -66,10 +66,12 @@ FP32_KEY = "mm:64x512x256:fp32:nt"
 
 
 def four_gemms(x, w, xl, wl, bias, a, b, xk, dy):
-    return (x @ w.t(),                                  # mm, W stored (N, K): "nt"
-            torch.nn.functional.linear(xl, wl, bias),   # addmm(bias, x, W^T)
-            torch.bmm(a, b),                            # bmm, both row-major: "nn"
-            xk.t() @ dy)                                # dW = X^T @ dY, A stored transposed: "tn"
+    return (
+        x @ w.t(),  # mm, W stored (N, K): "nt"
+        torch.nn.functional.linear(xl, wl, bias),  # addmm(bias, x, W^T)
+        torch.bmm(a, b),  # bmm, both row-major: "nn"
+        xk.t() @ dy,
+    )  # dW = X^T @ dY, A stored transposed: "tn"
 
 
 def _randn(gen, dtype, *shape):
@@ -79,10 +81,17 @@ def _randn(gen, dtype, *shape):
 def bf16_inputs():
     g = torch.Generator(device="cuda").manual_seed(0)
     r = lambda *s: _randn(g, torch.bfloat16, *s)  # noqa: E731
-    return (r(16, 8192), r(16384, 8192),              # mm: x (M, K), W (N, K)
-            r(8, 8192), r(16384, 8192), r(16384),     # Linear: x (M, K), W (N, K), bias (N,)
-            r(4, 8, 4096), r(4, 4096, 14336),         # bmm: A (B, M, K), B (B, K, N)
-            r(14336, 8), r(14336, 14336))             # dW: X (K, M), dY (K, N)
+    return (
+        r(16, 8192),
+        r(16384, 8192),  # mm: x (M, K), W (N, K)
+        r(8, 8192),
+        r(16384, 8192),
+        r(16384),  # Linear: x (M, K), W (N, K), bias (N,)
+        r(4, 8, 4096),
+        r(4, 4096, 14336),  # bmm: A (B, M, K), B (B, K, N)
+        r(14336, 8),
+        r(14336, 14336),
+    )  # dW: X (K, M), dY (K, N)
 
 
 # kselect's log lines (selector/inductor/hook.py)
@@ -95,9 +104,9 @@ class Compiled:
     """One max-autotune compile: outputs, Inductor's benchmarks, kselect's log and stats."""
 
     outputs: tuple
-    runs: list            # (problem key, {Candidate: ms}) per Inductor benchmark (feedback saver)
-    log: list             # kselect.selector log messages
-    warnings: list        # KselectFallbackWarning messages
+    runs: list  # (problem key, {Candidate: ms}) per Inductor benchmark (feedback saver)
+    log: list  # kselect.selector log messages
+    warnings: list  # KselectFallbackWarning messages
     stats: dict
     selector: object
     seconds: float
@@ -112,13 +121,15 @@ class Compiled:
 
     def decisions(self, key):
         """[(stage, candidates seen, kept keys)] for this GEMM, in order."""
-        return [(m.group(1), int(m.group(3)), ast.literal_eval(m.group(5)))
-                for m in map(DECISION.match, self.log) if m and m.group(2) == key]
+        return [
+            (m.group(1), int(m.group(3)), ast.literal_eval(m.group(5)))
+            for m in map(DECISION.match, self.log)
+            if m and m.group(2) == key
+        ]
 
     def hits(self, key):
         """[(stage, kept keys)] of decision-cache hits for this GEMM."""
-        return [(m.group(1), ast.literal_eval(m.group(3)))
-                for m in map(HIT.match, self.log) if m and m.group(2) == key]
+        return [(m.group(1), ast.literal_eval(m.group(3))) for m in map(HIT.match, self.log) if m and m.group(2) == key]
 
     def describe(self, key) -> str:
         dec = ", ".join(f"{s} {seen}->{len(kept)} {kept}" for s, seen, kept in self.decisions(key)) or "none"
@@ -127,9 +138,14 @@ class Compiled:
         return f"{key}: decisions [{dec}]; cache hits [{hits}]; Inductor benchmarked {runs}"
 
     def to_json(self) -> dict:
-        return {"seconds": self.seconds, "stats": self.stats, "warnings": self.warnings, "log": self.log,
-                "runs": [(k, {c.key: ms for c, ms in r.items()}) for k, r in self.runs],
-                "cache_files": self.cache_files}
+        return {
+            "seconds": self.seconds,
+            "stats": self.stats,
+            "warnings": self.warnings,
+            "log": self.log,
+            "runs": [(k, {c.key: ms for c, ms in r.items()}) for k, r in self.runs],
+            "cache_files": self.cache_files,
+        }
 
 
 class Benchmarks:
@@ -182,8 +198,15 @@ class Harness:
         finally:
             ksi.disable()
         ours = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
-        return Compiled(outputs if isinstance(outputs, tuple) else (outputs,), list(self.bench.runs),
-                        list(self.logs.lines), ours, dict(sel.stats), sel, time.perf_counter() - t0)
+        return Compiled(
+            outputs if isinstance(outputs, tuple) else (outputs,),
+            list(self.bench.runs),
+            list(self.logs.lines),
+            ours,
+            dict(sel.stats),
+            sel,
+            time.perf_counter() - t0,
+        )
 
 
 def _skip_unless_the_shipped_model_is_for_this_gpu():
@@ -239,8 +262,7 @@ def _cache_files(root: Path) -> list:
 @pytest.fixture(scope="module")
 def verify_first(harness, operands, decisions_dir):
     """verify with Inductor's own benchmark of the kept set (verify_timing="inductor")."""
-    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir,
-                          verify_timing="inductor")
+    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir, verify_timing="inductor")
     res.cache_files = _cache_files(decisions_dir)  # before the second compile rewrites any
     return res
 
@@ -248,8 +270,7 @@ def verify_first(harness, operands, decisions_dir):
 @pytest.fixture(scope="module")
 def verify_again(harness, operands, decisions_dir, verify_first):
     """A new Selector on the same decision cache, Dynamo reset, Inductor caches off."""
-    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir,
-                           verify_timing="inductor")
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir, verify_timing="inductor")
 
 
 @pytest.fixture(scope="module")
@@ -268,8 +289,14 @@ def verify_own(harness, operands, own_dir):
 @pytest.fixture(scope="module")
 def verify_cool(harness, operands, tmp_path_factory):
     """verify with warm_while_compiling=False, deciding afresh (its own decision cache)."""
-    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path_factory.mktemp("decisions-cool"),
-                           warm_while_compiling=False)
+    return harness.compile(
+        "verify",
+        four_gemms,
+        operands[0],
+        k=K,
+        cache_dir=tmp_path_factory.mktemp("decisions-cool"),
+        warm_while_compiling=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -277,8 +304,14 @@ def verify_workers(harness, operands, tmp_path_factory):
     """verify with compile_in="workers", deciding afresh, once Inductor's worker pool is up."""
     if compat.warm_compile_pool() is None:
         pytest.skip("this torch compiles in one process: no compile-worker pool to use")
-    return harness.compile("verify", four_gemms, operands[0], k=K,
-                           cache_dir=tmp_path_factory.mktemp("decisions-workers"), compile_in="workers")
+    return harness.compile(
+        "verify",
+        four_gemms,
+        operands[0],
+        k=K,
+        cache_dir=tmp_path_factory.mktemp("decisions-workers"),
+        compile_in="workers",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -374,8 +407,10 @@ def test_verify_really_benchmarked(verify_first):
     """The checks above are vacuous for a GEMM whose kept set was one choice (a clear ATen winner)."""
     benchmarked = [g.key for g in GEMMS.values() if verify_first.benchmarked(g.key)]
     if not benchmarked:
-        pytest.skip("verify kept one choice per GEMM (the model is sure of each): Inductor's benchmark of a "
-                    "kept set and its caching were not exercised; pick shapes the model is less sure of")
+        pytest.skip(
+            "verify kept one choice per GEMM (the model is sure of each): Inductor's benchmark of a "
+            "kept set and its caching were not exercised; pick shapes the model is less sure of"
+        )
 
 
 def test_verify_stats_and_no_fallbacks(verify_first, verify_again):
@@ -428,7 +463,7 @@ def test_verify_measures_kept_set_itself_and_inductor_benchmarks_nothing(verify_
     if any(len(k) > 1 for k in kept_sets):
         assert measured, f"kept {kept_sets} but kselect measured nothing: {res.log}"
         m = measured[-1]
-        assert any(k.startswith("aten:") for k in m["ms"]), m        # the ATen safety net was timed
+        assert any(k.startswith("aten:") for k in m["ms"]), m  # the ATen safety net was timed
         assert m["method"] == "cuda_graph" and not m["dropped"], m
         finite = {k: t for k, t in m["ms"].items() if t < float("inf")}
         assert m["winner"] == min(finite, key=finite.get), m
@@ -441,8 +476,7 @@ def test_verify_compiles_while_aten_runs_and_the_gpu_warms(verify_own):
     kept busy (at least WARM_MS) until they were done, and the record says where time went."""
     from kselect.selector.verify.timing import WARM_MS
 
-    with_templates = [m for m in verify_own.selector.measurements
-                      if any(k.startswith("triton:") for k in m["ms"])]
+    with_templates = [m for m in verify_own.selector.measurements if any(k.startswith("triton:") for k in m["ms"])]
     assert with_templates, "no measured set held a Triton template"
     for m in with_templates:
         ph = m["phases_ms"]
@@ -474,7 +508,7 @@ def test_verify_workers_compiles_the_kept_templates_in_inductors_workers(verify_
     failed), every kept Triton template went to a compile worker and was then loaded here; the
     record has each one's worker time, and the picks still compute right."""
     assert verify_workers.warnings == [] and verify_workers.selector.compile_in == "workers"
-    warm = _warm_start_ended(verify_workers.selector.warm_start)["workers"]   # the pool was up
+    warm = _warm_start_ended(verify_workers.selector.warm_start)["workers"]  # the pool was up
     assert warm["jobs"] >= 1 and warm["done"] == warm["jobs"] and warm["failed"] == 0 and "error" not in warm, warm
     with_templates = [m for m in verify_workers.selector.measurements if any(k.startswith("triton:") for k in m["ms"])]
     assert with_templates, "no measured set held a Triton template"
@@ -534,9 +568,17 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     slow = next(i for i, c in enumerate(cands) if c.key == "triton:mm:BK256-BM16-BN64-G8-S3-W2")
     ranker = sel.ranker_for(fingerprint)
     scores = ranker.rank(problem, cands)
-    kept, why = choose_kept(cands, scores, "verify", 4, True, False, compile_price=price,
-                            aten_gap=ranker.aten_gap_scores,
-                            nearest=nearest_candidates(ranker, "verify", problem, cands))
+    kept, why = choose_kept(
+        cands,
+        scores,
+        "verify",
+        4,
+        True,
+        False,
+        compile_price=price,
+        aten_gap=ranker.aten_gap_scores,
+        nearest=nearest_candidates(ranker, "verify", problem, cands),
+    )
     assert slow not in kept and slow in price.passed, why
 
 
@@ -585,8 +627,11 @@ def _with_epilogue(x, w, r):
 @pytest.fixture(scope="module")
 def epilogue_own(harness):
     g = torch.Generator(device="cuda").manual_seed(2)
-    args = (_randn(g, torch.bfloat16, 8, 4096), _randn(g, torch.bfloat16, 4096, 4096),
-            _randn(g, torch.bfloat16, 8, 4096))
+    args = (
+        _randn(g, torch.bfloat16, 8, 4096),
+        _randn(g, torch.bfloat16, 4096, 4096),
+        _randn(g, torch.bfloat16, 8, 4096),
+    )
     res = harness.compile("verify", _with_epilogue, args, k=K, epilogue_fusion=True)
     return res, _with_epilogue(*[t.float() for t in args])
 
@@ -602,7 +647,7 @@ def test_verify_prices_the_epilogue_a_template_can_fuse(epilogue_own):
     fusing = [k for k in m["ms"] if k.startswith(("triton:mm", "triton:persistent_tma"))]
     assert fusing and any(k.startswith("aten:") for k in m["ms"]), m
     saving = m["epilogue_saving_ms"]
-    assert EPILOGUE_KERNEL_MS <= saving < 2 * EPILOGUE_KERNEL_MS, m   # 8 x 4096 outputs: ~the kernel
+    assert EPILOGUE_KERNEL_MS <= saving < 2 * EPILOGUE_KERNEL_MS, m  # 8 x 4096 outputs: ~the kernel
     eff = {k: t + (0.0 if k in fusing else saving) for k, t in m["ms"].items() if t < float("inf")}
     assert m["winner"] == min(eff, key=eff.get), m
     got = res.outputs[0]
@@ -633,7 +678,7 @@ def test_early_decision_equals_deciding_over_inductors_choices(predict, predict_
     _check_outputs(predict_late, operands, name)
 
 
-DECOMPOSE_K_KEY = "mm:64x64x65536:bf16:nn"   # K >= 32 * M and 32 * N: Inductor adds decompose-k
+DECOMPOSE_K_KEY = "mm:64x64x65536:bf16:nn"  # K >= 32 * M and 32 * N: Inductor adds decompose-k
 
 
 def test_decompose_k_gemm_decides_early_and_late_alike(harness):
@@ -667,35 +712,55 @@ class GpuSelectorReport(UserWarning):
     """Information, not a problem: what the hooks did on this GPU / torch."""
 
 
-def test_report_what_the_hooks_did(predict, verify_first, verify_again, verify_own, verify_own_again, fp32,
-                                   epilogue_own):
+def test_report_what_the_hooks_did(
+    predict, verify_first, verify_again, verify_own, verify_own_again, fp32, epilogue_own
+):
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     import triton
 
-    lines = [f"{props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, triton {triton.__version__}"]
-    for title, res in (("predict", predict), (f"verify k={K}, Inductor timing", verify_first),
-                       ("verify again", verify_again), (f"verify k={K}, kselect timing", verify_own),
-                       ("verify (kselect timing) again", verify_own_again),
-                       ("verify, GEMM with a pointwise epilogue", epilogue_own[0])):
+    lines = [
+        f"{props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, triton {triton.__version__}"
+    ]
+    for title, res in (
+        ("predict", predict),
+        (f"verify k={K}, Inductor timing", verify_first),
+        ("verify again", verify_again),
+        (f"verify k={K}, kselect timing", verify_own),
+        ("verify (kselect timing) again", verify_own_again),
+        ("verify, GEMM with a pointwise epilogue", epilogue_own[0]),
+    ):
         lines.append(f"[{title}] {res.seconds:.1f} s, stats {res.stats}")
         lines += ["  " + res.describe(g.key) for g in GEMMS.values()]
-        lines += [f"  kselect measured {m['problem']}: {m['ms']} -> {m['winner']} ({m['wall_ms']:.0f} ms)"
-                  for m in res.selector.measurements]
-    lines.append(f"[fp32 predict] {fp32[0].seconds:.1f} s, stats {fp32[0].stats}, warnings {fp32[0].warnings}, "
-                 f"benchmarked {[len(r) for r in fp32[0].timed(FP32_KEY)]} choices")
+        lines += [
+            f"  kselect measured {m['problem']}: {m['ms']} -> {m['winner']} ({m['wall_ms']:.0f} ms)"
+            for m in res.selector.measurements
+        ]
+    lines.append(
+        f"[fp32 predict] {fp32[0].seconds:.1f} s, stats {fp32[0].stats}, warnings {fp32[0].warnings}, "
+        f"benchmarked {[len(r) for r in fp32[0].timed(FP32_KEY)]} choices"
+    )
     stages = {g.key: sorted({s for s, _, _ in predict.decisions(g.key)}) for g in GEMMS.values()}
     lines.append(f"stages that decided in predict mode: {stages}")
     path = os.environ.get("KSELECT_GPU_REPORT")
     if path:
-        Path(path).write_text(json.dumps({"summary": lines, "predict": predict.to_json(),
-                                          "verify_first": verify_first.to_json(),
-                                          "verify_again": verify_again.to_json(),
-                                          "verify_own": {**verify_own.to_json(),
-                                                         "measurements": list(verify_own.selector.measurements)},
-                                          "verify_own_again": verify_own_again.to_json(),
-                                          "fp32": fp32[0].to_json(),
-                                          "epilogue_own": {**epilogue_own[0].to_json(), "measurements":
-                                                           list(epilogue_own[0].selector.measurements)}},
-                                         indent=1, default=str))
+        Path(path).write_text(
+            json.dumps(
+                {
+                    "summary": lines,
+                    "predict": predict.to_json(),
+                    "verify_first": verify_first.to_json(),
+                    "verify_again": verify_again.to_json(),
+                    "verify_own": {**verify_own.to_json(), "measurements": list(verify_own.selector.measurements)},
+                    "verify_own_again": verify_own_again.to_json(),
+                    "fp32": fp32[0].to_json(),
+                    "epilogue_own": {
+                        **epilogue_own[0].to_json(),
+                        "measurements": list(epilogue_own[0].selector.measurements),
+                    },
+                },
+                indent=1,
+                default=str,
+            )
+        )
     warnings.warn("\n".join(lines), GpuSelectorReport)
     assert all(stages.values())

@@ -5,6 +5,7 @@ decode graph never uses that class, and paid ~55 ms of compile for it on the dev
 (reports/2026-12-05-ranker-load-dev-cpu). Now the selector reads the GEMMs of the graph Inductor is
 lowering at its first GEMM and warms their size classes; its decisions stay as quick.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,19 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 from kselect.kernels.backend import Candidate, Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
-from kselect.selector.model import features  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.model.cost_model import load_shipped  # noqa: E402
 from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.model import features  # noqa: E402
+from kselect.selector.model.cost_model import load_shipped  # noqa: E402
 
 BF16 = torch.bfloat16
 # one-layer decode GEMMs (M = 8): qkv, o (with a bias: addmm), lm_head
-DECODE = [Problem(8, 6144, 4096, "bf16", "nt"), Problem(8, 4096, 4096, "bf16", "nt", op="addmm"),
-          Problem(8, 128256, 4096, "bf16", "nt")]
+DECODE = [
+    Problem(8, 6144, 4096, "bf16", "nt"),
+    Problem(8, 4096, 4096, "bf16", "nt", op="addmm"),
+    Problem(8, 128256, 4096, "bf16", "nt"),
+]
 
 
 def _decode(x, w_qkv, w_o, b_o, w_lm):
@@ -37,9 +41,13 @@ def _decode(x, w_qkv, w_o, b_o, w_lm):
 
 
 def _decode_args():
-    return (torch.empty(8, 4096, dtype=BF16), torch.empty(6144, 4096, dtype=BF16),
-            torch.empty(4096, 4096, dtype=BF16), torch.empty(4096, dtype=BF16),
-            torch.empty(128256, 4096, dtype=BF16))
+    return (
+        torch.empty(8, 4096, dtype=BF16),
+        torch.empty(6144, 4096, dtype=BF16),
+        torch.empty(4096, 4096, dtype=BF16),
+        torch.empty(4096, dtype=BF16),
+        torch.empty(128256, 4096, dtype=BF16),
+    )
 
 
 class _Graph:
@@ -57,17 +65,19 @@ def _fingerprint() -> dict:
 def test_the_graphs_gemms_are_read_with_their_layouts_and_symbolic_sizes_are_skipped():
     assert compat.graph_gemm_problems(_Graph(_decode, _decode_args())) == DECODE
 
-    def backward_like(dy, x, a, b):   # dY.T @ X is "tn"; a batched product, a bmm with bias
+    def backward_like(dy, x, a, b):  # dY.T @ X is "tn"; a batched product, a bmm with bias
         return torch.mm(dy.t(), x), torch.bmm(a, b), torch.baddbmm(a[:, :, :5], a, b)
 
     args = (torch.empty(64, 32), torch.empty(64, 48), torch.empty(3, 5, 7), torch.empty(3, 7, 5))
     got = compat.graph_gemm_problems(_Graph(backward_like, args))
-    assert got == [Problem(32, 48, 64, "fp32", "tn"), Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3),
-                   Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3)]
+    assert got == [
+        Problem(32, 48, 64, "fp32", "tn"),
+        Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3),
+        Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3),
+    ]
     # dynamic shapes: the sizes are symbols; reading them must not specialise the compile
-    assert compat.graph_gemm_problems(_Graph(torch.mm, (torch.empty(9, 16), torch.empty(16, 24)),
-                                             "symbolic")) == []
-    assert compat.lowering_graph() is None   # outside a compile
+    assert compat.graph_gemm_problems(_Graph(torch.mm, (torch.empty(9, 16), torch.empty(16, 24)), "symbolic")) == []
+    assert compat.lowering_graph() is None  # outside a compile
 
 
 def test_a_real_lowering_shows_the_hook_its_graphs_gemms(tmp_path, monkeypatch):
@@ -91,23 +101,25 @@ def test_a_real_lowering_shows_the_hook_its_graphs_gemms(tmp_path, monkeypatch):
         torch._dynamo.reset()
     torch.testing.assert_close(got, torch.bmm(torch.bmm(a, b), c))
     assert seen, "max-autotune did not reach the preprocessing hook"
-    assert seen[0] == [Problem(64, 80, 96, "fp32", "nn", op="bmm", batch=4),
-                       Problem(64, 32, 80, "fp32", "nn", op="bmm", batch=4)]
+    assert seen[0] == [
+        Problem(64, 80, 96, "fp32", "nn", op="bmm", batch=4),
+        Problem(64, 32, 80, "fp32", "nn", op="bmm", batch=4),
+    ]
 
 
 def test_warming_for_decode_gemms_encodes_their_class_once_and_not_the_large_one(monkeypatch):
-    registry = features._CandidateRegistry()   # an empty encoding table: what this process has
-    monkeypatch.setattr(features, "_REGISTRY", registry)   # encoded so far is no test of that
+    registry = features._CandidateRegistry()  # an empty encoding table: what this process has
+    monkeypatch.setattr(features, "_REGISTRY", registry)  # encoded so far is no test of that
     ranker = CostModelRanker(load_shipped("h200-bf16.json"), None)
     calls = []
     rank = ranker.rank
     ranker.rank = lambda problem, cands: calls.append(problem) or rank(problem, cands)
     space = ranker.warm_up(DECODE)
-    assert calls == [DECODE[0]]                 # one size class: ranked once
+    assert calls == [DECODE[0]]  # one size class: ranked once
     lm_head = [Candidate.make("aten", "mm")] + triton_space(DECODE[2], "exhaustive")
     assert set(space) == set(lm_head)
-    assert ranker.warm_up(DECODE) == [] and len(calls) == 1   # warmed before: nothing to do
-    assert set(registry.index) == {c.key for c in lm_head}   # the decode class's, no more
+    assert ranker.warm_up(DECODE) == [] and len(calls) == 1  # warmed before: nothing to do
+    assert set(registry.index) == {c.key for c in lm_head}  # the decode class's, no more
     large = triton_space(Problem(4096, 4096, 4096), "exhaustive")
     assert sum(c.key not in registry.index for c in large) > len(large) // 2
     ranker.warm_up(DECODE + [Problem(4096, 4096, 4096)])
@@ -118,14 +130,14 @@ def test_warming_for_decode_gemms_encodes_their_class_once_and_not_the_large_one
 def test_the_selector_warms_once_per_graph_and_without_a_graph_once_per_process(monkeypatch):
     fingerprint = _fingerprint()
     sel = ksi.Selector("predict")
-    ranker = sel.ranker_for(fingerprint)   # what a bench's preflight loads: the model, no warm-up
+    ranker = sel.ranker_for(fingerprint)  # what a bench's preflight loads: the model, no warm-up
     warmed = []
     warm_up = ranker.warm_up
     monkeypatch.setattr(ranker, "warm_up", lambda problems=None: warmed.append(problems) or warm_up(problems))
     decode = _Graph(_decode, _decode_args())
     monkeypatch.setattr(compat, "lowering_graph", lambda: decode)
     sel._load_ranker(fingerprint)
-    sel._load_ranker(fingerprint)                    # the graph's later GEMMs: warmed already
+    sel._load_ranker(fingerprint)  # the graph's later GEMMs: warmed already
     assert warmed == [DECODE]
     lm_head = [Candidate.make("aten", "mm")] + triton_space(DECODE[2], "exhaustive")
     kept, _ = sel.select("templates", DECODE[2], {}, fingerprint, lm_head, early=True)
@@ -133,18 +145,18 @@ def test_the_selector_warms_once_per_graph_and_without_a_graph_once_per_process(
     assert first["setup_ms"] > 0 and len(kept) == 1
     sel._load_ranker(fingerprint)
     sel.select("templates", DECODE[2], {}, fingerprint, lm_head, early=True)
-    assert sel.decisions[-1]["setup_ms"] < first["setup_ms"]    # the next one set nothing up
-    other = _Graph(_decode, _decode_args())        # a second graph (a recompile): read again
+    assert sel.decisions[-1]["setup_ms"] < first["setup_ms"]  # the next one set nothing up
+    other = _Graph(_decode, _decode_args())  # a second graph (a recompile): read again
     monkeypatch.setattr(compat, "lowering_graph", lambda: other)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE]
-    monkeypatch.setattr(compat, "lowering_graph", lambda: None)   # no graph: the default, once
+    monkeypatch.setattr(compat, "lowering_graph", lambda: None)  # no graph: the default, once
     sel._load_ranker(fingerprint)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE, None]
 
     unreadable = _Graph(_decode, _decode_args())
-    unreadable.module = None                        # its GEMMs cannot be read: the default (done)
+    unreadable.module = None  # its GEMMs cannot be read: the default (done)
     monkeypatch.setattr(compat, "lowering_graph", lambda: unreadable)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE, None]

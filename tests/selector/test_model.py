@@ -1,10 +1,10 @@
 """CostModel: fit/predict contract, JSON round trip, refusal of foreign devices and schemas."""
+
 import json
 
 import numpy as np
 import pytest
 
-from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.selector.model.cost_model import (
     CostModel,
     DeviceMismatchError,
@@ -14,8 +14,9 @@ from kselect.selector.model.cost_model import (
     meta_path,
     shipped_models,
 )
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
+from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.train import fit_model, sample_rows
 
 FAST = {"n_estimators": 20, "max_depth": 4, "nthread": 1}
@@ -143,7 +144,7 @@ def test_cascade_rescores_the_stage_one_best(data):
     assert np.isinf(cost[~ok]).all()
     full = model.predict(X)
     rescored = np.isin(cost, full) & ok
-    assert rescored.sum() == 16                      # exactly cascade_keep rows get the whole model
+    assert rescored.sum() == 16  # exactly cascade_keep rows get the whole model
     assert cost[ok & ~rescored].min() > cost[rescored].max()  # everything else ranks behind them
     model.set_params(cascade_keep=0)
     assert np.array_equal(model.selection_cost(X)[ok], full[ok])
@@ -165,6 +166,6 @@ def test_evaluation_cascades_each_shape_on_its_own(data):
         assert np.array_equal(got[rows], model.selection_cost(X[rows]))
         ok = ~infeasible(X[rows])
         if ok.sum() > 4:
-            assert (np.isin(got[rows], full[rows]) & ok).sum() == 4   # 4 re-scored rows per shape
+            assert (np.isin(got[rows], full[rows]) & ok).sum() == 4  # 4 re-scored rows per shape
     # over all rows at once only 4 rows in total would get the whole model
     assert (np.isin(model.selection_cost(X), full) & ~infeasible(X)).sum() == 4

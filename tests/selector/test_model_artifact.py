@@ -1,5 +1,6 @@
 """selector/model/artifact.py: the one sidecar schema, file pairing, checks and discovery that
 the cost model, the compile-cost model and the AMD winner model share."""
+
 from __future__ import annotations
 
 import json
@@ -43,16 +44,21 @@ GOOD = artifact.header("compile-cost", ["a", "b"], command="kselect compile-cost
 
 
 def test_a_good_sidecar_loads_and_each_bad_one_names_file_and_problem(tmp_path):
-    assert GOOD == {"kind": "compile-cost", "schema_version": 1, "feature_names": ["a", "b"],
-                    "command": "kselect compile-cost fit"}
+    assert GOOD == {
+        "kind": "compile-cost",
+        "schema_version": 1,
+        "feature_names": ["a", "b"],
+        "command": "kselect compile-cost fit",
+    }
     model = _pair(tmp_path, GOOD)
     assert artifact.load_sidecar(model, "compile-cost", ["a", "b"]) == (model, GOOD)
-    assert artifact.load_sidecar(tmp_path / "m", "compile-cost")[0] == model   # the stem names it too
+    assert artifact.load_sidecar(tmp_path / "m", "compile-cost")[0] == model  # the stem names it too
     for meta, kind, features, problem in (
-            (GOOD, "cost-model", None, "not a cost-model sidecar"),
-            ({**GOOD, "schema_version": 2}, "compile-cost", None, "schema version 2"),
-            ({k: v for k, v in GOOD.items() if k != "feature_names"}, "compile-cost", None, "lacks"),
-            (GOOD, "compile-cost", ["b", "a"], "other features")):
+        (GOOD, "cost-model", None, "not a cost-model sidecar"),
+        ({**GOOD, "schema_version": 2}, "compile-cost", None, "schema version 2"),
+        ({k: v for k, v in GOOD.items() if k != "feature_names"}, "compile-cost", None, "lacks"),
+        (GOOD, "compile-cost", ["b", "a"], "other features"),
+    ):
         _pair(tmp_path, meta)
         with pytest.raises(ModelError, match=problem) as err:
             artifact.load_sidecar(model, kind, features)
@@ -87,7 +93,7 @@ def test_save_publishes_both_files_or_neither(tmp_path):
     assert artifact.load_sidecar(model, "compile-cost")[1] == GOOD
     with pytest.raises(RuntimeError, match="disk full"):
         artifact.save(_Booster(fail=True), model, {**GOOD, "command": "second"})
-    assert artifact.read_sidecar(artifact.sidecar_path(model)) == GOOD    # the first pair, untouched
+    assert artifact.read_sidecar(artifact.sidecar_path(model)) == GOOD  # the first pair, untouched
     assert sorted(p.name for p in model.parent.iterdir()) == ["m.json", "m.meta.json"]
     with pytest.raises(ModelError, match="known kind"):
         artifact.save(_Booster(), model, {"feature_names": []})
@@ -100,7 +106,7 @@ def test_discover_skips_unreadable_sidecars_and_other_kinds(tmp_path):
     _pair(tmp_path, {**GOOD, "kind": "cost-model"}, "b")
     (tmp_path / "c.json").write_text("{}")
     (tmp_path / "c.meta.json").write_bytes(b"\xff")
-    (tmp_path / "d.json").write_text("{}")     # no sidecar: not a model of any kind
+    (tmp_path / "d.json").write_text("{}")  # no sidecar: not a model of any kind
     assert artifact.discover("compile-cost", directory=tmp_path) == [tmp_path / "a.json"]
     assert artifact.discover("cost-model", directory=tmp_path) == [tmp_path / "b.json"]
 

@@ -2,6 +2,7 @@
 is touched, the outer configuration back after any exit, `~` and environment variables in paths.
 No compile: what is checked is what Inductor would run with (its choices handler and its GEMM
 search space)."""
+
 from __future__ import annotations
 
 import math
@@ -13,10 +14,10 @@ torch = pytest.importorskip("torch")
 
 from torch._inductor import config as inductor_config  # noqa: E402
 
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector import config as options  # noqa: E402
 from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 
 
 @pytest.fixture
@@ -37,15 +38,31 @@ def _active_unchanged(sel):
     assert inductor_config.max_autotune_gemm_search_space == "EXHAUSTIVE" and sel.stock_space == "DEFAULT"
 
 
-BAD = [({"k": 0}, "k"), ({"k": 2.7}, "k"), ({"k": "3"}, "k"), ({"k": True}, "k"), ({"k": None}, "k"),
-       ({"min_k": 3, "k": 2}, "min_k"), ({"min_k": 1.0}, "min_k"),
-       ({"search_space": "BOGUS"}, "search_space"), ({"search_space": 1}, "search_space"),
-       ({"verify_timing": "fastest"}, "verify_timing"), ({"compile_in": "gpu"}, "compile_in"),
-       ({"aten_margin": math.nan}, "aten_margin"), ({"aten_margin": "1"}, "aten_margin"),
-       ({"aten_margin": -0.5}, "aten_margin"), ({"compile_budget": math.inf}, "compile_budget"),
-       ({"keep_aten": "no"}, "keep_aten"), ({"adaptive_k": 0}, "adaptive_k"), ({"warm_start": None}, "warm_start"),
-       ({"cache_dir": 3}, "cache_dir"), ({"model": 1.5}, "model"), ({"ranker": object()}, "ranker"),
-       ({"mode": "fast"}, "mode"), ({"mode": None}, "mode")]
+BAD = [
+    ({"k": 0}, "k"),
+    ({"k": 2.7}, "k"),
+    ({"k": "3"}, "k"),
+    ({"k": True}, "k"),
+    ({"k": None}, "k"),
+    ({"min_k": 3, "k": 2}, "min_k"),
+    ({"min_k": 1.0}, "min_k"),
+    ({"search_space": "BOGUS"}, "search_space"),
+    ({"search_space": 1}, "search_space"),
+    ({"verify_timing": "fastest"}, "verify_timing"),
+    ({"compile_in": "gpu"}, "compile_in"),
+    ({"aten_margin": math.nan}, "aten_margin"),
+    ({"aten_margin": "1"}, "aten_margin"),
+    ({"aten_margin": -0.5}, "aten_margin"),
+    ({"compile_budget": math.inf}, "compile_budget"),
+    ({"keep_aten": "no"}, "keep_aten"),
+    ({"adaptive_k": 0}, "adaptive_k"),
+    ({"warm_start": None}, "warm_start"),
+    ({"cache_dir": 3}, "cache_dir"),
+    ({"model": 1.5}, "model"),
+    ({"ranker": object()}, "ranker"),
+    ({"mode": "fast"}, "mode"),
+    ({"mode": None}, "mode"),
+]
 
 
 @pytest.mark.parametrize("kwargs, name", BAD, ids=[f"{i}-{b[1]}" for i, b in enumerate(BAD)])
@@ -69,7 +86,7 @@ def test_selecting_with_bad_arguments_keeps_the_outer_selector(outer):
 def test_selecting_restores_the_outer_configuration_on_any_exit(outer):
     with ksi.selecting("verify", k=1, ranker=MeasuredRanker({}), search_space=None) as inner:
         assert ksi.current() is inner and inner.stock_space is None
-        assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"   # inner kept the user's
+        assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"  # inner kept the user's
     _active_unchanged(outer)
     with pytest.raises(RuntimeError, match="inside"):
         with ksi.selecting("verify", k=2, ranker=MeasuredRanker({})):
@@ -100,8 +117,9 @@ def test_paths_expand_home_and_environment_variables(tmp_path, monkeypatch):
     sel.cache.put("ab12", ["aten:mm"])
     assert (home / ".cache" / "kselect" / "ab" / "ab12.json").is_file() and not (cwd / "~").exists()
     try:
-        env = ksi.enable_from_env({"KSELECT_MODE": "predict", "KSELECT_CACHE_DIR": "${KS_TEST_ROOT}/cache",
-                                   "KSELECT_MODEL": "~/m.json"})
+        env = ksi.enable_from_env(
+            {"KSELECT_MODE": "predict", "KSELECT_CACHE_DIR": "${KS_TEST_ROOT}/cache", "KSELECT_MODEL": "~/m.json"}
+        )
         assert env.cache.root == tmp_path / "env" / "cache" and env.model == str(home / "m.json")
     finally:
         ksi.disable()
@@ -110,10 +128,15 @@ def test_paths_expand_home_and_environment_variables(tmp_path, monkeypatch):
 
 
 def test_check_settings_normalises_and_names_unknown_keywords():
-    out = options.check_settings(k=2, min_k=2, aten_margin=1, search_space="exhaustive", cache_dir=None,
-                                 keep_aten=True)
-    assert out == {"k": 2, "min_k": 2, "aten_margin": 1.0, "search_space": "EXHAUSTIVE", "cache_dir": None,
-                   "keep_aten": True}
+    out = options.check_settings(k=2, min_k=2, aten_margin=1, search_space="exhaustive", cache_dir=None, keep_aten=True)
+    assert out == {
+        "k": 2,
+        "min_k": 2,
+        "aten_margin": 1.0,
+        "search_space": "EXHAUSTIVE",
+        "cache_dir": None,
+        "keep_aten": True,
+    }
     assert type(out["aten_margin"]) is float
     with pytest.raises(options.SettingError, match="kk"):
         options.check_settings(kk=2)

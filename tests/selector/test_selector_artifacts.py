@@ -1,6 +1,7 @@
 """The selector's files on disk: decision-cache entries that are not decisions are repaired, cache
 files get the umask's permissions, a model is saved whole or not at all, and every model load
 error names the file. Real files, a real (tiny) XGBoost model, the real Selector."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ import pytest
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.selector.decide.cache import DecisionCache
-from kselect.selector.model.cost_model import CostModel, ModelError, meta_path
 from kselect.selector.decide.policy import MeasuredRanker
+from kselect.selector.model.cost_model import CostModel, ModelError, meta_path
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings
 
 PROBLEM = Problem(64, 80, 96, "fp32", "nn")
@@ -49,10 +50,10 @@ def test_a_cache_entry_that_is_not_a_decision_is_decided_again_and_rewritten(tmp
     sel = _selector(tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert _decide(sel) == [1] and _decide(sel) == [1]     # decided, not crashed
+        assert _decide(sel) == [1] and _decide(sel) == [1]  # decided, not crashed
     ours = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
-    assert len(ours) == 1 and str(entry) in ours[0], ours        # one warning, naming the file
-    assert sel.stats["cache_hits"] == 1 and sel.stats["decisions"] == 1   # the rewrite is read back
+    assert len(ours) == 1 and str(entry) in ours[0], ours  # one warning, naming the file
+    assert sel.stats["cache_hits"] == 1 and sel.stats["decisions"] == 1  # the rewrite is read back
     sel.cache.flush()
     assert json.loads(entry.read_text())["kept"] == ["cpp:gemm"]  # repaired on disk
     assert DecisionCache(tmp_path).get(entry.stem) == ["cpp:gemm"]
@@ -88,7 +89,7 @@ def test_model_save_is_whole_or_nothing(tmp_path):
         _tiny_model(5).save(path, {"dataset_hash": "second", "bad": object()})
     loaded = CostModel.load(path)
     assert loaded.n_trees == 3 and loaded.metadata_["dataset_hash"] == "first"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.meta.json"]   # no temp files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.meta.json"]  # no temp files
     _tiny_model(5).save(path, {"dataset_hash": "second"})
     loaded = CostModel.load(path)
     assert loaded.n_trees == 5 and loaded.metadata_["dataset_hash"] == "second"

@@ -6,6 +6,7 @@ benchmarks is counted by a feedback saver -- Inductor's own record, not ours. Th
 CPU is a MeasuredRanker built from the stock compile's real measurements (the shipped model is
 for the H200 and rightly refuses this machine, which a unit test checks).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,6 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector import config as options  # noqa: E402
 from kselect.selector.decide import policy  # noqa: E402
 from kselect.selector.decide.cache import DecisionCache  # noqa: E402
@@ -34,7 +33,10 @@ from kselect.selector.decide.policy import (  # noqa: E402
     choose_kept,
     verified_keep,
 )
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
+
 from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 N_GEMMS = 3
@@ -51,8 +53,12 @@ class ThreeGemms(torch.nn.Module):
 
 def _inputs():
     g = torch.Generator().manual_seed(0)
-    return (torch.randn(64, 96, generator=g), torch.randn(4, 64, 96, generator=g),
-            torch.randn(4, 96, 80, generator=g), torch.randn(4, 80, 96, generator=g))
+    return (
+        torch.randn(64, 96, generator=g),
+        torch.randn(4, 64, 96, generator=g),
+        torch.randn(4, 96, 80, generator=g),
+        torch.randn(4, 80, 96, generator=g),
+    )
 
 
 class Benchmarks:
@@ -126,8 +132,9 @@ def test_stock_compile_benchmarks_every_choice(stock):
     # a frozen Linear is x @ W^T ("nt"; mkldnn's packed_linear hands Inductor no bias node);
     # the second bmm's B is stored transposed
     assert {"mm:64x80x96:fp32:nt", "bmm4x:64x80x96:fp32:nn", "bmm4x:64x80x96:fp32:nt"} == set(table)
-    assert all(any(k.startswith("aten:") for k in row) and any(k.startswith("cpp:") for k in row)
-               for row in table.values())
+    assert all(
+        any(k.startswith("aten:") for k in row) and any(k.startswith("cpp:") for k in row) for row in table.values()
+    )
 
 
 def test_predict_keeps_top1_and_benchmarks_nothing(stock, fresh, caplog):
@@ -140,8 +147,11 @@ def test_predict_keeps_top1_and_benchmarks_nothing(stock, fresh, caplog):
     assert counts == []  # one choice left per GEMM: Inductor benchmarked nothing
     kept = _kept_records(caplog)
     assert sorted(p for p, _ in kept) == sorted(table) and all(n == 1 for _, n in kept)
-    chosen = {m.group(1): m.group(2) for r in caplog.records
-              if (m := re.search(r"kselect choices (\S+): .*chosen \['([^']+)'\]", r.getMessage()))}
+    chosen = {
+        m.group(1): m.group(2)
+        for r in caplog.records
+        if (m := re.search(r"kselect choices (\S+): .*chosen \['([^']+)'\]", r.getMessage()))
+    }
     assert chosen == {p: min(row, key=row.get) for p, row in table.items()}
     assert sel.stats["decisions"] == N_GEMMS and sel.stats["fallbacks"] == 0
 
@@ -163,8 +173,11 @@ def test_predict_aten_margin_in_a_real_compile(fresh, caplog, margin, picked):
     caplog.set_level(logging.INFO, logger="kselect.selector")
     sel = ksi.enable("predict", ranker=TemplateFirst(), aten_margin=margin)
     assert compile_and_check(fresh) == []  # predict: nothing benchmarked
-    chosen = [m.group(1) for r in caplog.records
-              if (m := re.search(r"kselect choices \S+: .*chosen \['([^':]+):", r.getMessage()))]
+    chosen = [
+        m.group(1)
+        for r in caplog.records
+        if (m := re.search(r"kselect choices \S+: .*chosen \['([^':]+):", r.getMessage()))
+    ]
     assert chosen and set(chosen) == {picked}, chosen
     assert sel.stats["decisions"] == N_GEMMS and f":aten_margin={margin}:" in sel.uuid()
 
@@ -200,8 +213,7 @@ def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tm
     _, table = stock
     cpp_first = {p: {c: (1.0 if c.startswith("cpp:") else 2.0) for c in row} for p, row in table.items()}
     caplog.set_level(logging.INFO, logger="kselect.selector")
-    sel = ksi.enable("verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first),
-                     verify_timing="kselect")
+    sel = ksi.enable("verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first), verify_timing="kselect")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         counts = compile_and_check(fresh)
@@ -226,15 +238,16 @@ def test_verify_kselect_timing_measures_kept_set_itself(stock, fresh, caplog, tm
     assert list(m["compiles"]["per_choice"]) == cpp, m["compiles"]
     t = m["compiles"]["per_choice"][cpp[0]]
     assert 0 < t["wall_ms"] <= m["compiles"]["span_ms"] + 1e-3 and t["cpu_ms"] >= 0, m["compiles"]
-    assert m["memory_mb"] == {}                          # no CUDA allocator to read or release
-    assert sorted(counts) == [2, 2]                      # Inductor benchmarked only the other two
+    assert m["memory_mb"] == {}  # no CUDA allocator to read or release
+    assert sorted(counts) == [2, 2]  # Inductor benchmarked only the other two
     assert sel.stats["measured"] == 2 and sel.stats["verified"] == N_GEMMS, sel.stats
     cached = [json.loads(f.read_text()) for f in (tmp_path / "d").rglob("*.json")]
     assert [m["winner"]] in [c["kept"] for c in cached if c["key_fields"].get("verified")]
 
-    sel2 = ksi.enable("verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first),
-                      verify_timing="kselect")
-    assert compile_and_check(fresh) == []            # every winner from the cache
+    sel2 = ksi.enable(
+        "verify", k=1, cache_dir=tmp_path / "d", ranker=MeasuredRanker(cpp_first), verify_timing="kselect"
+    )
+    assert compile_and_check(fresh) == []  # every winner from the cache
     assert sel2.stats["measured"] == 0 and sel2.stats["decisions"] == 0, sel2.stats
 
 
@@ -262,8 +275,9 @@ def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
 
     bad = tmp_path / "bad.json"  # a valid sidecar, a truncated booster
     bad.write_text('{"learner": {"truncated')
-    (tmp_path / "bad.meta.json").write_text(json.dumps({
-        **artifact.header("cost-model", FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION}))
+    (tmp_path / "bad.meta.json").write_text(
+        json.dumps({**artifact.header("cost-model", FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION})
+    )
     sel = ksi.enable("predict", model=str(bad))
     msg = _one_fallback_warning(fresh, stock[0])
     assert "cannot read XGBoost model" in msg
@@ -304,14 +318,15 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     with pytest.raises(RankerUnavailable) as e:
         sel.ranker_for(compat.device_fingerprint(torch.device("cpu")))
     assert e.value.cause == "no-gpu"
-    other = {**h200, "gpu_name": "NVIDIA A100-SXM4-80GB", "sm_count": 108,
-             "fingerprint_id": "a100"}
+    other = {**h200, "gpu_name": "NVIDIA A100-SXM4-80GB", "sm_count": 108, "fingerprint_id": "a100"}
     with pytest.raises(RankerUnavailable):
         sel.ranker_for(other)
     ranker = sel.ranker_for(h200)
     cands = [Candidate.make("aten", "mm")] + [
         Candidate.make("triton", "mm", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
-        for bm in (16, 64, 128) for bn in (32, 128, 256)]
+        for bm in (16, 64, 128)
+        for bn in (32, 128, 256)
+    ]
     scores = ranker.rank(Problem(333, 7168, 5120, "bf16"), cands)
     assert scores.shape == (len(cands),) and np.isfinite(scores).all()
     with pytest.raises(RankerUnavailable) as e:  # no fp32 data in the shipped model
@@ -328,11 +343,17 @@ def test_gemm_signature_reads_ops_and_layouts():
     a, a_t = buf("a", [64, 96], [96, 1]), buf("at", [64, 96], [1, 64])
     b, w = buf("b", [96, 80], [80, 1]), buf("w", [80, 96], [96, 1])
     bias = buf("bias", [64, 80], [0, 1])  # broadcast row: never mistaken for A
-    cases = [((a, b), [64, 80], None, "mm:64x80x96:bf16:nn"),
-             ((a_t, w), [64, 80], "mm", "mm:64x80x96:bf16:tt"),
-             ((bias, a, w), [64, 80], None, "addmm:64x80x96:bf16:nt"),
-             ((buf("ba", [3, 64, 96], [6144, 96, 1]), buf("bb", [3, 96, 80], [7680, 1, 96])), [3, 64, 80],
-              "bmm", "bmm3x:64x80x96:bf16:nt")]
+    cases = [
+        ((a, b), [64, 80], None, "mm:64x80x96:bf16:nn"),
+        ((a_t, w), [64, 80], "mm", "mm:64x80x96:bf16:tt"),
+        ((bias, a, w), [64, 80], None, "addmm:64x80x96:bf16:nt"),
+        (
+            (buf("ba", [3, 64, 96], [6144, 96, 1]), buf("bb", [3, 96, 80], [7680, 1, 96])),
+            [3, 64, 80],
+            "bmm",
+            "bmm3x:64x80x96:bf16:nt",
+        ),
+    ]
     for nodes, out, op, key in cases:
         problem, fields, device = compat.gemm_signature(nodes, out, op)
         assert problem.key == key and device.type == "cpu"
@@ -376,17 +397,18 @@ def test_predict_keeps_aten_unless_a_template_clearly_outscores_it():
     standard deviations of ATen's score gives way to ATen (nothing to compile); a clear winner
     stays; margin 0, keep_aten=False and measured-time scores keep the top-1 as before."""
     cands = [Candidate.make("triton", "mm", BLOCK_M=b) for b in (16, 32, 64, 128)] + [Candidate.make("aten", "mm")]
-    close = np.array([0.0, 1.0, 2.0, 3.0, 0.3])   # sd ~1.1: ATen 0.3 behind the template
-    clear = np.array([0.0, 1.0, 2.0, 3.0, 1.5])   # ATen 1.5 behind: > 0.5 sd (~0.56)
+    close = np.array([0.0, 1.0, 2.0, 3.0, 0.3])  # sd ~1.1: ATen 0.3 behind the template
+    clear = np.array([0.0, 1.0, 2.0, 3.0, 1.5])  # ATen 1.5 behind: > 0.5 sd (~0.56)
     kept, why = choose_kept(cands, close, "predict", 4, True, False, aten_margin=0.5)
     assert kept == [4] and "-> ATen" in why and cands[0].key in why
     assert choose_kept(cands, clear, "predict", 4, True, False, aten_margin=0.5)[0] == [0]
     assert choose_kept(cands, close, "predict", 4, True, False, aten_margin=0.0)[0] == [0]
     assert choose_kept(cands, close, "predict", 4, False, False, aten_margin=0.5)[0] == [0]  # opted out
-    assert choose_kept(cands, close, "predict", 4, True, True, aten_margin=0.5)[0] == [0]   # measured
-    assert choose_kept(cands, np.array([1.0, 2.0, 3.0, 4.0, 0.0]), "predict", 4, True, False,
-                       aten_margin=0.5)[0] == [4]                                         # ATen is #1
-    no_aten = np.array([0.0, 1.0, 2.0, 3.0, np.nan])                                      # ATen unscored
+    assert choose_kept(cands, close, "predict", 4, True, True, aten_margin=0.5)[0] == [0]  # measured
+    assert choose_kept(cands, np.array([1.0, 2.0, 3.0, 4.0, 0.0]), "predict", 4, True, False, aten_margin=0.5)[0] == [
+        4
+    ]  # ATen is #1
+    no_aten = np.array([0.0, 1.0, 2.0, 3.0, np.nan])  # ATen unscored
     assert choose_kept(cands, no_aten, "predict", 4, True, False, aten_margin=0.5)[0] == [0]
     # verify is untouched by it: its kept set holds ATen anyway
     assert choose_kept(cands, close, "verify", 4, True, False, aten_margin=5.0)[0][-1] == 4
@@ -407,10 +429,10 @@ def test_choose_kept_modes_and_aten_safety_net():
 
 def test_fixed_k_keeps_the_cap_whatever_the_gaps():
     cands = [Candidate.make("triton", "mm", BLOCK_M=16 * (i + 1)) for i in range(5)] + [Candidate.make("aten", "mm")]
-    scores = np.array([0.0, 9.0, 9.5, 10.0, 11.0, 12.0])    # #1 far ahead: adaptive keeps it alone
+    scores = np.array([0.0, 9.0, 9.5, 10.0, 11.0, 12.0])  # #1 far ahead: adaptive keeps it alone
     assert choose_kept(cands, scores, "verify", 3, True, False)[0] == [0, 5]
     kept, why = choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)
-    assert kept == [0, 1, 2, 5] and "fixed k=3" in why          # the cap, then the ATen safety net
+    assert kept == [0, 1, 2, 5] and "fixed k=3" in why  # the cap, then the ATen safety net
     assert choose_kept(cands[:2], scores[:2], "verify", 3, False, False, adaptive=False)[0] == [0, 1]
     assert choose_kept(cands, scores, "predict", 3, True, False, adaptive=False)[0] == [0]
 
@@ -419,19 +441,27 @@ def test_verify_keeps_one_tile_per_family_where_warps_or_stages_are_all_that_dif
     """lm_head's case (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s3): the model's top two were one BN256 tile with
     8 and 4 warps. The second slot goes to the next tile shape instead, at the same count; a
     decompose-k split is a shape of its own; fewer families than slots keep fewer."""
-    def tile(bn, stages, warps, group=8):
-        return Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=bn, BLOCK_K=128, GROUP_M=group,
-                              num_stages=stages, num_warps=warps)
 
-    cands = [tile(256, 3, 8), tile(256, 3, 4), tile(256, 4, 8, group=4), tile(128, 4, 2), tile(128, 5, 2),
-             Candidate.make("triton", "decompose_k", BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, k_split=4),
-             Candidate.make("aten", "mm")]
+    def tile(bn, stages, warps, group=8):
+        return Candidate.make(
+            "triton", "mm", BLOCK_M=16, BLOCK_N=bn, BLOCK_K=128, GROUP_M=group, num_stages=stages, num_warps=warps
+        )
+
+    cands = [
+        tile(256, 3, 8),
+        tile(256, 3, 4),
+        tile(256, 4, 8, group=4),
+        tile(128, 4, 2),
+        tile(128, 5, 2),
+        Candidate.make("triton", "decompose_k", BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, k_split=4),
+        Candidate.make("aten", "mm"),
+    ]
     scores = np.array([0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 9.0])
     kept, why = choose_kept(cands, scores, "verify", 2, True, False, adaptive=False)
-    assert kept == [0, 3, 6] and "one per tile family" in why       # BN256 W8, BN128 S4, ATen
+    assert kept == [0, 3, 6] and "one per tile family" in why  # BN256 W8, BN128 S4, ATen
     assert choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)[0] == [0, 3, 5, 6]
     kept, _ = choose_kept(cands, scores, "verify", 4, True, False)  # adaptive: all six are close
-    assert kept == [0, 3, 5, 6]                                     # three tile families and ATen
+    assert kept == [0, 3, 5, 6]  # three tile families and ATen
     assert policy.tile_family(cands[0]) == policy.tile_family(cands[2]) != policy.tile_family(cands[3])
     # only the knobs that do not change the tile's shape are ignored
     assert policy.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
@@ -456,8 +486,10 @@ def test_env_var_enables_on_import(tmp_path):
     import subprocess
     import sys
 
-    code = ("import kselect.selector as s, kselect.selector.inductor.hook as i; "
-            "sel = i.current(); print(sel.mode, sel.k, sel.cache.root); s.print_options()")
+    code = (
+        "import kselect.selector as s, kselect.selector.inductor.hook as i; "
+        "sel = i.current(); print(sel.mode, sel.k, sel.cache.root); s.print_options()"
+    )
     env = {**os.environ, "KSELECT_MODE": "predict", "KSELECT_K": "2", "KSELECT_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -491,7 +523,7 @@ def test_background_cache_writes_are_read_back_at_once_and_land_on_disk(tmp_path
 
     first = DecisionCache(tmp_path)
     first.put_later("ef56", ["triton:mm:BM64"], {"candidates": ["a", "b"]})
-    first.put_later("ef56", ["aten:mm"])          # the later decision wins
+    first.put_later("ef56", ["aten:mm"])  # the later decision wins
     assert DecisionCache(tmp_path).get("ef56") == ["aten:mm"]  # another cache, same directory
     first.flush()
     data = json.loads((tmp_path / "ef" / "ef56.json").read_text())
@@ -543,10 +575,23 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
 
 
 def test_options_env_and_help():
-    assert options.read({}) == {"mode": "off", "k": 4, "cache_dir": None, "model": None, "verify_timing": "auto",
-                                "epilogue_fusion": False, "adaptive_k": True, "min_k": 1, "aten_margin": 2.0,
-                                "early_decision": True, "release_memory": True, "warm_while_compiling": True,
-                                "compile_in": "threads", "compile_budget": COMPILE_BUDGET, "warm_start": True}
+    assert options.read({}) == {
+        "mode": "off",
+        "k": 4,
+        "cache_dir": None,
+        "model": None,
+        "verify_timing": "auto",
+        "epilogue_fusion": False,
+        "adaptive_k": True,
+        "min_k": 1,
+        "aten_margin": 2.0,
+        "early_decision": True,
+        "release_memory": True,
+        "warm_while_compiling": True,
+        "compile_in": "threads",
+        "compile_budget": COMPILE_BUDGET,
+        "warm_start": True,
+    }
     assert options.read({"KSELECT_WARM_START": "off"})["warm_start"] is False
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_COMPILE_BUDGET": "0"})["compile_budget"] == 0.0
@@ -557,11 +602,19 @@ def test_options_env_and_help():
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
-    for bad in ({"KSELECT_MODE": "fast"}, {"KSELECT_K": "0"}, {"KSELECT_K": "two"},
-                {"KSELECT_EPILOGUE_FUSION": "maybe"}, {"KSELECT_ATEN_MARGIN": "-1"},
-                {"KSELECT_ATEN_MARGIN": "nan"}, {"KSELECT_EARLY_DECISION": "sometimes"},
-                {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"}, {"KSELECT_COMPILE_IN": "gpu"},
-                {"KSELECT_COMPILE_BUDGET": "-0.5"}, {"KSELECT_WARM_START": "early"}):
+    for bad in (
+        {"KSELECT_MODE": "fast"},
+        {"KSELECT_K": "0"},
+        {"KSELECT_K": "two"},
+        {"KSELECT_EPILOGUE_FUSION": "maybe"},
+        {"KSELECT_ATEN_MARGIN": "-1"},
+        {"KSELECT_ATEN_MARGIN": "nan"},
+        {"KSELECT_EARLY_DECISION": "sometimes"},
+        {"KSELECT_WARM_WHILE_COMPILING": "lukewarm"},
+        {"KSELECT_COMPILE_IN": "gpu"},
+        {"KSELECT_COMPILE_BUDGET": "-0.5"},
+        {"KSELECT_WARM_START": "early"},
+    ):
         with pytest.raises(options.OptionError, match=next(iter(bad))):
             options.read(bad)
     text = options.describe()
@@ -571,15 +624,31 @@ def test_options_env_and_help():
 def test_enable_from_env_installs_and_disable_restores(tmp_path):
     before = compat.current_choices()
     try:
-        sel = ksi.enable_from_env({"KSELECT_MODE": "verify", "KSELECT_K": "3",
-                                   "KSELECT_CACHE_DIR": str(tmp_path), "KSELECT_EPILOGUE_FUSION": "1",
-                                   "KSELECT_ADAPTIVE_K": "off", "KSELECT_EARLY_DECISION": "0",
-                                   "KSELECT_RELEASE_MEMORY": "off", "KSELECT_WARM_WHILE_COMPILING": "off",
-                                   "KSELECT_COMPILE_IN": "workers", "KSELECT_COMPILE_BUDGET": "2.5",
-                                   "KSELECT_WARM_START": "off"})
-        assert (sel.mode, sel.k, sel.cache.root, sel.epilogue_fusion, sel.adaptive_k, sel.early_decision,
-                sel.release_memory, sel.warm_while_compiling) == ("verify", 3, tmp_path, True, False, False, False,
-                                                                  False)
+        sel = ksi.enable_from_env(
+            {
+                "KSELECT_MODE": "verify",
+                "KSELECT_K": "3",
+                "KSELECT_CACHE_DIR": str(tmp_path),
+                "KSELECT_EPILOGUE_FUSION": "1",
+                "KSELECT_ADAPTIVE_K": "off",
+                "KSELECT_EARLY_DECISION": "0",
+                "KSELECT_RELEASE_MEMORY": "off",
+                "KSELECT_WARM_WHILE_COMPILING": "off",
+                "KSELECT_COMPILE_IN": "workers",
+                "KSELECT_COMPILE_BUDGET": "2.5",
+                "KSELECT_WARM_START": "off",
+            }
+        )
+        assert (
+            sel.mode,
+            sel.k,
+            sel.cache.root,
+            sel.epilogue_fusion,
+            sel.adaptive_k,
+            sel.early_decision,
+            sel.release_memory,
+            sel.warm_while_compiling,
+        ) == ("verify", 3, tmp_path, True, False, False, False, False)
         assert compat.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
             assert compat.current_choices().kselect_selector is inner
@@ -588,7 +657,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         assert outer.early_decision is False and outer.release_memory is False
         assert outer.warm_while_compiling is False and outer.compile_in == "workers"
         assert outer.compile_budget == 2.5
-        assert outer.warm_start_on is False and outer.warm_start is not None   # workers need warm workers
+        assert outer.warm_start_on is False and outer.warm_start is not None  # workers need warm workers
     finally:
         ksi.disable()
     assert compat.current_choices() is before
@@ -604,8 +673,18 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, compile_in="workers").uuid()
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3, warm_start=False).uuid()
     # a configuration makes itself again; every environment option is one of its keywords
-    odd = ksi.Selector("predict", k=2, cache_dir=tmp_path, min_k=2, aten_margin=0.5, release_memory=False,
-                       warm_while_compiling=False, early_decision=False, compile_in="workers", warm_start=False)
+    odd = ksi.Selector(
+        "predict",
+        k=2,
+        cache_dir=tmp_path,
+        min_k=2,
+        aten_margin=0.5,
+        release_memory=False,
+        warm_while_compiling=False,
+        early_decision=False,
+        compile_in="workers",
+        warm_start=False,
+    )
     assert ksi.Selector(**odd.settings()).settings() == odd.settings()
     assert set(options.read({})) <= set(odd.settings())
     with pytest.raises(ValueError):
@@ -629,22 +708,30 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
     import subprocess
     import sys
 
-    probe = ("import sys, torch\n"
-             "from kselect.selector.inductor import compat as c\n"
-             "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
-             "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n")
+    probe = (
+        "import sys, torch\n"
+        "from kselect.selector.inductor import compat as c\n"
+        "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
+        "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n"
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_")}
 
     def run(**env):
-        return subprocess.run([sys.executable, "-c", probe], env={**base, **env}, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**base, **env},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     on = run(KSELECT_MODE="predict", KSELECT_K="2")
     assert on.returncode == 0, on.stderr
     assert on.stdout.split() == ["predict", "True"]
     off = run()
     assert off.returncode == 0, off.stderr
-    assert off.stdout.split() == ["none", "False"]     # unset: nothing imported, nothing installed
+    assert off.stdout.split() == ["none", "False"]  # unset: nothing imported, nothing installed
     bad = run(KSELECT_MODE="fastest")
     assert bad.returncode == 0, bad.stderr
     assert bad.stdout.split()[0] == "none" and "KSELECT_MODE" in bad.stderr
@@ -696,8 +783,15 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
     and hands the timings to record_verified. Returns (selector, templates kept, benchmarked)."""
     problem = Problem(M=256, N=4096, K=4096, dtype="bf16", layout="nt", op=op)
     aten = "aten:addmm" if op == "addmm" else "aten:mm"
-    table = {problem.key: {"triton:triton_mm_T1": 1.0, "triton:triton_mm_T2": 1.05,
-                           "triton:triton_mm_T3": 1.5, "triton:triton_mm_T4": 2.0, aten: 1.08}}
+    table = {
+        problem.key: {
+            "triton:triton_mm_T1": 1.0,
+            "triton:triton_mm_T2": 1.05,
+            "triton:triton_mm_T3": 1.5,
+            "triton:triton_mm_T4": 2.0,
+            aten: 1.08,
+        }
+    }
     sel = ksi.Selector("verify", k=2, cache_dir=cache_dir, ranker=MeasuredRanker(table))
     fields = {"op": op, "out": [256, 4096], "inputs": [[[256, 4096], [4096, 1], "bf16"]]}
     signature = lambda: (problem, fields, torch.device("cpu"))  # noqa: E731
@@ -725,9 +819,11 @@ def test_verify_second_compile_reuses_verified_winner_across_both_stages(tmp_pat
     set the choices stage sees -- and benchmark nothing (or only the two choices kept when
     Inductor's ATen number is within its misread margin)."""
     aten, t1, t2 = f"aten:{op}", "triton:triton_mm_T1", "triton:triton_mm_T2"
-    measured = {"triton": {t1: 0.050, t2: 0.055, aten: 0.100},
-                "triton+aten-misread": {t1: 0.050, t2: 0.055, aten: 0.060},
-                "aten": {t1: 0.050, t2: 0.055, aten: 0.040}}[winner]
+    measured = {
+        "triton": {t1: 0.050, t2: 0.055, aten: 0.100},
+        "triton+aten-misread": {t1: 0.050, t2: 0.055, aten: 0.060},
+        "aten": {t1: 0.050, t2: 0.055, aten: 0.040},
+    }[winner]
     verified = {"triton": [t1], "triton+aten-misread": sorted([t1, aten]), "aten": [aten]}[winner]
 
     sel1, kept_t, bench1 = _gpu_gemm_compile(tmp_path, op, 1, measured)
@@ -763,7 +859,9 @@ def test_inductor_triton_ktcs_map_to_their_candidates_through_the_memo():
     for _ in range(2):
         assert compat.ktc_candidates(ktcs) == want
         assert [compat.ktc_candidate(k) for k in ktcs] == want
-    tiles = {c.params for c in want if c.template == "mm" and c.params} & {c.params for c in want if c.template == "persistent_tma"}
+    tiles = {c.params for c in want if c.template == "mm" and c.params} & {
+        c.params for c in want if c.template == "persistent_tma"
+    }
     assert tiles, "the two tile templates share tile configs"
     mm = next(c for c in want if c.backend == "triton" and c.template == "mm")
     odd = dict(mm.kwargs, EVEN_K=False, ACC_TYPE="tl.float16")
@@ -801,12 +899,12 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
     from torch._inductor.kernel_template_choice import KernelTemplateChoice
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
-    from kselect.selector.model.cost_model import CostModel, shipped_models
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.kernels.problem import Problem
 
     # what the shipped model's ranker warms up on at load, and the selector then primes
     from kselect.kernels.triton import space as ts
-    from kselect.kernels.problem import Problem
+    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel, shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
     ts._tile_space.cache_clear()  # as in a fresh process
@@ -838,14 +936,15 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     ATen -- what the H200 measured in reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). Choices the templates stage
     never saw (the CPU's C++ GEMMs come only there) are still decided."""
     from kselect.kernels.triton.space import template_space
-    from kselect.selector.model.cost_model import CostModel, shipped_models
     from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel, shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
     ranker = CostModelRanker(model, model.fingerprint)
     problem = Problem(8, 128256, 4096, "bf16")
-    space = [Candidate.make("aten", "mm")] + [c for t in ("mm", "persistent_tma", "decompose_k")
-                                              for c in template_space(problem, t, "exhaustive")]
+    space = [Candidate.make("aten", "mm")] + [
+        c for t in ("mm", "persistent_tma", "decompose_k") for c in template_space(problem, t, "exhaustive")
+    ]
     cpu = torch.device("cpu")
 
     def run(sel, stage, cands):
@@ -855,14 +954,15 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     planned = run(sel, "templates", space)
     assert len(planned) == 5 and sum(c.backend == "triton" for c in planned) == 4
     assert len({policy.tile_family(c) for c in planned}) == 5
-    assert run(sel, "choices", planned) == planned                  # measured as kept
+    assert run(sel, "choices", planned) == planned  # measured as kept
     assert sel.decisions[-1]["why"] == "verify: the templates stage's kept set, as is"
-    fresh = ksi.Selector("verify", k=4, ranker=ranker)                # no plan: decided over the five
+    fresh = ksi.Selector("verify", k=4, ranker=ranker)  # no plan: decided over the five
     again = run(fresh, "choices", planned)
     assert again[0] == planned[0] and again[-1].backend == "aten"
-    assert fresh.decisions[-1]["why"].startswith("verify: best template predicted")   # the gap rule
+    assert fresh.decisions[-1]["why"].startswith("verify: best template predicted")  # the gap rule
     run(sel, "templates", space)
-    extra = planned + [Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=8,
-                                      num_stages=2, num_warps=2)]
-    assert len(run(sel, "choices", extra)) < len(extra)              # a choice it never kept: decided
+    extra = planned + [
+        Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_stages=2, num_warps=2)
+    ]
+    assert len(run(sel, "choices", extra)) < len(extra)  # a choice it never kept: decided
     assert sel.decisions[-1]["why"].startswith("verify: best template predicted")

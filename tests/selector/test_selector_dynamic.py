@@ -6,6 +6,7 @@ On the CPU each GEMM has two choices (ATen/MKL and the C++ micro-GEMM template);
 MeasuredRanker over tables keyed by the problem at each ranked size, built from the candidates the
 stock compile benchmarked. Inductor's own feedback saver counts what it benchmarks.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,16 +21,17 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.decide.policy import MeasuredRanker, RankerUnavailable  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
+
 from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_early_decision import cuda_inputs, inductor_candidates, lowering  # noqa: E402
 
-HINT = 64   # the first call's M: the size Inductor compiles and benchmarks at
+HINT = 64  # the first call's M: the size Inductor compiles and benchmarks at
 
 
 class Linear(torch.nn.Module):
@@ -53,10 +55,10 @@ class Benchmarks:
 
     def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
         # read during the compile: symbolic sizes have hints only while its graph is lowered
-        ops = {"linear_unary": "addmm", "bmm": "bmm4x"}   # Inductor's names of the two GEMMs
+        ops = {"linear_unary": "addmm", "bmm": "bmm4x"}  # Inductor's names of the two GEMMs
         try:
             problem = compat.choices_signature(list(choices))[0].key
-        except ValueError:   # unreadable: named as Inductor names it
+        except ValueError:  # unreadable: named as Inductor names it
             problem = f"{ops.get(name, name)}:unread"
         self.runs.append((problem, [compat.caller_candidate(c).key for c in choices]))
 
@@ -145,14 +147,14 @@ def test_per_size_picks_that_differ_are_kept_together_within_the_stock_list(stoc
     for op, p in picks.items():
         assert list(p["per_size"]) == [HINT, 32, 512]
         assert p["per_size"][32][0].startswith("aten:") and p["per_size"][HINT][0].startswith("cpp:")
-        assert sorted(p["kept"]) == sorted(stock[op])       # the union: both, no more than stock
+        assert sorted(p["kept"]) == sorted(stock[op])  # the union: both, no more than stock
     assert sorted(len(keys) for _, keys in runs) == [2, 2]  # Inductor benchmarked the kept pairs
 
 
 def test_verify_decides_dynamic_gemms_within_the_stock_list(stock, inductor):
     sel = ksi.enable("verify", k=1, keep_aten=False, ranker=MeasuredRanker(_table(stock, lambda m: "cpp")))
     runs = _no_fallback_compile(inductor)
-    assert runs == [] and sel.stats["fallbacks"] == 0      # one pick kept: nothing to measure
+    assert runs == [] and sel.stats["fallbacks"] == 0  # one pick kept: nothing to measure
     assert all(len(p["kept"]) <= len(stock[p["problem"].split(":", 1)[0]]) for p in sel.dynamic_picks)
 
 
@@ -163,8 +165,12 @@ class _BlockForSize:
     ident = "block-for-size"
 
     def rank(self, problem, candidates):
-        return np.array([abs(math.log2(c.kwargs["BLOCK_M"]) - math.log2(min(problem.M, 128)))
-                         if c.backend == "triton" else 99.0 for c in candidates])
+        return np.array(
+            [
+                abs(math.log2(c.kwargs["BLOCK_M"]) - math.log2(min(problem.M, 128))) if c.backend == "triton" else 99.0
+                for c in candidates
+            ]
+        )
 
 
 def test_choices_inductor_built_per_size_are_decided_at_their_size():
@@ -175,8 +181,7 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
     def ktc(block_m, hint):
-        kw = dict(BLOCK_M=block_m, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_stages=3, num_warps=4,
-                  hint_override=hint)
+        kw = dict(BLOCK_M=block_m, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_stages=3, num_warps=4, hint_override=hint)
         return KernelTemplateChoice(mm_template, DictKernelTemplateParams(kw), {}, None, None)
 
     ktcs = [ktc(bm, hint) for hint in (None, 512) for bm in (16, 32, 64, 128)]
@@ -185,14 +190,16 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("predict", ranker=_BlockForSize())
     kept = sel._guarded("templates", ktcs, lambda: (problem, fields, torch.device("cpu")), compat.ktc_candidates)
-    assert kept == [ktcs[0], ktcs[7]]            # BLOCK_M 16 at the hint 16, 128 for M=512
+    assert kept == [ktcs[0], ktcs[7]]  # BLOCK_M 16 at the hint 16, 128 for M=512
     pick = sel.dynamic_picks[-1]
     assert pick["by_inductor_size"] and list(pick["per_size"]) == [16, 512]
     # a static M decides once, over every choice
     sel = ksi.Selector("predict", ranker=_BlockForSize())
     static = {k: v for k, v in fields.items() if k != "dynamic"}
-    assert len(sel._guarded("templates", ktcs, lambda: (problem, static, torch.device("cpu")),
-                            compat.ktc_candidates)) == 1 and not sel.dynamic_picks
+    assert (
+        len(sel._guarded("templates", ktcs, lambda: (problem, static, torch.device("cpu")), compat.ktc_candidates)) == 1
+        and not sel.dynamic_picks
+    )
 
 
 def _strided_inputs(m: int, n: int, k: int):
@@ -224,8 +231,11 @@ def test_a_gemm_kselect_cannot_decide_gets_the_users_own_space(case, tmp_path):
     templates = [aten_mm, mm_template]
     with lowering("DEFAULT"):
         default = inductor_candidates(make(256, 4096, 4096), templates, "mm")
-    sel = (ksi.Selector("predict", ranker=_Unavailable()) if case == "ranker-unavailable"
-           else ksi.Selector("predict", model=str(tmp_path / "no-such-model.json")))
+    sel = (
+        ksi.Selector("predict", ranker=_Unavailable())
+        if case == "ranker-unavailable"
+        else ksi.Selector("predict", model=str(tmp_path / "no-such-model.json"))
+    )
     sel.stock_space = None if case == "not-widened" else "DEFAULT"
     handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
     reset_warnings()
@@ -277,16 +287,22 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
 
     from torch._inductor.kernel.mm import aten_mm
 
-    items = ([ktc(bm, w) for bm in (16, 32, 64, 128) for w in (2, 4, 8)]
-             + [KernelTemplateChoice(aten_mm, DictKernelTemplateParams({}), {}, None, None)])
+    items = [ktc(bm, w) for bm in (16, 32, 64, 128) for w in (2, 4, 8)] + [
+        KernelTemplateChoice(aten_mm, DictKernelTemplateParams({}), {}, None, None)
+    ]
     problem = Problem(M=16, N=4096, K=4096, dtype="fp16", layout="nn")
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("verify", k=4, adaptive_k=False, ranker=_BlockForSize())
     sel.stock_space = "DEFAULT"
     stock = items[:3]
-    kept = sel._guarded("templates", items, lambda: (problem, fields, torch.device("cpu")),
-                        compat.ktc_candidates, restock=lambda space: stock)
-    assert len(kept) == len(stock) and kept[-1] is items[-1]           # capped; ATen kept
+    kept = sel._guarded(
+        "templates",
+        items,
+        lambda: (problem, fields, torch.device("cpu")),
+        compat.ktc_candidates,
+        restock=lambda space: stock,
+    )
+    assert len(kept) == len(stock) and kept[-1] is items[-1]  # capped; ATen kept
     assert ksi._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
     cands = [Candidate.make("cpp", f"gemm{i}") for i in range(9)] + [Candidate.make("aten", "mm")]
     assert ksi._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and ksi._within([1, 9], 1, cands) == [1]

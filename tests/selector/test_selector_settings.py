@@ -1,5 +1,6 @@
 """What is derived from config.SelectorSettings: the environment table, enable()'s keywords,
 Selector.settings(), and which settings enter the decision-cache key."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,7 +31,7 @@ def test_every_environment_option_is_a_field_described_and_read_back():
     for o in config.OPTIONS:
         assert o.field in FIELDS and f"{o.name} (" in text and o.help in text
         value = config.DEFAULTS.keywords()[o.field] if o.field != "mode" else "predict"
-        if value is not None:   # each variable sets its own field, parsed to the keyword's type
+        if value is not None:  # each variable sets its own field, parsed to the keyword's type
             got = config.read({o.name: _env_text(value)})[o.field]
             assert got == value and type(got) is type(value), o.name
     # the variables unset: the environment's defaults, the selector off
@@ -44,7 +45,7 @@ def test_enable_takes_exactly_the_fields_with_their_defaults():
     assert {n: p.default for n, p in params.items()} == config.DEFAULTS.keywords()
     for name in FIELDS:
         assert f"    {name} (" in ksi.enable.__doc__
-    with pytest.raises(TypeError, match="kk"):   # as Python's own unexpected keyword
+    with pytest.raises(TypeError, match="kk"):  # as Python's own unexpected keyword
         ksi.enable("verify", kk=1)
     with pytest.raises(config.SettingError, match="kk"):
         ksi.Selector("verify", kk=1)
@@ -54,14 +55,14 @@ def test_selector_settings_make_it_again_and_read_as_attributes():
     ranker = MeasuredRanker({})
     sel = ksi.Selector("predict", k=2, min_k=2, ranker=ranker, search_space="default", compile_budget=0)
     got = sel.settings()
-    assert list(got) == list(FIELDS) and got["ranker"] is ranker   # the object itself, not a copy
+    assert list(got) == list(FIELDS) and got["ranker"] is ranker  # the object itself, not a copy
     assert got["search_space"] == "DEFAULT" and type(got["compile_budget"]) is float
     again = ksi.Selector(**got)
     assert again.config == sel.config and again.settings() == got
     assert (sel.k, sel.min_k, sel.mode, sel.ranker) == (2, 2, "predict", ranker)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sel.config.k = 3
-    with pytest.raises(AttributeError):   # a setting changes only by making a new selector
+    with pytest.raises(AttributeError):  # a setting changes only by making a new selector
         sel.k = 3
     with pytest.raises(AttributeError, match="no_such_setting"):
         sel.no_such_setting
@@ -73,8 +74,9 @@ def test_policy_defaults_are_the_settings_defaults():
 
 
 PROBLEM = Problem(256, 256, 256, "fp32", "nn")
-CANDIDATES = [Candidate.make("aten", "mm")] + [Candidate.make("triton", "mm", BLOCK_M=b, BLOCK_N=64, BLOCK_K=32,
-                                                                num_stages=2, num_warps=4) for b in (16, 32, 64)]
+CANDIDATES = [Candidate.make("aten", "mm")] + [
+    Candidate.make("triton", "mm", BLOCK_M=b, BLOCK_N=64, BLOCK_K=32, num_stages=2, num_warps=4) for b in (16, 32, 64)
+]
 RANKER = MeasuredRanker({PROBLEM.key: {c.key: 1.0 + i for i, c in enumerate(CANDIDATES)}})
 CPU = {"fingerprint_id": "cpu-test", "device_type": "cpu"}
 
@@ -87,11 +89,23 @@ def _key(tmp_path, **settings) -> str:
 
 @pytest.mark.parametrize("mode", ["verify", "predict"])
 def test_decision_cache_key_changes_with_the_settings_that_decide_and_no_other(tmp_path, mode):
-    other = {"k": 2, "keep_aten": False, "epilogue_fusion": True, "adaptive_k": False, "min_k": 2,
-             "aten_margin": 0.5, "compile_budget": 0.0, "verify_timing": "inductor", "early_decision": False,
-             "release_memory": False, "warm_while_compiling": False, "compile_in": "workers", "warm_start": False,
-             "search_space": "DEFAULT"}
-    assert set(other) | {"mode", "ranker", "model", "cache_dir"} == set(FIELDS)   # every setting tried
+    other = {
+        "k": 2,
+        "keep_aten": False,
+        "epilogue_fusion": True,
+        "adaptive_k": False,
+        "min_k": 2,
+        "aten_margin": 0.5,
+        "compile_budget": 0.0,
+        "verify_timing": "inductor",
+        "early_decision": False,
+        "release_memory": False,
+        "warm_while_compiling": False,
+        "compile_in": "workers",
+        "warm_start": False,
+        "search_space": "DEFAULT",
+    }
+    assert set(other) | {"mode", "ranker", "model", "cache_dir"} == set(FIELDS)  # every setting tried
     first = _key(tmp_path, mode=mode)
     assert _key(tmp_path, mode=mode) == first
     for name, value in other.items():

@@ -1,5 +1,6 @@
 """selector/decide/switch_interval.py: the short switch interval is set for the outermost decision and restored
 exactly once, also when decisions of two threads overlap or one raises."""
+
 from __future__ import annotations
 
 import sys

@@ -1,6 +1,7 @@
 """verify's own measurement: the kept templates compile in the background (selector/verify/template_compiles.py
 Compiles, in threads or in worker processes) while the caller makes operands and runs ATen; a failed
 compile is reported, not raised."""
+
 from __future__ import annotations
 
 import threading
@@ -36,12 +37,12 @@ def test_templates_compile_in_the_background_and_failures_are_reported():
     # both compiles are under way while the caller goes on
     assert ok.started.wait(10) and bad.started.wait(10)
     assert not ok.compiled and not compiles.done()
-    time.sleep(0.05)   # both wait, using no CPU
+    time.sleep(0.05)  # both wait, using no CPU
     release.set()
     failed = compiles.wait()
     assert ok.compiled and compiles.done()
     assert list(failed) == [1] and "RuntimeError: ptxas: out of registers" in failed[1]
-    assert compiles.wait() == failed   # idempotent: measure() waits again on its way out
+    assert compiles.wait() == failed  # idempotent: measure() waits again on its way out
     # a failed compile is timed too; both waited for the release, which was not CPU work
     got = compiles.summary()
     assert sorted(got["per_choice"]) == [0, 1]
@@ -64,12 +65,18 @@ def test_compile_timings_tell_work_from_waiting():
                 pass
 
     class _Child:
-        def precompile(self):   # a CPU-bound child, as the assembler is
-            subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
-                            "while time.process_time() < end: pass"], check=True)
+        def precompile(self):  # a CPU-bound child, as the assembler is
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass",
+                ],
+                check=True,
+            )
 
     compiles = Compiles([_Busy(), _Child()])
-    assert compiles.summary() == {}   # nothing to say before the wait
+    assert compiles.summary() == {}  # nothing to say before the wait
     assert compiles.wait() == {}
     got = compiles.summary()
     busy, child = got["per_choice"][0], got["per_choice"][1]
@@ -111,7 +118,7 @@ def test_templates_compile_in_worker_processes_then_load_here():
 
     a, b, refused, lost = _Loaded(), _Loaded(), _Loaded(), _Loaded()
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pool.submit(_burn, 0.0).result()   # the workers are up, as bench e2e waits for Inductor's
+        pool.submit(_burn, 0.0).result()  # the workers are up, as bench e2e waits for Inductor's
 
         def submit(choice):
             if choice is refused:
@@ -125,7 +132,7 @@ def test_templates_compile_in_worker_processes_then_load_here():
     got = compiles.summary()
     assert got["where"] == "mixed"
     timed = got["per_choice"]
-    for i in (0, 1):   # a worker burnt 0.3 s of CPU for each; this thread only waited
+    for i in (0, 1):  # a worker burnt 0.3 s of CPU for each; this thread only waited
         assert timed[i]["worker_ms"] >= 290 and timed[i]["wall_ms"] >= timed[i]["worker_ms"]
         assert timed[i]["cpu_ms"] < 0.5 * timed[i]["wall_ms"]
     assert "worker_ms" not in timed[2] and "worker_ms" in timed[3]
@@ -142,7 +149,7 @@ def test_compile_in_workers_without_a_pool_compiles_in_threads():
 
 
 def test_nothing_to_compile_starts_nothing():
-    compiles = Compiles([object(), object()])   # no precompile: nothing to compile
+    compiles = Compiles([object(), object()])  # no precompile: nothing to compile
     assert compiles.where == "none" and compiles.todo == [] and compiles.done() and compiles.wait() == {}
     assert compiles.summary() == {}
 
@@ -171,4 +178,4 @@ def test_release_gpu_memory_frees_the_workspace_a_new_stream_made():
     assert held >= 1 << 20, f"no workspace held after a GEMM on a new stream ({held} bytes)"
     assert release_gpu_memory()
     assert torch.cuda.memory_allocated() <= base
-    assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2 << 20   # nothing idle kept
+    assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2 << 20  # nothing idle kept

@@ -1,6 +1,7 @@
 """The warm start (selector/warmup/triton_setup.py): Triton's set-up in a background thread as a compile
 starts, then one warm-up per compile worker (selector/warmup/compile_workers.py); installed and removed
 with the selector, never begun for a CPU compile, and every failure costs only the warm-up."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -13,8 +14,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from kselect.selector.warmup.triton_setup import WarmStart  # noqa: E402
 from kselect.selector.warmup.compile_workers import WorkerWarmup  # noqa: E402
+from kselect.selector.warmup.triton_setup import WarmStart  # noqa: E402
 
 
 def _warm(seconds: float) -> dict:
@@ -33,7 +34,7 @@ def _broken(seconds: float) -> dict:
 @pytest.fixture(scope="module")
 def pool():
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as p:
-        p.submit(_warm, 0.0).result()   # up, as Inductor's pool is once use_process_pool() says so
+        p.submit(_warm, 0.0).result()  # up, as Inductor's pool is once use_process_pool() says so
         yield p
 
 
@@ -43,7 +44,7 @@ def test_warm_up_waits_for_the_pool_then_submits_one_per_worker_once(pool):
     assert warmup.start() is False and not warmup.started and warmup.summary() == {}
     up.append(True)
     assert warmup.start("a Dynamo callback's argument") is True and warmup.started
-    assert warmup.start() is False   # once per selector: every later compile start does nothing
+    assert warmup.start() is False  # once per selector: every later compile start does nothing
     deadline = time.monotonic() + 60
     while warmup.summary()["done"] < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -65,7 +66,7 @@ def test_a_failed_warm_up_is_counted_and_a_broken_pool_stops_it(pool):
 
     broken = WorkerWarmup(ready=no_pool)
     assert broken.start() is False and broken.summary() == {"error": "RuntimeError: compile workers disabled"}
-    assert broken.start() is False   # not retried at every compile start
+    assert broken.start() is False  # not retried at every compile start
 
 
 def _warm_for(target: str) -> dict:
@@ -87,27 +88,31 @@ def test_the_set_up_runs_in_the_background_then_warms_the_workers_once(pool):
 
     def prepare():
         on_thread.append(threading.current_thread().name)
-        release.wait(30)   # a slow C build: start() must not wait for it
+        release.wait(30)  # a slow C build: start() must not wait for it
         return "sm-test"
 
     ws = WarmStart(gate=lambda: True, prepare=prepare, pool=lambda: (pool, 2), job=_warm_for)
     assert ws.summary() == {} and not ws.started
     assert ws.start("a Dynamo callback's argument") is True and ws.started
-    assert ws.summary()["prepare_ms"] is None and not ws.workers.started   # still preparing
-    assert ws.start() is False   # once per selector
+    assert ws.summary()["prepare_ms"] is None and not ws.workers.started  # still preparing
+    assert ws.start() is False  # once per selector
     release.set()
     ws.join(30)
     _wait(lambda: ws.workers.summary().get("done") == 2)
     got = ws.summary()
     assert on_thread == ["kselect-warm-start"] and got["target"] == "sm-test" and got["prepare_ms"] > 0
-    assert "error" not in got and (got["workers"]["jobs"], got["workers"]["done"], got["workers"]["failed"]) == (2, 2, 0)
+    assert "error" not in got and (got["workers"]["jobs"], got["workers"]["done"], got["workers"]["failed"]) == (
+        2,
+        2,
+        0,
+    )
 
 
 def test_no_start_for_a_cpu_compile_and_the_next_chance_takes_it(pool):
     in_use = []
     ws = WarmStart(gate=lambda: bool(in_use), prepare=lambda: "sm-test", pool=lambda: (pool, 2), job=_warm_for)
     assert ws.start() is False and not ws.started and ws.summary() == {}
-    in_use.append(True)   # CUDA in use by the next compile (or by the first GEMM's decision)
+    in_use.append(True)  # CUDA in use by the next compile (or by the first GEMM's decision)
     assert ws.start() is True
     ws.join(30)
     _wait(lambda: ws.workers.summary().get("done") == 2)
@@ -116,13 +121,12 @@ def test_no_start_for_a_cpu_compile_and_the_next_chance_takes_it(pool):
 
 def test_a_pool_that_comes_up_late_is_warmed_at_a_later_start(pool):
     up = []
-    ws = WarmStart(gate=lambda: True, prepare=lambda: "sm-test", pool=lambda: (pool, 2) if up else None,
-                   job=_warm_for)
+    ws = WarmStart(gate=lambda: True, prepare=lambda: "sm-test", pool=lambda: (pool, 2) if up else None, job=_warm_for)
     assert ws.start() is True
     ws.join(30)
-    assert ws.summary()["target"] == "sm-test" and not ws.workers.started   # no pool yet: nothing sent
+    assert ws.summary()["target"] == "sm-test" and not ws.workers.started  # no pool yet: nothing sent
     up.append(True)
-    assert ws.start() is False   # already begun; it only retries the workers
+    assert ws.start() is False  # already begun; it only retries the workers
     _wait(lambda: ws.workers.summary().get("done") == 2)
     assert ws.workers.summary()["done"] == 2
 
@@ -163,7 +167,7 @@ def test_enable_installs_the_warm_start_at_each_compile_start_and_disable_remove
         assert sel.warm_start is not None and sel.warm_start.start in callback_handler.start_callbacks
         torch._dynamo.reset()
         got = torch.compile(lambda x: (x * 2).sum())(torch.ones(8))
-        assert got.item() == 16.0 and not sel.warm_start.started   # a CPU compile: nothing begun
+        assert got.item() == 16.0 and not sel.warm_start.started  # a CPU compile: nothing begun
     finally:
         ksi.disable()
     assert callback_handler.start_callbacks == before

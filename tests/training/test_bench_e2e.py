@@ -5,6 +5,7 @@ and bad arguments reported clearly; the model's KV cache agrees with a full forw
 Cold CPU compiles cost 15-40 s each on 2 cores (C++ kernels), so the main test runs one
 workload; the train step (loss + gradients vs eager) has its own, slow, test.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,23 +20,39 @@ torch = pytest.importorskip("torch")
 
 from kselect.selector.decide.policy import COMPILE_BUDGET  # noqa: E402
 from kselect.training.bench import e2e as be  # noqa: E402
-from kselect.training.bench import e2e_report  # noqa: E402
-from kselect.training.bench import e2e_spec  # noqa: E402
-from kselect.training.bench import e2e_worker  # noqa: E402
-from kselect.training.cli.main import main  # noqa: E402
+from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E402
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
+from kselect.training.cli.main import main  # noqa: E402
 
-TINY = ["--device", "cpu", "--model", "tiny", "--dtype", "fp32", "--batch", "2", "--seq", "16",
-        "--steps", "3", "--warmup", "1"]
+TINY = [
+    "--device",
+    "cpu",
+    "--model",
+    "tiny",
+    "--dtype",
+    "fp32",
+    "--batch",
+    "2",
+    "--seq",
+    "16",
+    "--steps",
+    "3",
+    "--warmup",
+    "1",
+]
 
 
 def _bench(tmp_path, *args, faults: str = "", timeout: int = 600):
     """Run the console command as a user would; (process, results.json or None)."""
     out = tmp_path / "report"
     env = {**os.environ, e2e_spec.FAULT_ENV: faults}
-    proc = subprocess.run([sys.executable, "-m", "kselect.training.cli.main", "bench", "e2e", *TINY,
-                           "--out", str(out), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kselect.training.cli.main", "bench", "e2e", *TINY, "--out", str(out), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     path = out / "results.json"
     return proc, (json.loads(path.read_text()) if path.exists() else None), out
 
@@ -56,8 +73,13 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
     """plain and kselect-predict compile cold, match eager and are timed; a worker that dies
     (exit 137) and one that raises are reported with their errors and the bench goes on."""
     proc, report, out = _bench(
-        tmp_path, "--workloads", "decode", "--variants", "plain,default,kselect-verify,kselect-predict",
-        faults="default/decode/start/exit,kselect-verify/decode/start/raise")
+        tmp_path,
+        "--workloads",
+        "decode",
+        "--variants",
+        "plain,default,kselect-verify,kselect-predict",
+        faults="default/decode/start/exit,kselect-verify/decode/start/raise",
+    )
     assert report is not None, proc.stderr
     assert proc.returncode == 1, "a failed run must make the exit status non-zero"
     from kselect.training.measure.provenance import code_digest  # the code that measured, as any process sees it
@@ -99,7 +121,7 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
     assert (out / "compile_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "logs" / "decode-default.log").read_text().startswith("fault injected")
     for line in ("[1/4] decode  plain", "[4/4] decode  kselect-predict"):
-        assert line.replace("[", "[ ", 1) in proc.stderr   # progress: on stderr
+        assert line.replace("[", "[ ", 1) in proc.stderr  # progress: on stderr
 
 
 @pytest.mark.slow
@@ -109,6 +131,7 @@ def test_cpu_train_step_loss_and_gradients_match_eager(tmp_path):
     r = report["runs"][0]
     # --profile-compile: the compile's profile beside the log, readable by pstats, and said so
     import pstats
+
     stats = pstats.Stats(str(out / "logs" / "train-plain.prof"))
     assert any(fn[2] == "compile_fx_inner" for fn in stats.stats)  # (file, line, function name)
     assert "cumulative" in (out / "logs" / "train-plain.prof.txt").read_text()
@@ -116,14 +139,13 @@ def test_cpu_train_step_loss_and_gradients_match_eager(tmp_path):
     c = r["correctness"]
     assert r["status"] == "ok" and c["ok"]
     assert c["grad_rel_err"] < 1e-4 and c["loss_rel_err"] < 1e-4
-    assert 4.0 < c["loss_eager"] < 7.0          # ~ln(256) for random weights and tokens
+    assert 4.0 < c["loss_eager"] < 7.0  # ~ln(256) for random weights and tokens
     assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["step_ms"] / 1e3))
-    assert r["kernel_time"]["ms_per_step"]["gemm"] > 0   # forward and backward GEMMs, profiled
+    assert r["kernel_time"]["ms_per_step"]["gemm"] > 0  # forward and backward GEMMs, profiled
 
 
 def test_worker_overrunning_the_budget_is_stopped_and_the_rest_skipped(tmp_path):
-    proc, report, out = _bench(tmp_path, "--workloads", "prefill,decode", "--variants", "plain",
-                               "--max-minutes", "0.1")
+    proc, report, out = _bench(tmp_path, "--workloads", "prefill,decode", "--variants", "plain", "--max-minutes", "0.1")
     runs = report["runs"]
     assert [r["status"] for r in runs] == ["timeout", "skipped"], [r.get("error") for r in runs]
     assert "deadline" in runs[0]["error"] and _pid_gone(runs[0]["pid"])
@@ -144,7 +166,7 @@ def test_unknown_variant_workload_or_preset_is_a_clear_error(tmp_path, capsys):
     assert "llama3-8b has 1 to 32 layers, not 40" in capsys.readouterr().err
     assert main(base + ["--seq", "4096"]) == 2
     assert "exceeds tiny's max_positions 512" in capsys.readouterr().err
-    for flag, value in (("--aten-margin", "-0.5"), ("--compile-budget", "-1")):   # checked as enable() checks it
+    for flag, value in (("--aten-margin", "-0.5"), ("--compile-budget", "-1")):  # checked as enable() checks it
         with pytest.raises(SystemExit) as refused:
             main(base + [flag, value])
         assert refused.value.code == 2 and f"argument {flag}: invalid float >= 0 value" in capsys.readouterr().err
@@ -190,13 +212,19 @@ def test_steady_state_warms_up_for_steps_and_seconds_then_times():
         calls.append(time.perf_counter())
         time.sleep(0.005)
 
-    got = steady_state(step, torch.device("cpu"), steps=4, warmup=2, warmup_s=0.1,
-                       snapshot=lambda: snaps.append(len(calls)) or {"sm_clock_mhz": 1500})
+    got = steady_state(
+        step,
+        torch.device("cpu"),
+        steps=4,
+        warmup=2,
+        warmup_s=0.1,
+        snapshot=lambda: snaps.append(len(calls)) or {"sm_clock_mhz": 1500},
+    )
     assert got["warmup_s"] >= 0.1 and got["warmup_calls"] >= 2 and got["warmup"] == 2
     assert len(calls) == got["warmup_calls"] + 4 and snaps == [got["warmup_calls"]]
     assert got["after_warmup"] == {"sm_clock_mhz": 1500} and got["step_ms"] >= 5.0
     calls.clear()
-    plain = steady_state(step, torch.device("cpu"), steps=3, warmup=1)   # the default: steps only
+    plain = steady_state(step, torch.device("cpu"), steps=3, warmup=1)  # the default: steps only
     assert plain["warmup_calls"] == 1 and len(calls) == 4 and "after_warmup" not in plain
 
 
@@ -210,8 +238,13 @@ def test_zero_budget_reports_every_run_as_skipped(tmp_path, capsys):
 
 
 def test_plan_runs_baseline_first_and_exhaustive_last_on_its_own_model():
-    s = {"workloads": ["train", "decode"], "variants": list(e2e_spec.DEFAULT_VARIANTS), "model": "llama3-8b-2l",
-         "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"]}
+    s = {
+        "workloads": ["train", "decode"],
+        "variants": list(e2e_spec.DEFAULT_VARIANTS),
+        "model": "llama3-8b-2l",
+        "exhaustive_model": "llama3-8b-1l-v32k",
+        "exhaustive_workloads": ["decode"],
+    }
     got = [(r["workload"], r["variant"], r["model"]) for r in be.plan(s)]
     assert got[0] == ("train", "plain", "llama3-8b-2l") and got[4] == ("decode", "plain", "llama3-8b-2l")
     assert got[-1] == ("decode", "exhaustive", "llama3-8b-1l-v32k") and len(got) == 9
@@ -219,11 +252,22 @@ def test_plan_runs_baseline_first_and_exhaustive_last_on_its_own_model():
 
 def test_targets_compare_against_plain_and_default_of_the_same_workload():
     def run(variant, compile_s, step_ms, ok=True):
-        return {"workload": "train", "variant": variant, "status": "ok", "model": "m",
-                "compile_s": compile_s, "step_ms": step_ms, "correctness": {"ok": ok}}
+        return {
+            "workload": "train",
+            "variant": variant,
+            "status": "ok",
+            "model": "m",
+            "compile_s": compile_s,
+            "step_ms": step_ms,
+            "correctness": {"ok": ok},
+        }
 
-    runs = [run("plain", 100, 10), run("default", 400, 9), run("kselect-verify", 120, 8.9),
-            run("kselect-predict", 106, 9.5)]
+    runs = [
+        run("plain", 100, 10),
+        run("default", 400, 9),
+        run("kselect-verify", 120, 8.9),
+        run("kselect-predict", 106, 9.5),
+    ]
     tg = {t["variant"]: t for t in e2e_report.targets(runs)}
     assert tg["kselect-verify"]["met"] is True and tg["kselect-predict"]["met"] is False
     runs[2] = run("kselect-verify", 120, 8.9, ok=False)
@@ -234,8 +278,18 @@ def test_targets_compare_against_plain_and_default_of_the_same_workload():
     assert tg["met"] is True and "1.04x plain (its 1.50 s model load included)" in tg["detail"]
     runs[3]["kselect_load_s"] = 2.5
     assert {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-predict"]["met"] is False
-    merged = e2e_report.combine_repeats([{**runs[3], "kselect_load_s": x, "repeat": i, "tokens_per_s": 1.0,
-                                  "correctness": {"ok": True, "rel_err": 0.0}} for i, x in enumerate((1, 3, 2))])
+    merged = e2e_report.combine_repeats(
+        [
+            {
+                **runs[3],
+                "kselect_load_s": x,
+                "repeat": i,
+                "tokens_per_s": 1.0,
+                "correctness": {"ok": True, "rel_err": 0.0},
+            }
+            for i, x in enumerate((1, 3, 2))
+        ]
+    )
     assert merged[0]["kselect_load_s"] == 2
 
 
@@ -251,9 +305,15 @@ def test_llama_kv_cache_prefill_and_decode_match_the_full_forward():
     torch.testing.assert_close(pre[:, 0], full[:, 11])
     torch.testing.assert_close(dec[:, 0], full[:, 12])
     cfg = PRESETS["llama3-8b-2l"]
-    assert (cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate, cfg.vocab, cfg.layers) == \
-        (4096, 32, 8, 14336, 128256, 2)
-    deep = preset("llama3-8b-8l")   # N of the 32 layers, by name
+    assert (cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate, cfg.vocab, cfg.layers) == (
+        4096,
+        32,
+        8,
+        14336,
+        128256,
+        2,
+    )
+    deep = preset("llama3-8b-8l")  # N of the 32 layers, by name
     assert deep.layers == 8 and replace(deep, layers=2, name="", note="") == replace(cfg, name="", note="")
     assert sum(p.numel() for p in model.parameters()) == model.cfg.n_params()
 
@@ -263,14 +323,13 @@ def test_cpu_freezing_counts_benchmarked_gemms_and_cache_hits_and_kselect_falls_
     """With freezing, CPU max-autotune benchmarks each frozen Linear (MKL vs CPP micro-GEMM):
     5 distinct GEMMs, the 4 of the second (identical) layer from the autotune cache. kselect has
     no CPU model: it says so once and every GEMM goes to stock, still correct."""
-    proc, report, out = _bench(tmp_path, "--workloads", "prefill", "--variants", "kselect-predict",
-                               "--freezing")
+    proc, report, out = _bench(tmp_path, "--workloads", "prefill", "--variants", "kselect-predict", "--freezing")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     r = report["runs"][0]
     assert r["status"] == "ok" and r["correctness"]["ok"]
     assert (r["gemms"]["autotuned"], r["gemms"]["benchmarked"], r["gemms"]["cache_hits"]) == (9, 5, 4)
     assert r["gemms"]["candidates"] == sum(r["gemms"]["per_gemm"]) >= 10
-    assert r["gemm_tuning"]["gemms"] == 5 and r["gemm_tuning"]["total_s"] > 0   # Inductor's own log
+    assert r["gemm_tuning"]["gemms"] == 5 and r["gemm_tuning"]["total_s"] > 0  # Inductor's own log
     # per distinct GEMM, the kernel stock max-autotune timed fastest (MKL or the C++ template)
     winners = r["gemms"]["winners"]
     assert len(winners) == 5 and all(w.startswith(("aten:", "cpp:")) for w in winners.values()), winners
@@ -284,34 +343,93 @@ def test_cpu_freezing_counts_benchmarked_gemms_and_cache_hits_and_kselect_falls_
 def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tmp_path):
     """The H200 report's shapes, on given numbers: exhaustive on a smaller model, a timeout, a
     skip and kselect decisions all render; ratios only compare runs of the same model."""
-    settings = {"device": "cuda", "model": "llama3-8b-1l", "dtype": "bf16", "batch": 8, "seq": 1024,
-                "steps": 20, "warmup": 3, "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "",
-                "freezing": False, "seed": 0, "workloads": ["decode"], "variants": list(e2e_spec.DEFAULT_VARIANTS),
-                "max_minutes": 8.5, "exhaustive_model": "llama3-8b-1l-v32k", "exhaustive_workloads": ["decode"],
-                "rtol": 2e-2}
+    settings = {
+        "device": "cuda",
+        "model": "llama3-8b-1l",
+        "dtype": "bf16",
+        "batch": 8,
+        "seq": 1024,
+        "steps": 20,
+        "warmup": 3,
+        "k": 4,
+        "kselect_space": "EXHAUSTIVE",
+        "kselect_model": "",
+        "freezing": False,
+        "seed": 0,
+        "workloads": ["decode"],
+        "variants": list(e2e_spec.DEFAULT_VARIANTS),
+        "max_minutes": 8.5,
+        "exhaustive_model": "llama3-8b-1l-v32k",
+        "exhaustive_workloads": ["decode"],
+        "rtol": 2e-2,
+    }
 
     def run(variant, compile_s, step_ms, model="llama3-8b-1l", **extra):
-        r = {"workload": "decode", "variant": variant, "model": model, "status": "ok", "compile_s": compile_s,
-             "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms, "tokens_per_s": 8e3 / step_ms,
-             "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 100, "cache_hits": 0},
-             "correctness": {"ok": True, "rel_err": 3e-3, "tol": 2e-2}}
+        r = {
+            "workload": "decode",
+            "variant": variant,
+            "model": model,
+            "status": "ok",
+            "compile_s": compile_s,
+            "step_ms": step_ms,
+            "step_ms_p10": step_ms,
+            "step_ms_p90": step_ms,
+            "tokens_per_s": 8e3 / step_ms,
+            "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 100, "cache_hits": 0},
+            "correctness": {"ok": True, "rel_err": 3e-3, "tol": 2e-2},
+        }
         return {**r, **extra}
 
-    ks = {"kselect": {"decisions_logged": 10, "candidates_ranked": 2500, "kept": 14, "ranking_ms": 40.0,
-                      "threads": {"MainThread": 10}, "warnings": [],
-                      "stats": {"decisions": 10, "fallbacks": 0}, "decision_cpu_ms": 35.0,
-                      "picks_by_template": {"triton:mm": 2, "aten:mm": 3},
-                      "picks": {"mm:8x4096x4096:bf16:nt": ["aten:mm"], "mm:8x128256x4096:bf16:nt": ["triton:mm:BM16"]}},
-          "kselect_ranker": "model:abc", "kselect_load_s": 0.2}
-    stock = {"autotuned": 5, "benchmarked": 5, "candidates": 100, "cache_hits": 0,
-             "winners": {"mm:8x4096x4096:bf16:nt": "aten:mm", "mm:8x128256x4096:bf16:nt": "triton:mm:BM32"}}
-    runs = [run("plain", 20.0, 1.0), run("default", 60.0, 0.9, gemms=stock), run("kselect-verify", 24.0, 0.89, **ks),
-            {"workload": "decode", "variant": "kselect-predict", "model": "llama3-8b-1l", "status": "timeout",
-             "error": "stopped at the budget's deadline after 30 s", "compile_s": 21.0},
-            {"workload": "decode", "variant": "exhaustive", "model": "llama3-8b-1l-v32k", "status": "skipped",
-             "error": "budget of 8.5 min spent before it could start"}]
-    report = {"command": "kselect bench e2e ...", "settings": settings, "runs": runs, "elapsed_s": 500,
-              "env": {"gpu_name": "NVIDIA H200", "torch_version": "2.11.0", "cpus": 16}}
+    ks = {
+        "kselect": {
+            "decisions_logged": 10,
+            "candidates_ranked": 2500,
+            "kept": 14,
+            "ranking_ms": 40.0,
+            "threads": {"MainThread": 10},
+            "warnings": [],
+            "stats": {"decisions": 10, "fallbacks": 0},
+            "decision_cpu_ms": 35.0,
+            "picks_by_template": {"triton:mm": 2, "aten:mm": 3},
+            "picks": {"mm:8x4096x4096:bf16:nt": ["aten:mm"], "mm:8x128256x4096:bf16:nt": ["triton:mm:BM16"]},
+        },
+        "kselect_ranker": "model:abc",
+        "kselect_load_s": 0.2,
+    }
+    stock = {
+        "autotuned": 5,
+        "benchmarked": 5,
+        "candidates": 100,
+        "cache_hits": 0,
+        "winners": {"mm:8x4096x4096:bf16:nt": "aten:mm", "mm:8x128256x4096:bf16:nt": "triton:mm:BM32"},
+    }
+    runs = [
+        run("plain", 20.0, 1.0),
+        run("default", 60.0, 0.9, gemms=stock),
+        run("kselect-verify", 24.0, 0.89, **ks),
+        {
+            "workload": "decode",
+            "variant": "kselect-predict",
+            "model": "llama3-8b-1l",
+            "status": "timeout",
+            "error": "stopped at the budget's deadline after 30 s",
+            "compile_s": 21.0,
+        },
+        {
+            "workload": "decode",
+            "variant": "exhaustive",
+            "model": "llama3-8b-1l-v32k",
+            "status": "skipped",
+            "error": "budget of 8.5 min spent before it could start",
+        },
+    ]
+    report = {
+        "command": "kselect bench e2e ...",
+        "settings": settings,
+        "runs": runs,
+        "elapsed_s": 500,
+        "env": {"gpu_name": "NVIDIA H200", "torch_version": "2.11.0", "cpus": 16},
+    }
     e2e_report.write_report(report, tmp_path)
     text = (tmp_path / "README.md").read_text()
     assert "(NVIDIA H200)" in text and "EXHAUSTIVE runs use the smaller model `llama3-8b-1l-v32k`" in text
@@ -324,16 +442,20 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert tg["kselect-verify"]["detail"].endswith("; DEFAULT's kernel on 1 of 2 GEMMs")
     assert "| GEMM | default | kselect-verify |" in text
     assert "| mm:8x128256x4096:bf16:nt | `triton:mm:BM32` | `triton:mm:BM16` |" in text
-    assert ("| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
-            "aten:mm 3, triton:mm 2 | 0 | - |") in text
+    assert (
+        "| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
+        "aten:mm 3, triton:mm 2 | 0 | - |"
+    ) in text
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report
 
 
 def test_the_plot_draws_every_variant(tmp_path):
     """Every variant bench e2e knows gets its own marker in the compile-vs-step plot (the
     marker table once stopped at the sixth, and the plot failed on predict's point)."""
-    runs = [{"workload": "decode", "variant": v, "model": "tiny", "status": "ok", "compile_s": 1.0 + i,
-             "step_ms": 1.0} for i, v in enumerate(e2e_spec.ORDER)]
+    runs = [
+        {"workload": "decode", "variant": v, "model": "tiny", "status": "ok", "compile_s": 1.0 + i, "step_ms": 1.0}
+        for i, v in enumerate(e2e_spec.ORDER)
+    ]
     e2e_report.plot(runs, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
 
@@ -342,39 +464,92 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
     """--repeats N: each round runs every variant once (drift hits all alike), every other round
     in reverse order (a position in the round favours no variant); the report's step and
     compile time are medians over the processes, the range is min-max of their medians."""
-    s = {"workloads": ["decode"], "variants": ["plain", "default", "kselect-verify"], "model": "m",
-         "exhaustive_model": "m", "exhaustive_workloads": ["decode"], "repeats": 3}
+    s = {
+        "workloads": ["decode"],
+        "variants": ["plain", "default", "kselect-verify"],
+        "model": "m",
+        "exhaustive_model": "m",
+        "exhaustive_workloads": ["decode"],
+        "repeats": 3,
+    }
     got = [(r["variant"], r["repeat"]) for r in be.plan(s)]
-    assert got == [("plain", 0), ("default", 0), ("kselect-verify", 0), ("kselect-verify", 1), ("default", 1),
-                   ("plain", 1), ("plain", 2), ("default", 2), ("kselect-verify", 2)]
+    assert got == [
+        ("plain", 0),
+        ("default", 0),
+        ("kselect-verify", 0),
+        ("kselect-verify", 1),
+        ("default", 1),
+        ("plain", 1),
+        ("plain", 2),
+        ("default", 2),
+        ("kselect-verify", 2),
+    ]
 
     def run(variant, repeat, compile_s, step_ms, status="ok"):
         r = {"workload": "decode", "variant": variant, "model": "m", "repeat": repeat, "status": status}
         if status == "ok":
-            r.update({"compile_s": compile_s, "compile_cpu_s": compile_s / 2 + repeat / 10,
-                      "step_ms": step_ms, "step_ms_p10": step_ms, "step_ms_p90": step_ms,
-                      "tokens_per_s": 8e3 / step_ms, "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 9,
-                                                               "cache_hits": 0},
-                      "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2},
-                      "compile_phases": {"GraphLowering.run": {"plain": 0.8, "default": 2.0}.get(variant, 1.0 + repeat),
-                                         "bytecode_tracing": 0.05}})
+            r.update(
+                {
+                    "compile_s": compile_s,
+                    "compile_cpu_s": compile_s / 2 + repeat / 10,
+                    "step_ms": step_ms,
+                    "step_ms_p10": step_ms,
+                    "step_ms_p90": step_ms,
+                    "tokens_per_s": 8e3 / step_ms,
+                    "gemms": {"autotuned": 5, "benchmarked": 5, "candidates": 9, "cache_hits": 0},
+                    "correctness": {"ok": True, "rel_err": 3e-3 * (repeat + 1), "tol": 2e-2},
+                    "compile_phases": {
+                        "GraphLowering.run": {"plain": 0.8, "default": 2.0}.get(variant, 1.0 + repeat),
+                        "bytecode_tracing": 0.05,
+                    },
+                }
+            )
         return r
 
-    runs = [run("plain", 0, 5.0, 0.83), run("default", 0, 10.0, 0.52), run("kselect-verify", 0, 5.5, 0.60),
-            run("plain", 1, 4.0, 0.56), run("default", 1, 11.0, 0.78), run("kselect-verify", 1, 6.0, 0.54),
-            run("plain", 2, 6.0, 0.56), run("default", 2, 12.0, 0.53), run("kselect-verify", 2, None, None,
-                                                                             status="timeout")]
-    settings = {"device": "cuda", "model": "m", "dtype": "bf16", "batch": 8, "seq": 1024, "steps": 20, "warmup": 3,
-                "k": 4, "kselect_space": "EXHAUSTIVE", "kselect_model": "", "freezing": False, "seed": 0,
-                "workloads": ["decode"], "variants": s["variants"], "max_minutes": 10, "exhaustive_model": "m",
-                "exhaustive_workloads": ["decode"], "rtol": 2e-2, "repeats": 3}
-    report = {"command": "kselect bench e2e --repeats 3", "settings": settings, "runs": runs, "elapsed_s": 60,
-              "env": {"gpu_name": "NVIDIA H200"}}
+    runs = [
+        run("plain", 0, 5.0, 0.83),
+        run("default", 0, 10.0, 0.52),
+        run("kselect-verify", 0, 5.5, 0.60),
+        run("plain", 1, 4.0, 0.56),
+        run("default", 1, 11.0, 0.78),
+        run("kselect-verify", 1, 6.0, 0.54),
+        run("plain", 2, 6.0, 0.56),
+        run("default", 2, 12.0, 0.53),
+        run("kselect-verify", 2, None, None, status="timeout"),
+    ]
+    settings = {
+        "device": "cuda",
+        "model": "m",
+        "dtype": "bf16",
+        "batch": 8,
+        "seq": 1024,
+        "steps": 20,
+        "warmup": 3,
+        "k": 4,
+        "kselect_space": "EXHAUSTIVE",
+        "kselect_model": "",
+        "freezing": False,
+        "seed": 0,
+        "workloads": ["decode"],
+        "variants": s["variants"],
+        "max_minutes": 10,
+        "exhaustive_model": "m",
+        "exhaustive_workloads": ["decode"],
+        "rtol": 2e-2,
+        "repeats": 3,
+    }
+    report = {
+        "command": "kselect bench e2e --repeats 3",
+        "settings": settings,
+        "runs": runs,
+        "elapsed_s": 60,
+        "env": {"gpu_name": "NVIDIA H200"},
+    }
     e2e_report.write_report(report, tmp_path)
     combined = {r["variant"]: r for r in json.loads((tmp_path / "results.json").read_text())["combined"]}
     assert combined["plain"]["step_ms"] == 0.56 and combined["plain"]["compile_s"] == 5.0
     assert combined["default"]["step_ms"] == 0.53 and combined["default"]["step_ms_p90"] == 0.78
-    v = combined["kselect-verify"]   # two ok processes of three: median of those two, and said so
+    v = combined["kselect-verify"]  # two ok processes of three: median of those two, and said so
     assert v["repeats"] == 2 and v["step_ms"] == pytest.approx(0.57) and "1 of 3" in v["error"]
     assert v["correctness"]["rel_err"] == pytest.approx(6e-3)
     text = (tmp_path / "README.md").read_text()
@@ -404,9 +579,19 @@ def test_graph_replay_is_cuda_only_and_rendered():
 
     assert e2e_worker.graph_replay_ms(lambda: None, torch.device("cpu")) is None
     assert e2e_worker.device_state(torch.device("cpu")) is None
-    row = {"workload": "decode", "variant": "plain", "model": "m", "status": "ok", "compile_s": 5.0,
-           "step_ms": 0.56, "step_ms_p10": 0.55, "step_ms_p90": 0.6, "tokens_per_s": 14e3,
-           "graph_step_ms": 0.211, "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2}}
+    row = {
+        "workload": "decode",
+        "variant": "plain",
+        "model": "m",
+        "status": "ok",
+        "compile_s": 5.0,
+        "step_ms": 0.56,
+        "step_ms_p10": 0.55,
+        "step_ms_p90": 0.6,
+        "tokens_per_s": 14e3,
+        "graph_step_ms": 0.211,
+        "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2},
+    }
     failed = {**row, "variant": "default", "graph_step_ms": None, "graph_error": "RuntimeError: capture"}
     text = "\n".join(e2e_report.table([row, failed], "decode"))
     assert "| plain | m | 5.0 | 1.00 | 0.560 (0.550-0.600) | 1.000 | 0.211 |" in text
@@ -419,19 +604,19 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     from torch._inductor import config
 
     assert "autotune-aten" in e2e_spec.ORDER and "autotune-aten" not in e2e_spec.DEFAULT_VARIANTS
-    keep = e2e_spec.VARIANTS["kselect-verify-keep"]   # the memory experiment: opt-in, verify otherwise
+    keep = e2e_spec.VARIANTS["kselect-verify-keep"]  # the memory experiment: opt-in, verify otherwise
     assert keep.kselect == "verify" and dict(keep.options) == {"release_memory": False}
     assert "kselect-verify-keep" in e2e_spec.ORDER and "kselect-verify-keep" not in e2e_spec.DEFAULT_VARIANTS
-    cool = e2e_spec.VARIANTS["kselect-verify-cool"]   # the wake experiment: opt-in, verify otherwise
+    cool = e2e_spec.VARIANTS["kselect-verify-cool"]  # the wake experiment: opt-in, verify otherwise
     assert cool.kselect == "verify" and dict(cool.options) == {"warm_while_compiling": False}
     assert "kselect-verify-cool" in e2e_spec.ORDER and "kselect-verify-cool" not in e2e_spec.DEFAULT_VARIANTS
-    workers = e2e_spec.VARIANTS["kselect-verify-workers"]   # the GIL experiment: opt-in, verify otherwise
+    workers = e2e_spec.VARIANTS["kselect-verify-workers"]  # the GIL experiment: opt-in, verify otherwise
     assert workers.kselect == "verify" and dict(workers.options) == {"compile_in": "workers"}
     assert "kselect-verify-workers" not in e2e_spec.DEFAULT_VARIANTS
-    unpriced = e2e_spec.VARIANTS["kselect-verify-unpriced"]   # the compile-price experiment: opt-in
+    unpriced = e2e_spec.VARIANTS["kselect-verify-unpriced"]  # the compile-price experiment: opt-in
     assert unpriced.kselect == "verify" and dict(unpriced.options) == {"compile_budget": 0.0}
     assert "kselect-verify-unpriced" not in e2e_spec.DEFAULT_VARIANTS
-    cold = e2e_spec.VARIANTS["kselect-verify-cold-start"]   # what the warm start saves: opt-in
+    cold = e2e_spec.VARIANTS["kselect-verify-cold-start"]  # what the warm start saves: opt-in
     assert cold.kselect == "verify" and dict(cold.options) == {"warm_start": False}
     assert "kselect-verify-cold-start" not in e2e_spec.DEFAULT_VARIANTS
     assert e2e_report.policy_note({"warm_start": False}) == ", cold start"
@@ -456,7 +641,7 @@ def test_half_precision_results_are_judged_against_an_fp32_run_too():
     v = e2e_worker.judge(0.03, 0.02, err_vs_ref=0.05, eager_err_vs_ref=0.02)
     assert v["ok"] and v["fp32_bound"] == pytest.approx(3 * 0.02 + 0.002)
     assert not e2e_worker.judge(0.03, 0.02, err_vs_ref=0.07, eager_err_vs_ref=0.02)["ok"]
-    assert e2e_worker.judge(0.01, 0.02, err_vs_ref=0.9, eager_err_vs_ref=0.0)["ok"]   # within tol of eager
+    assert e2e_worker.judge(0.01, 0.02, err_vs_ref=0.9, eager_err_vs_ref=0.0)["ok"]  # within tol of eager
     # the real paths on the tiny model in bf16, "compiled" = eager itself: errors vs eager 0,
     # and both runs exactly as far from the fp32 copy
     spec = {"seed": 0, "batch": 2, "seq": 8, "rtol": 2e-2, "steps": 2, "warmup": 0}
@@ -470,8 +655,12 @@ def test_half_precision_results_are_judged_against_an_fp32_run_too():
     # an fp32 model needs no anchor
     res = {}
     e2e_worker.run_decode(build("tiny", dtype=torch.float32), {**spec, "rtol": 1e-4}, res, lambda: None, lambda fn: fn)
-    assert res["correctness"] == {"what": "last-position logits vs eager (relative norm)",
-                                  "rel_err": 0.0, "tol": 1e-4, "ok": True}
+    assert res["correctness"] == {
+        "what": "last-position logits vs eager (relative norm)",
+        "rel_err": 0.0,
+        "tol": 1e-4,
+        "ok": True,
+    }
 
 
 def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
@@ -499,12 +688,12 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
             out["power_mw"] = 690_000
         return out
 
-    counter = itertools.count(5_000, 250)           # mJ, moving at every reading
+    counter = itertools.count(5_000, 250)  # mJ, moving at every reading
     with StateSampler(period_s=0.001, read=read, energy=lambda: next(counter)) as sampler:
         assert enough.wait(10), "the sampler's thread did not read"
     n = len(reads)
     got = sampler.summary()
-    assert got["samples"] == n - 1                 # every read but the availability probe
+    assert got["samples"] == n - 1  # every read but the availability probe
     # the counter was read at entry, with each sample and at exit
     assert got["energy_j"] == pytest.approx(0.25 * n) and got["window_ms"] > 0
     assert got["counter_updates"] == n and got["counter_power_mw"] > 0
@@ -512,14 +701,14 @@ def test_the_state_sampler_reads_until_its_block_ends_and_summarises_medians():
     assert got["sm_clock_mhz"] in (1500, 1755, 1980) and got["temperature_c"] == 50
     assert got["power_mw"] == 690_000
     time.sleep(0.02)
-    assert len(reads) == n                         # stopped with the block
+    assert len(reads) == n  # stopped with the block
     with StateSampler(torch.device("cpu")) as idle:
         pass
     assert idle.summary() is None and idle.samples == []
-    with StateSampler(read=lambda: {}, energy=iter([1_000, None]).__next__) as half:   # counter lost at exit
+    with StateSampler(read=lambda: {}, energy=iter([1_000, None]).__next__) as half:  # counter lost at exit
         pass
     assert half.summary() is None
-    with StateSampler(read=lambda: {}, energy=iter([1_000, 1_690]).__next__) as short:   # one move
+    with StateSampler(read=lambda: {}, energy=iter([1_000, 1_690]).__next__) as short:  # one move
         pass
     assert short.summary()["energy_j"] == 0.69 and "counter_power_mw" not in short.summary()
     with pytest.raises(ValueError, match="period_s"):
@@ -532,17 +721,17 @@ def test_counter_power_spans_whole_counter_steps_only():
     first and last move does not."""
     from kselect.training.bench.gpu_state import counter_power
 
-    def readings(offset_s):   # 690 W, the counter moving every 100 ms, read every 10 ms for 0.96 s
+    def readings(offset_s):  # 690 W, the counter moving every 100 ms, read every 10 ms for 0.96 s
         return [(offset_s + i * 0.01, 69_000 * int((offset_s + i * 0.01) / 0.1 + 1e-9)) for i in range(97)]
 
     early, late = readings(0.0), readings(0.095)
-    assert early[-1][1] - early[0][1] != late[-1][1] - late[0][1]    # entry-to-exit joules differ
+    assert early[-1][1] - early[0][1] != late[-1][1] - late[0][1]  # entry-to-exit joules differ
     for r in (early, late):
         got = counter_power(r)
         assert got["counter_power_mw"] == pytest.approx(690_000, rel=1e-6), got
         assert got["counter_period_ms"] == pytest.approx(100) and got["counter_updates"] >= 9
-    assert counter_power(readings(0.0)[:12]) == {}                    # one move: no span
-    assert counter_power([(0.0, 5), (0.01, None), (0.02, 9)]) == {}   # a lost reading is no move
+    assert counter_power(readings(0.0)[:12]) == {}  # one move: no span
+    assert counter_power([(0.0, 5), (0.01, None), (0.02, 9)]) == {}  # a lost reading is no move
     assert counter_power([]) == {}
 
 
@@ -568,32 +757,57 @@ def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait(
     record summed (threads' CPU), its longest compile, its longest wait for a compile worker
     and the children's CPU; a record from before the compiles were timed shows dashes, and no
     measurement means no table."""
-    per_choice = {"triton:mm:a": {"start_ms": 0.5, "wall_ms": 1190.0, "cpu_ms": 410.0},
-                  "triton:mm:b": {"start_ms": 0.7, "wall_ms": 1201.0, "cpu_ms": 395.0}}
-    new = {"problem": "mm:8x128256x4096:bf16:nt", "ms": {"aten:mm": 0.25, "triton:mm:a": 0.24, "triton:mm:b": 0.245},
-           "winner": "triton:mm:a", "wall_ms": 1412.4,
-           "phases_ms": {"operands": 28.0, "compile_wait": 1205.6, "timing": 131.0},
-           "compiled_in": "threads",
-           "compiles": {"per_choice": per_choice, "span_ms": 1202.0, "children_cpu_ms": 300.0},
-           "predicted_compile_ms": {"triton:mm:a": 1063.8, "triton:mm:b": 341.0}}
+    per_choice = {
+        "triton:mm:a": {"start_ms": 0.5, "wall_ms": 1190.0, "cpu_ms": 410.0},
+        "triton:mm:b": {"start_ms": 0.7, "wall_ms": 1201.0, "cpu_ms": 395.0},
+    }
+    new = {
+        "problem": "mm:8x128256x4096:bf16:nt",
+        "ms": {"aten:mm": 0.25, "triton:mm:a": 0.24, "triton:mm:b": 0.245},
+        "winner": "triton:mm:a",
+        "wall_ms": 1412.4,
+        "phases_ms": {"operands": 28.0, "compile_wait": 1205.6, "timing": 131.0},
+        "compiled_in": "threads",
+        "compiles": {"per_choice": per_choice, "span_ms": 1202.0, "children_cpu_ms": 300.0},
+        "predicted_compile_ms": {"triton:mm:a": 1063.8, "triton:mm:b": 341.0},
+    }
     old = {**new, "compiles": {}, "compiled_in": ""}
     del old["predicted_compile_ms"]
-    in_workers = {**new, "compiled_in": "workers", "compiles": {
-        "per_choice": {k: {**t, "worker_ms": t["wall_ms"] - 40.0 - i}
-                       for i, (k, t) in enumerate(per_choice.items())},
-        "span_ms": 1202.0, "children_cpu_ms": 0.0, "where": "workers"}}
-    runs = [{"workload": "decode", "variant": "kselect-verify", "repeat": 1, "kselect": {"measurements": [new]}},
-            {"workload": "decode", "variant": "kselect-verify-workers", "repeat": 1,
-             "kselect": {"measurements": [in_workers]}},
-            {"workload": "decode", "variant": "kselect-verify", "repeat": 0, "kselect": {"measurements": [old]}},
-            {"workload": "decode", "variant": "kselect-predict", "repeat": 0, "kselect": {"measurements": []}}]
+    in_workers = {
+        **new,
+        "compiled_in": "workers",
+        "compiles": {
+            "per_choice": {
+                k: {**t, "worker_ms": t["wall_ms"] - 40.0 - i} for i, (k, t) in enumerate(per_choice.items())
+            },
+            "span_ms": 1202.0,
+            "children_cpu_ms": 0.0,
+            "where": "workers",
+        },
+    }
+    runs = [
+        {"workload": "decode", "variant": "kselect-verify", "repeat": 1, "kselect": {"measurements": [new]}},
+        {
+            "workload": "decode",
+            "variant": "kselect-verify-workers",
+            "repeat": 1,
+            "kselect": {"measurements": [in_workers]},
+        },
+        {"workload": "decode", "variant": "kselect-verify", "repeat": 0, "kselect": {"measurements": [old]}},
+        {"workload": "decode", "variant": "kselect-predict", "repeat": 0, "kselect": {"measurements": []}},
+    ]
     lines = e2e_report.measurement_table(runs)
-    assert ("| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | threads | 1202 | "
-            "805 | 1201 | 1064 | - | 300 | `triton:mm:a` |") in lines
-    assert ("| decode | kselect-verify-workers | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | workers | "
-            "1202 | 805 | 1201 | 1064 | 1160 | 0 | `triton:mm:a` |") in lines
-    assert ("| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - | - | - "
-            "| - |") in "\n".join(lines)
+    assert (
+        "| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | threads | 1202 | "
+        "805 | 1201 | 1064 | - | 300 | `triton:mm:a` |"
+    ) in lines
+    assert (
+        "| decode | kselect-verify-workers | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | workers | "
+        "1202 | 805 | 1201 | 1064 | 1160 | 0 | `triton:mm:a` |"
+    ) in lines
+    assert (
+        "| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - | - | - | - |"
+    ) in "\n".join(lines)
     assert e2e_report.measurement_table(runs[3:]) == []
 
 
@@ -607,32 +821,45 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
     from kselect.models import shipped_model_path
     from kselect.selector.inductor import hook as ksi
 
-    fingerprint = {**json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"],
-                   "device_type": "cuda"}
-    lm_head = Problem(16, 128256, 4096, "bf16", "nt")   # Llama-3-8B's lm_head, 16 sequences decoding
+    fingerprint = {
+        **json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"],
+        "device_type": "cuda",
+    }
+    lm_head = Problem(16, 128256, 4096, "bf16", "nt")  # Llama-3-8B's lm_head, 16 sequences decoding
     cands = [Candidate.make("aten", "mm")] + triton_space(lm_head, "exhaustive")
     sel = ksi.Selector("verify")
     sel._load_ranker(fingerprint)
     kept, _ = sel.select("templates", lm_head, {}, fingerprint, cands, early=True)
     kept_keys = [cands[i].key for i in kept]
     # as the selector records a measurement of that set (the timing itself needs the GPU)
-    sel.measurements.append({"problem": lm_head.key, "ms": {k: 0.25 for k in kept_keys}, "winner": kept_keys[0],
-                             "wall_ms": 700.0, "compiled_in": "threads", "phases_ms": {"compile_wait": 450.0},
-                             "compiles": {}, "memory_mb": {}, "method": "cuda_graph", "stats": {},
-                             "dropped": {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"},
-                             "predicted_compile_ms": sel._predicted_compile_ms(lm_head, [cands[i] for i in kept])})
+    sel.measurements.append(
+        {
+            "problem": lm_head.key,
+            "ms": {k: 0.25 for k in kept_keys},
+            "winner": kept_keys[0],
+            "wall_ms": 700.0,
+            "compiled_in": "threads",
+            "phases_ms": {"compile_wait": 450.0},
+            "compiles": {},
+            "memory_mb": {},
+            "method": "cuda_graph",
+            "stats": {},
+            "dropped": {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"},
+            "predicted_compile_ms": sel._predicted_compile_ms(lm_head, [cands[i] for i in kept]),
+        }
+    )
     got = e2e_worker.selector_picks(sel)
     assert got["compile_budget"] == COMPILE_BUDGET
-    assert got["warm_start"] == {}   # recorded; never begun where CUDA is not in use
+    assert got["warm_start"] == {}  # recorded; never begun where CUDA is not in use
     decision = got["decisions"][-1]
     assert decision["problem"] == lm_head.key and decision["kept"] == kept_keys and decision["early"]
-    slow = "triton:mm:BK256-BM16-BN64-G8-S3-W2"   # the shipped model's, priced out of its kept set
+    slow = "triton:mm:BK256-BM16-BN64-G8-S3-W2"  # the shipped model's, priced out of its kept set
     assert "slow to compile (" in decision["why"] and slow in decision["why"]
     assert slow not in kept_keys
     measured = got["measurements"][0]
     assert set(measured["predicted_compile_ms"]) == {k for k in kept_keys if not k.startswith("aten")}
     assert measured["dropped"] == {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"}
-    assert "method" not in measured and "stats" not in measured    # the rest stays in the selector
+    assert "method" not in measured and "stats" not in measured  # the rest stays in the selector
     run = {"workload": "decode", "variant": "kselect-verify", "repeat": 2, "kselect": got}
     lines = e2e_report.measured_decision_table([run])
     row = next(line for line in lines if lm_head.key in line)

@@ -5,6 +5,7 @@ device, so kselect falls back to stock; what this checks is the pipeline: every 
 its own process, each shape yields a correct compiled result, a time and a report. The numbers
 that matter come from the GPU (reports/2026-12-02-bench-gemm-h200).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,26 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n17,40,96,mm,fp32,nn\n")
     out = tmp_path / "report"
-    rc = main(["bench", "gemm", "--shapes-file", str(shapes), "--device", "cpu",
-               "--variants", "plain,default,kselect-predict", "--out", str(out), "--json"])
+    rc = main(
+        [
+            "bench",
+            "gemm",
+            "--shapes-file",
+            str(shapes),
+            "--device",
+            "cpu",
+            "--variants",
+            "plain,default,kselect-predict",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc == 0
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert {(r["variant"], r["problem"]) for r in rows} == {
-        (v, p) for v in ("plain", "default", "kselect-predict")
-        for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn")}
+        (v, p) for v in ("plain", "default", "kselect-predict") for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn")
+    }
     for r in rows:
         assert "error" not in r, r
         assert r["correct"] and r["rel_error"] < 1e-4
@@ -49,25 +63,36 @@ def test_bench_gemm_rejects_unknown_variant():
 
 def test_summary_ratios_are_exact_on_a_known_case():
     def row(v, p, ms, cs):
-        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True,
-                "benchmarked": 0}
+        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True, "benchmarked": 0}
 
-    rows = [row("plain", "a", 1.0, 1.0), row("plain", "b", 1.0, 1.0),
-            row("default", "a", 2.0, 5.0), row("default", "b", 8.0, 9.0),
-            row("kselect-verify", "a", 1.0, 2.0), row("kselect-verify", "b", 2.0, 3.0),
-            dict(row("exhaustive", "a", 1.0, 101.0))]
+    rows = [
+        row("plain", "a", 1.0, 1.0),
+        row("plain", "b", 1.0, 1.0),
+        row("default", "a", 2.0, 5.0),
+        row("default", "b", 8.0, 9.0),
+        row("kselect-verify", "a", 1.0, 2.0),
+        row("kselect-verify", "b", 2.0, 3.0),
+        dict(row("exhaustive", "a", 1.0, 101.0)),
+    ]
     s = bench_gemm.summarize(rows)
     # kernel verify/default: geomean(1/2, 2/8) = sqrt(1/8)
-    assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(8 ** -0.5)
+    assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(8**-0.5)
     # tuning = compile - plain: verify (1, 2) vs default (4, 8) -> geomean(1/4, 2/8) = 1/4
     assert s["tuning_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(0.25)
     assert s["tuning_time_ratio"]["kselect-verify/exhaustive"] == {"shapes": 1, "geomean": pytest.approx(0.01)}
     assert s["targets"]["verify tuning <= 1/3 of DEFAULT's"][1] is True
     assert s["targets"]["verify kernel within 1% of EXHAUSTIVE (geomean ratio <= 1.01)"][1] is True
     # decision time per GEMM: one decision per row here; median and max over the shapes
-    pre = [dict(row("kselect-predict", p, 1.0, 1.5), decisions=n, decision_ms=ms, setup_ms=setup,
-                decision_phases_ms={"map": ms / 4, "rank": ms / 2})
-           for p, n, ms, setup in (("a", 1, 4.0, 61.0), ("b", 2, 12.0, 0.5), ("c", 1, 3.0, 20.0))]
+    pre = [
+        dict(
+            row("kselect-predict", p, 1.0, 1.5),
+            decisions=n,
+            decision_ms=ms,
+            setup_ms=setup,
+            decision_phases_ms={"map": ms / 4, "rank": ms / 2},
+        )
+        for p, n, ms, setup in (("a", 1, 4.0, 61.0), ("b", 2, 12.0, 0.5), ("c", 1, 3.0, 20.0))
+    ]
     d = bench_gemm.summarize(rows + pre)["variants"]["kselect-predict"]
     assert d["decision_ms_median"] == 4.0 and d["decision_ms_max"] == 6.0
     # the set-up before a shape's decisions (load, warm-up for its graph) is per shape, apart
@@ -101,22 +126,44 @@ def test_ranker_preflight_names_why_kselect_cannot_rank_here(tmp_path):
 def test_repeated_shapes_count_once_at_their_medians():
     """Several processes of one variant (--repeats, or pooled runs): a shape's numbers are its
     medians, its pick the most frequent; an error stands only where nothing was measured."""
-    def row(v, p, ms, cs, chosen="aten:mm", **extra):
-        return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True,
-                "benchmarked": 20, "chosen": chosen, **extra}
 
-    rows = [row("plain", "a", 1.0, 0.1), row("plain", "b", 2.0, 0.1),
-            row("default", "a", 1.5, 10.0, "triton:mm:X"), row("default", "a", 1.0, 12.0),
-            row("default", "a", 1.1, 11.0), {"variant": "default", "problem": "a", "error": "killed"},
-            row("default", "b", 2.0, 9.0), {"variant": "default", "problem": "c", "error": "killed"},
-            row("kselect-verify", "a", 1.0, 0.2, decisions=1, decision_ms=3.0,
-                decision_phases_ms={"trees": 2.0}),
-            row("kselect-verify", "a", 1.0, 0.4, decisions=1, decision_ms=5.0,
-                decision_phases_ms={"trees": 4.0, "map": 1.0}),
-            row("kselect-verify", "b", 1.6, 0.2)]
+    def row(v, p, ms, cs, chosen="aten:mm", **extra):
+        return {
+            "variant": v,
+            "problem": p,
+            "kernel_ms": ms,
+            "compile_s": cs,
+            "correct": True,
+            "benchmarked": 20,
+            "chosen": chosen,
+            **extra,
+        }
+
+    rows = [
+        row("plain", "a", 1.0, 0.1),
+        row("plain", "b", 2.0, 0.1),
+        row("default", "a", 1.5, 10.0, "triton:mm:X"),
+        row("default", "a", 1.0, 12.0),
+        row("default", "a", 1.1, 11.0),
+        {"variant": "default", "problem": "a", "error": "killed"},
+        row("default", "b", 2.0, 9.0),
+        {"variant": "default", "problem": "c", "error": "killed"},
+        row("kselect-verify", "a", 1.0, 0.2, decisions=1, decision_ms=3.0, decision_phases_ms={"trees": 2.0}),
+        row(
+            "kselect-verify", "a", 1.0, 0.4, decisions=1, decision_ms=5.0, decision_phases_ms={"trees": 4.0, "map": 1.0}
+        ),
+        row("kselect-verify", "b", 1.6, 0.2),
+    ]
     combined = {(r["variant"], r["problem"]): r for r in bench_gemm.combine_repeats(rows)}
-    assert set(combined) == {("plain", "a"), ("plain", "b"), ("default", "a"), ("default", "b"),
-                             ("default", "c"), ("kselect-verify", "a"), ("kselect-verify", "b")}
+    assert set(combined) == {
+        ("plain", "a"),
+        ("plain", "b"),
+        ("default", "a"),
+        ("default", "b"),
+        ("default", "c"),
+        ("kselect-verify", "a"),
+        ("kselect-verify", "b"),
+    }
     d = combined[("default", "a")]
     assert d["repeats"] == 3 and d["kernel_ms"] == 1.1 and d["compile_s"] == 11.0
     assert d["kernel_ms_samples"] == [1.5, 1.0, 1.1] and d["chosen"] == "aten:mm"
@@ -134,8 +181,26 @@ def test_bench_gemm_repeats_run_each_variant_in_as_many_processes(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n")
     out = tmp_path / "report"
-    assert main(["bench", "gemm", "--shapes-file", str(shapes), "--device", "cpu", "--variants", "plain",
-                 "--repeats", "2", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "gemm",
+                "--shapes-file",
+                str(shapes),
+                "--device",
+                "cpu",
+                "--variants",
+                "plain",
+                "--repeats",
+                "2",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["variant"], r["repeat"]) for r in rows] == [("plain", 0), ("plain", 1)]
     assert all(r["kernel_ms"] > 0 and r["correct"] for r in rows)
@@ -145,8 +210,14 @@ def test_bench_gemm_repeats_run_each_variant_in_as_many_processes(tmp_path):
 def _gemm_run(folder, rows, device_name="NVIDIA H200"):
     folder.mkdir(parents=True)
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "summary.json").write_text(json.dumps({"summary": {}, "environment": {
-        "torch": "2.11.0", "triton": "3.6.0", "device": "cuda", "device_name": device_name}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "summary": {},
+                "environment": {"torch": "2.11.0", "triton": "3.6.0", "device": "cuda", "device_name": device_name},
+            }
+        )
+    )
     return folder
 
 
@@ -154,8 +225,10 @@ def test_gemm_pool_reports_each_shape_at_its_median_over_runs(tmp_path, capsys):
     def row(v, p, ms, cs):
         return {"variant": v, "problem": p, "kernel_ms": ms, "compile_s": cs, "correct": True, "benchmarked": 20}
 
-    a = _gemm_run(tmp_path / "a", [row("plain", "a", 1.0, 0.1), row("default", "a", 1.3, 10.0),
-                                   row("kselect-verify", "a", 1.0, 0.2)])
+    a = _gemm_run(
+        tmp_path / "a",
+        [row("plain", "a", 1.0, 0.1), row("default", "a", 1.3, 10.0), row("kselect-verify", "a", 1.0, 0.2)],
+    )
     b = _gemm_run(tmp_path / "b", [row("default", "a", 1.1, 11.0)])
     c = _gemm_run(tmp_path / "c", [row("default", "a", 1.0, 9.0)])
     assert main(["bench", "gemm-pool", str(a), str(b / "results.jsonl"), str(c), "--out", str(tmp_path / "o")]) == 0

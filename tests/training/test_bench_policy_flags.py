@@ -1,5 +1,6 @@
 """The bench's kselect flags are made from config.SelectorSettings: they parse to the same
 settings enable() gets, through the run record a results.json keeps."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,12 +23,33 @@ def test_flags_round_trip_to_the_same_settings():
     p, args = _parse([])
     assert set(common.BENCH_SETTINGS) <= set(SETTINGS)
     assert common.policy_settings(args) == {n: getattr(DEFAULTS, n) for n in common.BENCH_SETTINGS}
-    _, args = _parse(["--k", "2", "--fixed-k", "--min-k", "2", "--aten-margin", "0.5", "--compile-budget", "0",
-                      "--late-decision", "--cold-start"])
-    record = json.loads(json.dumps(common.policy_settings(args)))   # as a plan or results.json keeps it
+    _, args = _parse(
+        [
+            "--k",
+            "2",
+            "--fixed-k",
+            "--min-k",
+            "2",
+            "--aten-margin",
+            "0.5",
+            "--compile-budget",
+            "0",
+            "--late-decision",
+            "--cold-start",
+        ]
+    )
+    record = json.loads(json.dumps(common.policy_settings(args)))  # as a plan or results.json keeps it
     got = SelectorSettings(mode="verify", **common.policy_keywords(record))
-    assert got == SelectorSettings(mode="verify", k=2, adaptive_k=False, min_k=2, aten_margin=0.5,
-                                   compile_budget=0.0, early_decision=False, warm_start=False)
+    assert got == SelectorSettings(
+        mode="verify",
+        k=2,
+        adaptive_k=False,
+        min_k=2,
+        aten_margin=0.5,
+        compile_budget=0.0,
+        early_decision=False,
+        warm_start=False,
+    )
     # a record that says fixed_k reads the same; one without a setting takes enable()'s default
     assert common.policy_keywords({"k": 2, "fixed_k": True})["adaptive_k"] is False
     assert common.policy_keywords({"k": 2})["compile_budget"] == DEFAULTS.compile_budget

@@ -1,16 +1,18 @@
 """The console script: subcommands listed, dataset summary JSON on the committed dataset."""
+
 import json
 import subprocess
 import sys
 
+from kselect.training.cli.main import SUBCOMMANDS, main
 
 from conftest import H200_DATA
-from kselect.training.cli.main import SUBCOMMANDS, main
 
 
 def test_help_lists_every_subcommand():
-    out = subprocess.run([sys.executable, "-m", "kselect.training.cli.main", "--help"], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kselect.training.cli.main", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0
     for name in ("shapes", "collect", "dataset", *SUBCOMMANDS):
         assert name in out.stdout
@@ -19,8 +21,15 @@ def test_help_lists_every_subcommand():
 def test_dataset_summary_json_on_committed_dataset(capsys):
     assert main(["dataset", "summary", str(H200_DATA), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
-    for key in ("shapes", "rows", "candidates_per_shape_min", "candidates_per_shape_median",
-                "oracle_shapes", "failed_rows", "fingerprint"):
+    for key in (
+        "shapes",
+        "rows",
+        "candidates_per_shape_min",
+        "candidates_per_shape_median",
+        "oracle_shapes",
+        "failed_rows",
+        "fingerprint",
+    ):
         assert key in s
     assert s["fingerprint"]["gpu_name"] == "NVIDIA H200"
     assert s["rows"] > 30000 and s["shapes"] >= 150
@@ -44,9 +53,24 @@ def test_bench_rank_times_the_shipped_model_from_the_command_line():
     """In its own process: the bench pins the process it runs in to one core."""
     from conftest import REPO
 
-    out = subprocess.run([sys.executable, "-m", "kselect.training.cli.main", "bench", "rank", "--model",
-                          str(REPO / "models" / "h200-bf16.json"), "--reps", "3", "--shape", "256x512x1024"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kselect.training.cli.main",
+            "bench",
+            "rank",
+            "--model",
+            str(REPO / "models" / "h200-bf16.json"),
+            "--reps",
+            "3",
+            "--shape",
+            "256x512x1024",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     idle = json.loads(out.stdout)["idle"]
     assert idle["reps"] == 3 and idle["candidates"] > 100 and idle["total_median_ms"] > 0

@@ -1,4 +1,5 @@
 """Collection end to end on the CPU (ATen/MKL through the same harness), crash and resume."""
+
 import json
 import os
 import signal
@@ -10,12 +11,24 @@ import pytest
 
 from kselect.kernels import Problem
 from kselect.training.cli.main import main
-from kselect.training.measure.collect import CollectError, collect, parse_shard, parse_space, shard_problems
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.measure.collect import CollectError, collect, parse_shard, parse_space, shard_problems
 
-SHAPES = [Problem(m, n, k, "fp32") for m, n, k in
-          [(8, 64, 32), (16, 32, 64), (33, 17, 9), (4, 4, 4), (100, 50, 25), (7, 9, 11),
-           (64, 64, 64), (3, 5, 7), (12, 24, 48), (31, 33, 35)]]
+SHAPES = [
+    Problem(m, n, k, "fp32")
+    for m, n, k in [
+        (8, 64, 32),
+        (16, 32, 64),
+        (33, 17, 9),
+        (4, 4, 4),
+        (100, 50, 25),
+        (7, 9, 11),
+        (64, 64, 64),
+        (3, 5, 7),
+        (12, 24, 48),
+        (31, 33, 35),
+    ]
+]
 
 
 def _write_csv(path, problems):
@@ -23,8 +36,23 @@ def _write_csv(path, problems):
 
 
 def _collect(out, env=None, shapes_csv=None, extra=()):
-    cmd = [sys.executable, "-m", "kselect.training.cli.main", "collect", "--shapes-file", str(shapes_csv),
-           "--backends", "aten", "--device", "cpu", "--out", str(out), "--target-ms", "0.02", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kselect.training.cli.main",
+        "collect",
+        "--shapes-file",
+        str(shapes_csv),
+        "--backends",
+        "aten",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--target-ms",
+        "0.02",
+        *extra,
+    ]
     return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)
 
 
@@ -34,7 +62,7 @@ def test_collect_cpu_end_to_end(tmp_path):
     assert res["problems"] == 4 and res["crashes"] == 0
     df = DatasetDir(out).load()
     assert len(df) == 4 and (df["status"] == "ok").all() and (df["time_ms"] > 0).all()
-    assert (df["rel_error"] < 1e-5).all()                     # checked against the fp32 reference
+    assert (df["rel_error"] < 1e-5).all()  # checked against the fp32 reference
     fp = json.loads((out / "fingerprint.json").read_text())
     assert fp["gpu_name"] == "cpu" and fp["torch_version"] and fp["fingerprint_id"]
     assert set(df["fingerprint_id"]) == {fp["fingerprint_id"]}
@@ -49,8 +77,8 @@ def test_worker_crash_mid_collection_loses_and_duplicates_nothing(tmp_path):
     assert (tmp_path / "fired").exists()
     assert json.loads(res.stdout.strip().splitlines()[-1])["crashes"] == 1
     df = DatasetDir(out).load()
-    assert sorted(df["problem_key"]) == sorted(p.key for p in SHAPES)   # nothing lost
-    assert not df.duplicated(["problem_key", "candidate_key"]).any()    # nothing twice
+    assert sorted(df["problem_key"]) == sorted(p.key for p in SHAPES)  # nothing lost
+    assert not df.duplicated(["problem_key", "candidate_key"]).any()  # nothing twice
     # one death may come from outside: the candidate is retried in a fresh worker and measured
     assert (df["status"] == "ok").all()
     assert "retrying it once in a fresh worker" in res.stderr
@@ -61,8 +89,22 @@ def test_killed_run_resumes_on_rerun(tmp_path):
     _write_csv(csv, SHAPES)
     out = tmp_path / "ds"
     # Kill the whole collection (supervisor and worker) once some rows are on disk.
-    cmd = [sys.executable, "-m", "kselect.training.cli.main", "collect", "--shapes-file", str(csv), "--backends",
-           "aten", "--device", "cpu", "--out", str(out), "--target-ms", "20"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kselect.training.cli.main",
+        "collect",
+        "--shapes-file",
+        str(csv),
+        "--backends",
+        "aten",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--target-ms",
+        "20",
+    ]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and not list((out / "parts").glob("*.parquet")):
@@ -105,6 +147,20 @@ def test_cli_reports_bad_input_without_traceback(tmp_path, capsys):
     assert "unknown backend 'nope'" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("M,N,K\n0,1,1\n")
-    assert main(["collect", "--shapes-file", str(bad), "--device", "cpu", "--backends", "aten",
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "collect",
+                "--shapes-file",
+                str(bad),
+                "--device",
+                "cpu",
+                "--backends",
+                "aten",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "M must be positive" in capsys.readouterr().err

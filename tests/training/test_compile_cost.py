@@ -1,5 +1,6 @@
 """Compile cost: Triton compiles for sm_90 on this CPU, the collector, the fitted model, and
 verify's price on a kept template's compile (policy.CompilePrice, the selector's wiring)."""
+
 from __future__ import annotations
 
 import csv
@@ -15,6 +16,7 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, compile_request, cross_compile, plan_to_dict
 from kselect.kernels.triton.space import triton_space
+from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, choose_kept
 from kselect.selector.model.compile_cost import (
     COMPILE_FEATURES,
     CompileCostModel,
@@ -23,7 +25,6 @@ from kselect.selector.model.compile_cost import (
     shipped_compile_cost,
 )
 from kselect.selector.model.cost_model import ModelError, meta_path
-from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, choose_kept
 from kselect.training.cli.main import main
 from kselect.training.compile_cost.collect import H200_SMS, collect_compile_costs, collection_plans
 from kselect.training.compile_cost.fit import CompileDataError, fit_compile_cost, load_compile_times
@@ -32,8 +33,12 @@ from conftest import REPO
 
 LM_HEAD = Problem(8, 128256, 4096, "bf16", "nt")
 # verify's four kept lm_head families on the H200's one-layer decode (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3)
-LM_HEAD_KEPT = ("triton:mm:BK128-BM16-BN256-G8-S3-W8", "triton:mm:BK128-BM16-BN64-G8-S4-W2",
-                "triton:mm:BK128-BM16-BN128-G8-S4-W2", "triton:mm:BK256-BM16-BN128-G8-S3-W2")
+LM_HEAD_KEPT = (
+    "triton:mm:BK128-BM16-BN256-G8-S3-W8",
+    "triton:mm:BK128-BM16-BN64-G8-S4-W2",
+    "triton:mm:BK128-BM16-BN128-G8-S4-W2",
+    "triton:mm:BK256-BM16-BN128-G8-S3-W2",
+)
 DATA = REPO / "data" / "triton-compile-sm90"
 
 
@@ -72,14 +77,16 @@ def test_collection_plans_cover_the_space_once_each():
 
 
 def test_collect_appends_row_by_row_and_resumes(tmp_path, capsys):
-    assert main(["compile-cost", "collect", "--out", str(tmp_path), "--shard", "5/7", "--limit", "2",
-                 "--workers", "1"]) == 0
+    assert (
+        main(["compile-cost", "collect", "--out", str(tmp_path), "--shard", "5/7", "--limit", "2", "--workers", "1"])
+        == 0
+    )
     first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert first["compiled"]["ok"] == 2 and first["already_done"] == 0
     collect_compile_costs(tmp_path, shard="5/7", limit=1, workers=1, log=lambda *_: None)
     with open(tmp_path / "compile_times-5of7.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 3 and len({r["plan_id"] for r in rows}) == 3   # the resume compiled a new plan
+    assert len(rows) == 3 and len({r["plan_id"] for r in rows}) == 3  # the resume compiled a new plan
     expected = [pc.plan_id for pc in collection_plans()[5::7][:3]]
     assert [r["plan_id"] for r in rows] == expected
     for r in rows:
@@ -134,7 +141,10 @@ def test_shipped_model_prices_lm_heads_slow_tile_highest():
     assert int(np.argmax(ms[1:])) == 3 and ms[4] > 1.5 * max(ms[1:4])
     assert model.typical_ms == pytest.approx(model.metadata_["cpu_ms_quantiles"]["50"])
     assert compile_fields(LM_HEAD, Candidate.make("triton", "decompose_k", k_split=4)) is None
-    assert len(COMPILE_FEATURES) == compile_features([compile_fields(LM_HEAD, _lm_head_candidate(LM_HEAD_KEPT[0]))]).shape[1]
+    assert (
+        len(COMPILE_FEATURES)
+        == compile_features([compile_fields(LM_HEAD, _lm_head_candidate(LM_HEAD_KEPT[0]))]).shape[1]
+    )
 
 
 def _price(ms, typical=100.0, budget=2.0):
@@ -143,12 +153,13 @@ def _price(ms, typical=100.0, budget=2.0):
 
 
 def test_compile_price_passes_over_slow_templates_for_the_next_candidate():
-    cands = [Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_stages=3,
-                            num_warps=w) for bn, bk, w in ((256, 128, 8), (128, 256, 2), (128, 256, 8),
-                                                           (64, 128, 2), (32, 64, 4))] + [Candidate.make("aten", "mm")]
-    scores = np.array([0.0, 0.01, 0.02, 0.03, 0.04, 5.0])   # a close race: the cap, 3
+    cands = [
+        Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_stages=3, num_warps=w)
+        for bn, bk, w in ((256, 128, 8), (128, 256, 2), (128, 256, 8), (64, 128, 2), (32, 64, 4))
+    ] + [Candidate.make("aten", "mm")]
+    scores = np.array([0.0, 0.01, 0.02, 0.03, 0.04, 5.0])  # a close race: the cap, 3
     unpriced, _ = choose_kept(cands, scores, "verify", 3, True, False)
-    assert unpriced == [0, 1, 3, 5]          # one per family: the W8 twin of #1 is not taken
+    assert unpriced == [0, 1, 3, 5]  # one per family: the W8 twin of #1 is not taken
     price = _price([150, 900, 200, 250, 120, 0])
     kept, why = choose_kept(cands, scores, "verify", 3, True, False, compile_price=price)
     # the limit is 2 x max(150, typical 100) = 300 ms: #1's slow W2 tile gives way to its W8 twin
@@ -158,12 +169,22 @@ def test_compile_price_passes_over_slow_templates_for_the_next_candidate():
     kept, _ = choose_kept(cands, scores, "verify", 3, True, False, compile_price=_price([1000, 900, 2500, 250, 120, 0]))
     assert kept == [0, 1, 3, 5]
     # unknown costs are never passed over; nothing else changes where nothing is slow
-    kept, _ = choose_kept(cands, scores, "verify", 3, True, False, compile_price=_price([150, math.nan, 200, 250, 1, 0]))
+    kept, _ = choose_kept(
+        cands, scores, "verify", 3, True, False, compile_price=_price([150, math.nan, 200, 250, 1, 0])
+    )
     assert kept == unpriced
     # with a backend the ranker has no data for, both reasons are told, each with its own names
     fly = Candidate.make("flydsl", "gemm", TILE_M=64)
-    kept, why = choose_kept(cands + [fly], np.r_[scores, np.nan], "verify", 3, True, False, unseen=[6],
-                            compile_price=_price([150, 900, 200, 250, 120, 0, math.nan]))
+    kept, why = choose_kept(
+        cands + [fly],
+        np.r_[scores, np.nan],
+        "verify",
+        3,
+        True,
+        False,
+        unseen=[6],
+        compile_price=_price([150, 900, 200, 250, 120, 0, math.nan]),
+    )
     assert kept == [0, 2, 6, 5] and "unscored ['flydsl']" in why and "slow to compile (triton:mm:" in why
     # predict is untouched: its top-1 alone
     assert choose_kept(cands, scores, "predict", 3, True, False, compile_price=price)[0] == [0]
@@ -175,8 +196,8 @@ def test_verify_on_lm_head_keeps_a_quicker_set_at_the_default_budget():
     """The shipped model's own decision on the one-layer decode's lm_head (its scores are gaps to
     ATen, read as the selector reads them): the unpriced kept set holds a slow BK256 tile; priced,
     the next candidate takes its place, and the set's slowest predicted compile falls by a third."""
-    from kselect.selector.model.cost_model import load_shipped
     from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import load_shipped
 
     cands = [Candidate.make("aten", "mm")] + triton_space(LM_HEAD, "exhaustive")
     ranker = CostModelRanker(load_shipped("h200-bf16.json"), None)
@@ -184,8 +205,9 @@ def test_verify_on_lm_head_keeps_a_quicker_set_at_the_default_budget():
     gap = ranker.aten_gap_scores
     unpriced, _ = choose_kept(cands, scores, "verify", 4, True, False, aten_gap=gap)
     model = shipped_compile_cost("sm_90")
-    price = CompilePrice(lambda idx: model.predict_for(LM_HEAD, [cands[i] for i in idx]), model.typical_ms,
-                         COMPILE_BUDGET)
+    price = CompilePrice(
+        lambda idx: model.predict_for(LM_HEAD, [cands[i] for i in idx]), model.typical_ms, COMPILE_BUDGET
+    )
     kept, why = choose_kept(cands, scores, "verify", 4, True, False, compile_price=price, aten_gap=gap)
     keys = [cands[i].key for i in kept]
     slow = [cands[i].key for i in price.passed]
@@ -210,9 +232,9 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
     assert price.budget == COMPILE_BUDGET and float(price.predict([3])[0]) > float(price.predict([0])[0])
     assert ksi.Selector("predict").compile_price(h200, LM_HEAD, cands) is None
     sel = ksi.Selector("verify")
-    assert sel._predicted_compile_ms(LM_HEAD, cands) == {}          # no model loaded yet: no record
+    assert sel._predicted_compile_ms(LM_HEAD, cands) == {}  # no model loaded yet: no record
     sel.compile_price(h200, LM_HEAD, cands)
-    recorded = sel._predicted_compile_ms(LM_HEAD, cands)            # what a measurement then records
+    recorded = sel._predicted_compile_ms(LM_HEAD, cands)  # what a measurement then records
     assert list(recorded) == list(LM_HEAD_KEPT) and max(recorded, key=recorded.get) == LM_HEAD_KEPT[3]
     assert ksi.Selector("verify", compile_budget=0).compile_price(h200, LM_HEAD, cands) is None
     assert ksi.Selector("verify").compile_price({"device_type": "cpu"}, LM_HEAD, cands) is None
@@ -221,7 +243,7 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
         ksi.Selector("verify", compile_budget=-1)
     broken = tmp_path / "models"
     broken.mkdir()
-    (broken / "triton-compile-sm90.json").write_text("{}")   # its sidecar says sm_90; the trees are gone
+    (broken / "triton-compile-sm90.json").write_text("{}")  # its sidecar says sm_90; the trees are gone
     (broken / "triton-compile-sm90.meta.json").write_text(meta_path(shipped_compile_cost("sm_90").path_).read_text())
     monkeypatch.setattr(models, "MODELS_DIR", broken)
     reset_warnings()

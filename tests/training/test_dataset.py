@@ -1,11 +1,11 @@
 """Dataset schema round trip, corrupt part files, compaction, fingerprint guard."""
+
 import json
 
 import pandas as pd
 import pytest
 
 from kselect.kernels import Candidate, Problem
-from kselect.training.measure.collect import row_for
 from kselect.training.data.dataset import (
     COLUMNS,
     CorruptShardError,
@@ -14,16 +14,17 @@ from kselect.training.data.dataset import (
     load_dataset,
     summarize,
 )
+from kselect.training.measure.collect import row_for
 
 
 def _rows(n, start=0, status="ok"):
     out = []
     for i in range(start, start + n):
         p = Problem(16 + i, 64, 128, model="gpt2")
-        c = Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=64, BLOCK_K=32, num_stages=2,
-                           num_warps=4, GROUP_M=8)
-        out.append(row_for(p, c, status=status, time_ms=0.01 * (i + 1) if status == "ok" else float("nan"),
-                           workload="forward"))
+        c = Candidate.make("triton", "mm", BLOCK_M=16, BLOCK_N=64, BLOCK_K=32, num_stages=2, num_warps=4, GROUP_M=8)
+        out.append(
+            row_for(p, c, status=status, time_ms=0.01 * (i + 1) if status == "ok" else float("nan"), workload="forward")
+        )
     return out
 
 
@@ -47,7 +48,7 @@ def test_corrupt_part_never_takes_good_rows(tmp_path):
     with pytest.raises(CorruptShardError, match="w2-broken.parquet"):
         ds.load()
     assert len(ds.load(on_corrupt="skip")) == 5 and bad.exists()
-    assert len(ds.done_keys()) == 5                      # resume quarantines, keeps good rows
+    assert len(ds.done_keys()) == 5  # resume quarantines, keeps good rows
     assert not bad.exists() and (ds.root / "quarantine" / bad.name).exists()
     assert len(ds.load()) == 5
 
@@ -62,7 +63,7 @@ def test_missing_column_is_named(tmp_path):
 def test_compaction_is_lossless_and_deduplicates(tmp_path):
     ds = DatasetDir(tmp_path / "d")
     ds.append(_rows(4), "w0")
-    ds.append(_rows(2, start=2), "w1")                   # overlaps two identities
+    ds.append(_rows(2, start=2), "w1")  # overlaps two identities
     assert ds.compact() == 4
     assert not list(ds.parts_dir.glob("*.parquet"))
     ds.append(_rows(1, start=4), "w0")

@@ -1,4 +1,5 @@
 """Metrics exactly right on a toy case; train + evaluate end to end on a small slice."""
+
 import json
 import math
 from pathlib import Path
@@ -9,17 +10,34 @@ import pytest
 
 from kselect.training.cli.main import main as cli_main
 from kselect.training.data.dataset import COLUMNS, conform, load_dataset
-from kselect.training.learn.evaluate import ShapeSet, default_metrics, evaluate_costs, folds
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
+from kselect.training.learn.evaluate import ShapeSet, default_metrics, evaluate_costs, folds
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "h200-bf16"
 
 
 def row(pk, fam, oracle, ck, backend, template, t, **knobs):
     r = {c: None for c in COLUMNS}
-    r.update({"problem_key": pk, "op": "mm", "M": 64, "N": 64, "K": 64, "batch": 1, "dtype": "bf16",
-              "layout": "nt", "model": fam, "candidate_key": ck, "backend": backend, "template": template,
-              "status": "ok" if t is not None else "compile_error", "time_ms": t, "oracle": oracle, **knobs})
+    r.update(
+        {
+            "problem_key": pk,
+            "op": "mm",
+            "M": 64,
+            "N": 64,
+            "K": 64,
+            "batch": 1,
+            "dtype": "bf16",
+            "layout": "nt",
+            "model": fam,
+            "candidate_key": ck,
+            "backend": backend,
+            "template": template,
+            "status": "ok" if t is not None else "compile_error",
+            "time_ms": t,
+            "oracle": oracle,
+            **knobs,
+        }
+    )
     return r
 
 
@@ -27,20 +45,32 @@ def toy():
     """Shape a (oracle): best t1 0.5, t2 within 2%; our order t4(failed), t3, t2, t1, aten.
     Shape b: best u1 (decompose_k) 0.8, u2 0.81 within 2%; our order u2, u1, aten."""
     tile = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_stages": 3, "num_warps": 4, "GROUP_M": 8}
-    rows = [row("a", "f1", True, "aten:mm", "aten", "mm", 1.0),
-            row("a", "f1", True, "t1", "triton", "mm", 0.5, **tile),
-            row("a", "f1", True, "t2", "triton", "mm", 0.505, **tile),
-            row("a", "f1", True, "t3", "triton", "persistent_tma", 2.0, **tile),
-            row("a", "f1", True, "t4", "triton", "mm", None, **tile),
-            row("b", "f2", False, "aten:mm", "aten", "mm", 1.0),
-            row("b", "f2", False, "u1", "triton", "decompose_k", 0.8, k_split=2),
-            row("b", "f2", False, "u2", "triton", "mm", 0.81, **tile)]
-    shapes = ShapeSet.from_frame(conform(pd.DataFrame(rows)),
-                                 default_keys=lambda r: {"t3"} if r["problem_key"] == "a" else {"u2"})
-    cost_by_key = {("a", "t4"): 0, ("a", "t3"): 1, ("a", "t2"): 2, ("a", "t1"): 3, ("a", "aten:mm"): 4,
-                   ("b", "u2"): 0, ("b", "u1"): 1, ("b", "aten:mm"): 2}
-    cost = np.array([cost_by_key[(p, c)] for p, c in zip(shapes.rows["problem_key"], shapes.rows["candidate_key"])],
-                    dtype=float)
+    rows = [
+        row("a", "f1", True, "aten:mm", "aten", "mm", 1.0),
+        row("a", "f1", True, "t1", "triton", "mm", 0.5, **tile),
+        row("a", "f1", True, "t2", "triton", "mm", 0.505, **tile),
+        row("a", "f1", True, "t3", "triton", "persistent_tma", 2.0, **tile),
+        row("a", "f1", True, "t4", "triton", "mm", None, **tile),
+        row("b", "f2", False, "aten:mm", "aten", "mm", 1.0),
+        row("b", "f2", False, "u1", "triton", "decompose_k", 0.8, k_split=2),
+        row("b", "f2", False, "u2", "triton", "mm", 0.81, **tile),
+    ]
+    shapes = ShapeSet.from_frame(
+        conform(pd.DataFrame(rows)), default_keys=lambda r: {"t3"} if r["problem_key"] == "a" else {"u2"}
+    )
+    cost_by_key = {
+        ("a", "t4"): 0,
+        ("a", "t3"): 1,
+        ("a", "t2"): 2,
+        ("a", "t1"): 3,
+        ("a", "aten:mm"): 4,
+        ("b", "u2"): 0,
+        ("b", "u1"): 1,
+        ("b", "aten:mm"): 2,
+    }
+    cost = np.array(
+        [cost_by_key[(p, c)] for p, c in zip(shapes.rows["problem_key"], shapes.rows["candidate_key"])], dtype=float
+    )
     return shapes, cost
 
 
@@ -54,7 +84,7 @@ def test_toy_metrics_exact():
     assert a["all_failed"] == {1: 1, 2: 0, 4: 0}
     assert a["pct_oracle_geomean"][2] == pytest.approx(math.sqrt(0.25 * 1.0))
     assert a["pct_oracle_geomean"][4] == pytest.approx(1.0)
-    assert a["top1"] == pytest.approx(0.5)           # b's 0.81 is within 2% of 0.8
+    assert a["top1"] == pytest.approx(0.5)  # b's 0.81 is within 2% of 0.8
     assert a["recall"] == {1: 0.5, 2: 0.5, 4: 1.0}
     assert a["regret_max"][1] == pytest.approx(1.0)
     assert a["regret_p50"][1] == pytest.approx((1.0 + 0.0125) / 2)
@@ -100,11 +130,42 @@ def small_slice(tmp_path) -> Path:
 def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     data = small_slice(tmp_path)
     model = tmp_path / "models" / "tiny"
-    assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "rank:pairwise",
-                     "--cv-folds", "0", "--nthread", "1"]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "--data",
+                str(data),
+                "--out",
+                str(model),
+                "--objective",
+                "rank:pairwise",
+                "--cv-folds",
+                "0",
+                "--nthread",
+                "1",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json", "--json",
-                     "--scheme", "family", "--folds", "3"]) == 0
+    assert (
+        cli_main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--model",
+                f"{model}.json",
+                "--json",
+                "--scheme",
+                "family",
+                "--folds",
+                "3",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     # off a terminal: the progress lines, no bar
@@ -116,10 +177,30 @@ def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     assert all(0 < g[k] <= 1 for k in g) and g[1] <= g[16] + 1e-12
     assert set(result["schemes"]["family"]) >= {"cost_model", "roofline", "random_forest", "nearest_shape", "default"}
     report = tmp_path / "report"
-    assert cli_main(["report", "--data", str(data), "--model", f"{model}.json", "--out", str(report),
-                     "--folds", "2", "--update-card"]) == 0
-    for name in ("report.md", "evaluation.json", "pct_of_oracle_vs_k.png", "regret_cdf.png",
-                 "predicted_vs_measured.png"):
+    assert (
+        cli_main(
+            [
+                "report",
+                "--data",
+                str(data),
+                "--model",
+                f"{model}.json",
+                "--out",
+                str(report),
+                "--folds",
+                "2",
+                "--update-card",
+            ]
+        )
+        == 0
+    )
+    for name in (
+        "report.md",
+        "evaluation.json",
+        "pct_of_oracle_vs_k.png",
+        "regret_cdf.png",
+        "predicted_vs_measured.png",
+    ):
         assert (report / name).stat().st_size > 0
     assert "Held-out metrics" in (tmp_path / "models" / "tiny.md").read_text()
 
@@ -129,31 +210,96 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
     plot and table; the card states the capture."""
     data = small_slice(tmp_path)
     model = tmp_path / "models" / "gap"
-    assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "reg:aten",
-                     "--grid", "headroom", "--nthread", "1"]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "--data",
+                str(data),
+                "--out",
+                str(model),
+                "--objective",
+                "reg:aten",
+                "--grid",
+                "headroom",
+                "--nthread",
+                "1",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     # the sidecar carries verify's nearest-shape table, and it reads back
     from kselect.selector.decide.nearest import from_metadata
+
     table = from_metadata(json.loads((tmp_path / "models" / "gap.meta.json").read_text()))
     assert table is not None and len(table) > 0 and all(k.startswith("triton:") for k in table.keys)
-    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json", "--json",
-                     "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
+    assert (
+        cli_main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--model",
+                f"{model}.json",
+                "--json",
+                "--scheme",
+                "family",
+                "--folds",
+                "3",
+                "--no-baselines",
+            ]
+        )
+        == 0
+    )
     hc = json.loads(capsys.readouterr().out)["headroom_capture"]["family"]
     real = hc["realistic"]
-    assert real["shapes"] + hc["decision_free"]["shapes"] == hc["detail"]["shapes"]["realistic"]["shapes"] + \
-        hc["detail"]["shapes"]["decision_free"]["shapes"]
+    assert (
+        real["shapes"] + hc["decision_free"]["shapes"]
+        == hc["detail"]["shapes"]["realistic"]["shapes"] + hc["detail"]["shapes"]["decision_free"]["shapes"]
+    )
     if real["headroom_log_sum"] > 0:
         assert isinstance(real["verify"], float) and isinstance(real["predict"], float)
         assert real["verify"] <= 1 + 1e-9
         # verify times ATen: never slower than it
         assert hc["detail"]["policies"]["verify"]["realistic"]["worst_pick_over_aten"] <= 1.0 + 1e-12
-    assert cli_main(["evaluate", "--data", str(data), "--model", f"{model}.json",
-                     "--scheme", "family", "--folds", "3", "--no-baselines"]) == 0
+    assert (
+        cli_main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--model",
+                f"{model}.json",
+                "--scheme",
+                "family",
+                "--folds",
+                "3",
+                "--no-baselines",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert f"headroom capture (family held out, {real['shapes']} realistic shapes)" in text
     report = tmp_path / "report"
-    assert cli_main(["report", "--data", str(data), "--model", f"{model}.json", "--out", str(report),
-                     "--folds", "2", "--update-card"]) == 0
+    assert (
+        cli_main(
+            [
+                "report",
+                "--data",
+                str(data),
+                "--model",
+                f"{model}.json",
+                "--out",
+                str(report),
+                "--folds",
+                "2",
+                "--update-card",
+            ]
+        )
+        == 0
+    )
     assert (report / "capture_vs_k.png").stat().st_size > 0
     assert "largest headroom" in (report / "headroom.md").read_text()
     assert "Headroom capture" in (tmp_path / "models" / "gap.md").read_text()
@@ -193,8 +339,11 @@ def test_targets_on_oracle_shapes_are_checked_separately():
         per = lambda g: {"pct_oracle_geomean": {1: g, 4: g}, "pct_oracle_p1": {1: g, 4: g}}  # noqa: E731
         return {"all": per(all_g), "oracle": per(oracle_g)}
 
-    res = {"cost_model": ranker(0.995, 0.98), "roofline": ranker(0.90, 0.90),
-           "default": {"all": {"pct_oracle_geomean": 0.99}, "oracle": {"pct_oracle_geomean": 0.985}}}
+    res = {
+        "cost_model": ranker(0.995, 0.98),
+        "roofline": ranker(0.90, 0.90),
+        "default": {"all": {"pct_oracle_geomean": 0.99}, "oracle": {"pct_oracle_geomean": 0.985}},
+    }
     assert check_targets(res)["pct_oracle_geomean_k4>=0.99"][1] is True
     assert check_targets(res)["beats_every_baseline_at_every_k"] == [[], True]
     strict = check_targets(res, "oracle")
@@ -215,8 +364,9 @@ def _on_a_terminal(argv: list[str]) -> tuple[int, str]:
 
     main_fd, term_fd = os.openpty()
     fcntl.ioctl(term_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "kselect.training.cli.main", *argv],
-                            stdout=subprocess.DEVNULL, stderr=term_fd)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kselect.training.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=term_fd
+    )
     os.close(term_fd)
     shown: list[bytes] = []
 
@@ -224,7 +374,7 @@ def _on_a_terminal(argv: list[str]) -> tuple[int, str]:
         while True:
             try:
                 chunk = os.read(main_fd, 4096)
-            except OSError:   # the command closed its end
+            except OSError:  # the command closed its end
                 return
             if not chunk:
                 return
@@ -243,10 +393,37 @@ def test_evaluate_shows_its_folds_as_a_bar_with_an_eta_on_a_terminal(tmp_path):
 
     data = small_slice(tmp_path)
     model = tmp_path / "m"
-    assert cli_main(["train", "--data", str(data), "--out", str(model), "--objective", "rank:pairwise",
-                     "--cv-folds", "0", "--nthread", "1"]) == 0
-    argv = ["evaluate", "--data", str(data), "--model", f"{model}.json", "--scheme", "family",
-            "--folds", "2", "--no-baselines", "--json"]
+    assert (
+        cli_main(
+            [
+                "train",
+                "--data",
+                str(data),
+                "--out",
+                str(model),
+                "--objective",
+                "rank:pairwise",
+                "--cv-folds",
+                "0",
+                "--nthread",
+                "1",
+            ]
+        )
+        == 0
+    )
+    argv = [
+        "evaluate",
+        "--data",
+        str(data),
+        "--model",
+        f"{model}.json",
+        "--scheme",
+        "family",
+        "--folds",
+        "2",
+        "--no-baselines",
+        "--json",
+    ]
     rc, shown = _on_a_terminal(argv)
     assert rc == 0, shown
     # 3 families, one ranker: 3 held-out fits, each drawn with elapsed<remaining
@@ -264,17 +441,26 @@ def test_progress_counts_every_held_out_fit_and_cross_validation_fit():
     df = synthetic_dataset(n_shapes=12, n_oracle=3, sample=40)
     heard: list[tuple] = []
     grid = [{**DEFAULT_GRID[0], "n_estimators": 30}, {**DEFAULT_GRID[0], "n_estimators": 40}]
-    model, card = train(df, FINGERPRINT, objective="rank:pairwise", cv_folds=2, grid=grid, nthread=1,
-                        log=lambda m: None, progress=lambda *a: heard.append(a))
+    model, card = train(
+        df,
+        FINGERPRINT,
+        objective="rank:pairwise",
+        cv_folds=2,
+        grid=grid,
+        nthread=1,
+        log=lambda m: None,
+        progress=lambda *a: heard.append(a),
+    )
     cv = [(d, t) for w, d, t in heard if w == "cross-validation fits"]
-    assert cv == [(d, 4) for d in range(1, 5)]                  # 2 settings x 2 folds, in order
+    assert cv == [(d, 4) for d in range(1, 5)]  # 2 settings x 2 folds, in order
     rounds = [(d, t) for w, d, t in heard if w.startswith("final fit")]
     assert rounds[-1] == (40, 40) or rounds[-1] == (30, 30)
     assert isinstance(model, CostModel) and len(card["cv_table"]) == 2
     heard.clear()
-    run_evaluation(df, FINGERPRINT, model, ("shape",), 3, baselines=True, log=lambda m: None,
-                   progress=lambda *a: heard.append(a))
+    run_evaluation(
+        df, FINGERPRINT, model, ("shape",), 3, baselines=True, log=lambda m: None, progress=lambda *a: heard.append(a)
+    )
     assert {w for w, _, _ in heard} == {"held-out fits"}
     total = heard[0][2]
-    assert total == 3 * 4                                       # 3 folds x (ours + 3 baselines)
+    assert total == 3 * 4  # 3 folds x (ours + 3 baselines)
     assert [d for _, d, _ in heard] == list(range(1, total + 1))

@@ -1,4 +1,5 @@
 """Headroom capture exactly right on a toy dataset whose answer is worked out by hand."""
+
 import math
 
 import numpy as np
@@ -22,9 +23,26 @@ TILE = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_stages":
 
 def row(pk, M, N, ck, backend, template, t, **knobs):
     r = {c: None for c in COLUMNS}
-    r.update({"problem_key": pk, "op": "mm", "M": M, "N": N, "K": 64, "batch": 1, "dtype": "bf16",
-              "layout": "nt", "model": "f", "candidate_key": ck, "backend": backend, "template": template,
-              "status": "ok", "time_ms": t, "oracle": False, **knobs})
+    r.update(
+        {
+            "problem_key": pk,
+            "op": "mm",
+            "M": M,
+            "N": N,
+            "K": 64,
+            "batch": 1,
+            "dtype": "bf16",
+            "layout": "nt",
+            "model": "f",
+            "candidate_key": ck,
+            "backend": backend,
+            "template": template,
+            "status": "ok",
+            "time_ms": t,
+            "oracle": False,
+            **knobs,
+        }
+    )
     return r
 
 
@@ -33,19 +51,21 @@ def toy():
     b (M=64): ATen 1.0, u1 0.9, u2 1.2. c (M=1, decision-free): ATen 1.0, v1 0.5.
     d (M=512): ATen 1.0 is the best, w1 1.1. e (M=64, N=50257: Inductor pads N): ATen 1.0, x1 0.25.
     Ranking (lower first): a: t2, t1, t3, ATen; b: u2, u1, ATen; c: v1; d: w1; e: x1."""
-    rows = [row("a", 8, 64, "aten:mm", "aten", "mm", 1.0),
-            row("a", 8, 64, "t1", "triton", "mm", 0.5, num_warps=4, **TILE),
-            row("a", 8, 64, "t2", "triton", "mm", 0.6, num_warps=8, **TILE),
-            row("a", 8, 64, "t3", "triton", "mm", 0.8, num_warps=4, **{**TILE, "BLOCK_N": 128}),
-            row("b", 64, 64, "aten:mm", "aten", "mm", 1.0),
-            row("b", 64, 64, "u1", "triton", "mm", 0.9, num_warps=4, **TILE),
-            row("b", 64, 64, "u2", "triton", "persistent_tma", 1.2, num_warps=4, **TILE),
-            row("c", 1, 64, "aten:mm", "aten", "mm", 1.0),
-            row("c", 1, 64, "v1", "triton", "mm", 0.5, num_warps=4, **TILE),
-            row("d", 512, 64, "aten:mm", "aten", "mm", 1.0),
-            row("d", 512, 64, "w1", "triton", "mm", 1.1, num_warps=4, **TILE),
-            row("e", 64, 50257, "aten:mm", "aten", "mm", 1.0),
-            row("e", 64, 50257, "x1", "triton", "mm", 0.25, num_warps=4, **TILE)]
+    rows = [
+        row("a", 8, 64, "aten:mm", "aten", "mm", 1.0),
+        row("a", 8, 64, "t1", "triton", "mm", 0.5, num_warps=4, **TILE),
+        row("a", 8, 64, "t2", "triton", "mm", 0.6, num_warps=8, **TILE),
+        row("a", 8, 64, "t3", "triton", "mm", 0.8, num_warps=4, **{**TILE, "BLOCK_N": 128}),
+        row("b", 64, 64, "aten:mm", "aten", "mm", 1.0),
+        row("b", 64, 64, "u1", "triton", "mm", 0.9, num_warps=4, **TILE),
+        row("b", 64, 64, "u2", "triton", "persistent_tma", 1.2, num_warps=4, **TILE),
+        row("c", 1, 64, "aten:mm", "aten", "mm", 1.0),
+        row("c", 1, 64, "v1", "triton", "mm", 0.5, num_warps=4, **TILE),
+        row("d", 512, 64, "aten:mm", "aten", "mm", 1.0),
+        row("d", 512, 64, "w1", "triton", "mm", 1.1, num_warps=4, **TILE),
+        row("e", 64, 50257, "aten:mm", "aten", "mm", 1.0),
+        row("e", 64, 50257, "x1", "triton", "mm", 0.25, num_warps=4, **TILE),
+    ]
     shapes = ShapeSet.from_frame(conform(pd.DataFrame(rows)), default_keys=lambda r: {"t3", "u2", "w1"})
     rank = {"t2": 0, "t1": 1, "t3": 2, "u2": 0, "u1": 1, "v1": 0, "w1": 0, "x1": 0, "aten:mm": 9}
     cost = np.array([rank[k] for k in shapes.rows["candidate_key"]], dtype=float)
@@ -56,14 +76,14 @@ def test_shape_table_splits_decision_free_and_classes():
     shapes, _ = toy()
     t = shape_table(shapes)
     assert list(shapes.keys) == ["a", "b", "c", "d", "e"]
-    assert t["decision_free"].tolist() == [False, False, True, False, True]   # M = 1; N = 50257
+    assert t["decision_free"].tolist() == [False, False, True, False, True]  # M = 1; N = 50257
     assert t["m_class"].tolist() == [0, 1, 0, 2, 1]
     assert t["aligned"].tolist() == [True, True, True, True, False]
 
 
 def test_capture_by_hand():
     shapes, cost = toy()
-    room = math.log(2.0) + math.log(1 / 0.9)            # realistic a, b, d (d has none)
+    room = math.log(2.0) + math.log(1 / 0.9)  # realistic a, b, d (d has none)
     r = ranker_curves(shapes, cost, ks=(1, 2))
     k1 = r["aten_plus_k"][1]["realistic"]
     # ATen + 1 template: a times t2 (0.6; t1 is its family), b times u2 (1.2: ATen kept), d w1 (ATen kept)
@@ -84,7 +104,7 @@ def test_capture_by_hand():
     cls = r["aten_plus_k"][2]["classes"]
     assert cls["M<=16"]["capture"] == pytest.approx(math.log(1 / 0.6) / math.log(2.0))
     assert cls["16<M<=256"]["capture"] == pytest.approx(1.0)
-    assert cls["M>256"]["capture"] is None and cls["M>256"]["shapes"] == 1   # no headroom at all
+    assert cls["M>256"]["capture"] is None and cls["M>256"]["shapes"] == 1  # no headroom at all
     assert r["aten_plus_k"][2]["alignment"]["unaligned"]["shapes"] == 0
 
 
@@ -102,7 +122,8 @@ def test_fixed_selections_and_counts():
     assert f["always_aten"]["realistic"]["capture"] == 0.0
     # DEFAULT's list here: a t3 (0.8), b u2 (1.2, ATen kept), d w1 -> ATen
     assert f["default_idealised"]["realistic"]["capture"] == pytest.approx(
-        math.log(1 / 0.8) / (math.log(2.0) + math.log(1 / 0.9)))
+        math.log(1 / 0.8) / (math.log(2.0) + math.log(1 / 0.9))
+    )
     c = shape_counts(shapes)
     assert c["realistic"]["shapes"] == 3 and c["decision_free"]["shapes"] == 2
     assert c["realistic"]["shapes_gain_ge_5pct"] == 2

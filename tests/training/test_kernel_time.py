@@ -1,6 +1,7 @@
 """training/bench/kernel_time.py: a step's kernel time by kind. The classification on kernel names the
 H200 runs print, the per-step arithmetic and the median over processes, and a real profile of
 GEMM and attention ops on the CPU."""
+
 from __future__ import annotations
 
 import pytest
@@ -59,7 +60,9 @@ def test_every_gemm_kernel_the_h200_profiled_is_classified_gemm():
     from pathlib import Path
 
     names = set()
-    for path in Path(__file__).parents[2].glob("reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/*/results.json"):
+    for path in (
+        Path(__file__).parents[2].glob("reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/*/results.json")
+    ):
         for run in json.loads(path.read_text())["runs"]:
             names.update(n for n, *_ in run["kernel_time"]["gemm_kernels"])
     assert len(names) >= 8, names
@@ -73,8 +76,13 @@ def test_cpu_ops_count_only_gemm_and_attention():
 
 
 def test_summary_is_per_step_milliseconds_with_the_largest_gemm_kernels_first():
-    timed = [("nvjet_a", "gemm", 300.0), ("nvjet_b", "gemm", 100.0), ("nvjet_a", "gemm", 300.0),
-             ("triton_poi_fused_0", "inductor", 50.0), ("Memset (Device)", "memory", 10.0)]
+    timed = [
+        ("nvjet_a", "gemm", 300.0),
+        ("nvjet_b", "gemm", 100.0),
+        ("nvjet_a", "gemm", 300.0),
+        ("triton_poi_fused_0", "inductor", 50.0),
+        ("Memset (Device)", "memory", 10.0),
+    ]
     s = summarize(timed, steps=2, source="test")
     ms = s["ms_per_step"]
     assert ms["gemm"] == pytest.approx(0.35) and ms["inductor"] == pytest.approx(0.025)
@@ -97,13 +105,21 @@ def test_processes_combine_by_median_per_kind_and_failed_profiles_are_left_out()
 
 
 def test_differences_name_the_kernels_that_moved_most_including_ones_only_one_run_has():
-    mine = {"kernels": {"gemm": [["nvjet_a", 10.0, 8], ["triton_tem_fused_mm_16", 0.24, 1]],
-                        "inductor": [["triton_red_fused_mean_2", 1.50, 8], ["triton_poi_fused_mul_silu_3", 2.0, 8]]}}
-    theirs = {"kernels": {"gemm": [["nvjet_a", 10.01, 8], ["nvjet_b", 0.25, 1]],
-                          "inductor": [["triton_red_fused_mean_2", 1.10, 8], ["triton_poi_fused_mul_silu_3", 2.0, 8]]}}
+    mine = {
+        "kernels": {
+            "gemm": [["nvjet_a", 10.0, 8], ["triton_tem_fused_mm_16", 0.24, 1]],
+            "inductor": [["triton_red_fused_mean_2", 1.50, 8], ["triton_poi_fused_mul_silu_3", 2.0, 8]],
+        }
+    }
+    theirs = {
+        "kernels": {
+            "gemm": [["nvjet_a", 10.01, 8], ["nvjet_b", 0.25, 1]],
+            "inductor": [["triton_red_fused_mean_2", 1.10, 8], ["triton_poi_fused_mul_silu_3", 2.0, 8]],
+        }
+    }
     got = differences(mine, theirs, top=3)
     assert got[0] == ("inductor", "triton_red_fused_mean_2", 1.50, 1.10)
-    assert {g[1] for g in got[1:]} == {"nvjet_b", "triton_tem_fused_mm_16"}   # 0.25 and 0.24 apart
+    assert {g[1] for g in got[1:]} == {"nvjet_b", "triton_tem_fused_mm_16"}  # 0.25 and 0.24 apart
     assert ("gemm", "nvjet_b", 0.0, 0.25) in got
     assert differences({}, {}) == []
 
@@ -115,7 +131,7 @@ def test_a_step_sequence_is_the_median_per_position_when_every_step_ran_the_same
     timed = [(n, k, us + d) for d in (0.0, 1.0, 3.0) for n, k, us in step]
     assert sequence(timed, 3) == [["nvjet_a", 11.0], ["triton_red_norm", 3.0], ["triton_tem_head", 6.0]]
     assert sequence(timed[:-1], 3) is None
-    assert sequence(timed[:3] + timed[4:5] + timed[3:4] + timed[5:], 3) is None   # order differs in step 2
+    assert sequence(timed[:3] + timed[4:5] + timed[3:4] + timed[5:], 3) is None  # order differs in step 2
     assert sequence(timed, 0) is None and sequence([], 1) is None
 
 
@@ -139,17 +155,28 @@ def test_sequence_differences_line_up_around_a_fused_kernel():
     """Verify's lm_head template takes the final RMSNorm as its prologue, so its step has one
     kernel fewer than predict's (154 against 155 on the 8-layer prefill, reports/2026-12-04-prefill-gap-process-not-tile):
     the kernels before and after the swap still line up, and the swap holds the norm too."""
-    verify = [["embed", 5.0], ["nvjet_qkv", 100.0], ["triton_tem_fused_norm_head", 24.0],
-              ["triton_red_loss", 10.0], ["copy", 1.0]]
-    predict = [["embed", 5.0], ["nvjet_qkv", 99.0], ["triton_red_norm", 3.0], ["nvjet_head", 25.0],
-               ["triton_red_loss", 7.0], ["copy", 2.0]]
+    verify = [
+        ["embed", 5.0],
+        ["nvjet_qkv", 100.0],
+        ["triton_tem_fused_norm_head", 24.0],
+        ["triton_red_loss", 10.0],
+        ["copy", 1.0],
+    ]
+    predict = [
+        ["embed", 5.0],
+        ["nvjet_qkv", 99.0],
+        ["triton_red_norm", 3.0],
+        ["nvjet_head", 25.0],
+        ["triton_red_loss", 7.0],
+        ["copy", 2.0],
+    ]
     got = sequence_differences(verify, predict, top=3)
     assert got["positions"] == [5, 6] and got["first_swap"] == 2 and got["swap_kernels"] == [1, 2]
     assert (got["before_swap_us"], got["swap_us"], got["after_swap_us"]) == (1.0, -4.0, 2.0)
     assert got["total_us"] == pytest.approx(-1.0)
     assert got["top"][0] == (3, "triton_red_loss", "triton_red_loss", 10.0, 7.0)
     assert (4, "copy", "copy", 1.0, 2.0) in got["top"] and (1, "nvjet_qkv", "nvjet_qkv", 100.0, 99.0) in got["top"]
-    longer = sequence_differences(predict, predict + [["extra", 4.0]])   # one appended kernel
+    longer = sequence_differences(predict, predict + [["extra", 4.0]])  # one appended kernel
     assert longer["first_swap"] == 6 and longer["swap_us"] == -4.0 and longer["after_swap_us"] == 0
 
 
@@ -173,16 +200,28 @@ def test_a_real_cpu_profile_times_gemm_and_attention_ops():
 
 def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     def run(variant, step_ms, gemm_ms):
-        return {"workload": "prefill", "variant": variant, "status": "ok", "model": "m", "compile_s": 10.0,
-                "step_ms": step_ms, "correctness": {"ok": True},
-                "kernel_time": {"source": "GPU kernels", "steps": 5,
-                                "ms_per_step": {"gemm": gemm_ms, "inductor": 1.0, "total": gemm_ms + 1.0},
-                                "kernels": {"gemm": [["nvjet_a", gemm_ms, 8]],
-                                            "inductor": [["triton_poi_fused_0", 1.0 + step_ms / 1e3, 8]]}}}
+        return {
+            "workload": "prefill",
+            "variant": variant,
+            "status": "ok",
+            "model": "m",
+            "compile_s": 10.0,
+            "step_ms": step_ms,
+            "correctness": {"ok": True},
+            "kernel_time": {
+                "source": "GPU kernels",
+                "steps": 5,
+                "ms_per_step": {"gemm": gemm_ms, "inductor": 1.0, "total": gemm_ms + 1.0},
+                "kernels": {
+                    "gemm": [["nvjet_a", gemm_ms, 8]],
+                    "inductor": [["triton_poi_fused_0", 1.0 + step_ms / 1e3, 8]],
+                },
+            },
+        }
 
     runs = [run("plain", 47.0, 40.0), run("default", 47.0, 40.1), run("kselect-verify", 47.2, 40.0)]
     tg = {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-verify"]
-    assert tg["met"] is False   # the target is judged on the step, as the issue states it
+    assert tg["met"] is False  # the target is judged on the step, as the issue states it
     assert "GEMM kernels 0.998x DEFAULT's (40.000 vs 40.100 ms per step)" in tg["detail"]
     text = "\n".join(e2e_report.kernel_time_table(runs, "prefill"))
     assert "| kselect-verify | 40.000 | - | 1.000 | - | - | 41.000 |" in text and "GPU kernels, 5 steps" in text
@@ -197,25 +236,38 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
 def test_graph_replay_profile_gets_its_own_table_with_the_time_between_kernels():
     """Same kernels, slower replay: the excess shows in the replay-minus-kernels column, per
     process and as the median of the processes' own differences when repeats combine."""
+
     def run(variant, graph_ms, kernels_ms):
-        profile = {"source": "GPU kernels", "steps": 5, "ms_per_step": {"gemm": kernels_ms - 5.0,
-                                                                         "inductor": 5.0, "total": kernels_ms},
-                   "kernels": {"gemm": [["nvjet_a", kernels_ms - 5.0, 33]]}}
-        return {"workload": "prefill", "variant": variant, "status": "ok", "model": "m", "compile_s": 10.0,
-                "step_ms": graph_ms + 0.1, "tokens_per_s": 1.0, "correctness": {"ok": True, "rel_err": 0.01},
-                "graph_step_ms": graph_ms,
-                "graph_kernel_time": profile}
+        profile = {
+            "source": "GPU kernels",
+            "steps": 5,
+            "ms_per_step": {"gemm": kernels_ms - 5.0, "inductor": 5.0, "total": kernels_ms},
+            "kernels": {"gemm": [["nvjet_a", kernels_ms - 5.0, 33]]},
+        }
+        return {
+            "workload": "prefill",
+            "variant": variant,
+            "status": "ok",
+            "model": "m",
+            "compile_s": 10.0,
+            "step_ms": graph_ms + 0.1,
+            "tokens_per_s": 1.0,
+            "correctness": {"ok": True, "rel_err": 0.01},
+            "graph_step_ms": graph_ms,
+            "graph_kernel_time": profile,
+        }
 
     runs = [run("default", 47.3, 45.5), run("kselect-verify", 47.8, 45.4)]
     text = "\n".join(e2e_report.kernel_time_table(runs, "prefill", key="graph_kernel_time"))
     assert "5 CUDA-graph replays after the GPU-only timing" in text
     assert "| kselect-verify | 40.400 | - | 5.000 | - | - | 45.400 | 2.400 |" in text
     assert "| default | 40.500 | - | 5.000 | - | - | 45.500 | 1.800 |" in text
-    assert e2e_report.kernel_time_table(runs, "prefill") == []   # no step profile: no step table
+    assert e2e_report.kernel_time_table(runs, "prefill") == []  # no step profile: no step table
     # two processes of one variant: the gap is the median of each one's own gap, not a
     # difference of medians taken from different processes
-    combined = e2e_report.combine_repeats([run("kselect-verify", 47.8, 45.4), run("kselect-verify", 47.2, 45.0),
-                                           run("kselect-verify", 48.0, 44.8)])
+    combined = e2e_report.combine_repeats(
+        [run("kselect-verify", 47.8, 45.4), run("kselect-verify", 47.2, 45.0), run("kselect-verify", 48.0, 44.8)]
+    )
     (row,) = combined
     assert row["graph_gap_ms_samples"] == pytest.approx([2.4, 2.2, 3.2])
     assert e2e_report.graph_gap_ms(row) == pytest.approx(2.4)
@@ -265,9 +317,9 @@ def test_graph_replays_profile_the_kernels_the_graph_runs():
     kinds = [kernel_kind(name) for name, _ in seq]
     assert "gemm" in kinds, seq
     gemm_at = kinds.index("gemm")
-    assert set(kinds[:gemm_at]) <= {"memory"} and gemm_at == len(kinds) - 2, seq   # the relu last
+    assert set(kinds[:gemm_at]) <= {"memory"} and gemm_at == len(kinds) - 2, seq  # the relu last
     assert sum(us for _, us in seq) / 1e3 == pytest.approx(profile["ms_per_step"]["total"], rel=0.2)
-    state = got["during_replays"]   # NVML sampled while the replays ran
+    state = got["during_replays"]  # NVML sampled while the replays ran
     assert state["samples"] >= 1 and state["sm_clock_mhz_min"] <= state["sm_clock_mhz"] <= state["sm_clock_mhz_max"]
     assert 100 < state["sm_clock_mhz"] < 5000 and state["power_mw"] > 10_000, state
     # ~0.4 s of replays at 100-700 W: the energy counter moved (every ~100 ms on the H200), and

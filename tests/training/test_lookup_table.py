@@ -9,6 +9,7 @@ and `bias_addmm`) -- on the CPU the only GEMM with a choice at the stage the tab
 only; the test opens that device gate for the CPU and changes nothing else of Inductor's
 key generation, matching or choice building.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,10 +21,11 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
+from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.training.data import lookup_table as lt  # noqa: E402
+
 from inductor_sandbox import inductor_sandbox  # noqa: E402
 
 MISSING = compat.lookup_table_missing()
@@ -54,7 +56,9 @@ class Benchmarks:
 @pytest.fixture(scope="module")
 def inductor(tmp_path_factory):
     """max-autotune over ATen only (the template stage's two addmm choices), caches off."""
-    with inductor_sandbox(tmp_path_factory.mktemp("inductor"), Benchmarks(), max_autotune_gemm_backends="ATEN") as bench:
+    with inductor_sandbox(
+        tmp_path_factory.mktemp("inductor"), Benchmarks(), max_autotune_gemm_backends="ATEN"
+    ) as bench:
         yield bench
 
 
@@ -113,9 +117,15 @@ def test_exported_table_alone_picks_what_kselect_picked(inductor, tmp_path):
 
     problem_key = Problem(M, N, K, "fp32", "nn", "addmm").key
     for winner, kernel in (("aten:addmm", "addmm"), ("aten:bias_addmm", "bias_addmm")):
-        ranker = MeasuredRanker({problem_key: {"aten:addmm": 1.0 if winner == "aten:addmm" else 2.0,
-                                               "aten:bias_addmm": 1.0 if winner != "aten:addmm" else 2.0}},
-                                name=f"prefers-{kernel}")
+        ranker = MeasuredRanker(
+            {
+                problem_key: {
+                    "aten:addmm": 1.0 if winner == "aten:addmm" else 2.0,
+                    "aten:bias_addmm": 1.0 if winner != "aten:addmm" else 2.0,
+                }
+            },
+            name=f"prefers-{kernel}",
+        )
         cache = tmp_path / kernel
         sel = ksi.enable("predict", cache_dir=cache, ranker=ranker)
         runs, called = compile_once(inductor)
@@ -126,11 +136,11 @@ def test_exported_table_alone_picks_what_kselect_picked(inductor, tmp_path):
         export = lt.export_from_cache(cache)
         assert not export.skipped and len(export.table) == 1, export.summary()
         path = lt.write_table(export, tmp_path / f"{kernel}.json")
-        table = json.loads(path.read_text())   # what a deployment ships: plain JSON
+        table = json.loads(path.read_text())  # what a deployment ships: plain JSON
         assert list(table.values()) == [[{"template_id": f"aten::{kernel}"}]]
 
         runs, called = compile_with_table(inductor, table)
-        assert runs == [] and called == kernel, (runs, called)   # the table's pick, nothing benchmarked
+        assert runs == [] and called == kernel, (runs, called)  # the table's pick, nothing benchmarked
 
 
 @needs_table
@@ -141,13 +151,13 @@ def test_key_is_inductors_own(inductor):
     seen = []
 
     class Recording(LookupTableChoices):
-        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name,
-                                       kwarg_overrides=None):
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
             _, fields, _ = compat.ktc_signature(kernel_inputs, op_name)
             theirs = LookupTableChoices._generate_kernel_inputs_key(kernel_inputs) + "+" + op_name
             seen.append((theirs, lt.inductor_key(op_name, fields["inputs"], lt.DEFAULT_SCALARS.get(op_name))))
-            return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name,
-                                                      kwarg_overrides)
+            return super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
 
     from torch._inductor.virtualized import V
 
@@ -170,9 +180,10 @@ def test_key_round_trips_to_the_problem():
     assert lt.problem_of_key(key) == p
     b = Problem(64, 80, 96, "fp16", "tn", "bmm", batch=4)
     assert lt.problem_of_key(lt.inductor_key("bmm", lt.problem_inputs(b), device_key="gfx942")) == b
-    assert lt.parse_key("dev+((torch.float32, [80], [1]), (torch.float32, [4, 8], [8, 1]), "
-                        "(torch.float32, [8, 80], [80, 1]))+alpha=1&beta=1+addmm")[0::2] == \
-        ("dev", {"alpha": "1", "beta": "1"})
+    assert lt.parse_key(
+        "dev+((torch.float32, [80], [1]), (torch.float32, [4, 8], [8, 1]), "
+        "(torch.float32, [8, 80], [80, 1]))+alpha=1&beta=1+addmm"
+    )[0::2] == ("dev", {"alpha": "1", "beta": "1"})
     with pytest.raises(lt.LookupTableError, match="no input tuple"):
         lt.parse_key("garbage+mm")
 
@@ -182,8 +193,16 @@ def test_configs_name_inductors_templates():
     uids = compat.lookup_template_uids()
     tile = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=32, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
     cfg = lt.table_config(tile, "addmm", 96, uids)
-    assert cfg == {"template_id": "triton::mm", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 64, "GROUP_M": 8,
-                   "num_stages": 3, "num_warps": 4, "EVEN_K": False}
+    assert cfg == {
+        "template_id": "triton::mm",
+        "BLOCK_M": 64,
+        "BLOCK_N": 32,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "num_stages": 3,
+        "num_warps": 4,
+        "EVEN_K": False,
+    }
     assert lt.table_config(tile, "bmm", 128, uids)["template_id"] == "triton::bmm"
     assert lt.table_config(tile, "mm", 128, uids)["EVEN_K"] is True
     assert lt.candidate_of_config(cfg, uids) == tile
@@ -213,9 +232,9 @@ def test_cache_export_resolves_conflicts_and_leaves_out_what_it_cannot_name(tmp_
     tile = "triton:mm:BM64-BN32-BK32-G8-S3-W4"
     old = _cache_file(tmp_path, "aa01", ["aten:mm"])
     os.utime(old, (1, 1))
-    _cache_file(tmp_path, "bb02", [tile])                        # newer, same GEMM
-    _cache_file(tmp_path, "cc03", ["aten:mm"], op="bmm2")        # not a GEMM op Inductor keys
-    _cache_file(tmp_path, "dd04", ["cpp:cpp_gemm"], stage="choices")   # choices stage: ignored
+    _cache_file(tmp_path, "bb02", [tile])  # newer, same GEMM
+    _cache_file(tmp_path, "cc03", ["aten:mm"], op="bmm2")  # not a GEMM op Inductor keys
+    _cache_file(tmp_path, "dd04", ["cpp:cpp_gemm"], stage="choices")  # choices stage: ignored
     (tmp_path / "ee").mkdir()
     (tmp_path / "ee" / "ee05.json").write_text("[]")
     export = lt.export_from_cache(tmp_path)
@@ -224,14 +243,15 @@ def test_cache_export_resolves_conflicts_and_leaves_out_what_it_cannot_name(tmp_
     assert export.table[key][0]["BLOCK_K"] == 32 and export.table[key][0]["EVEN_K"] is True
     assert sum(export.skipped.values()) == 2, export.skipped
 
-    _cache_file(tmp_path, "ff06", ["aten:mm"], verified=True)   # a verified decision beats newer ones
+    _cache_file(tmp_path, "ff06", ["aten:mm"], verified=True)  # a verified decision beats newer ones
     assert lt.export_from_cache(tmp_path).picks[key] == ["aten:mm"]
 
     _cache_file(tmp_path, "gg07", ["aten:mm"], device="devB")
     with pytest.raises(lt.LookupTableError, match="pass --device"):
         lt.export_from_cache(tmp_path)
-    assert lt.export_from_cache(tmp_path, device="devB", device_key="NVIDIA H100").picks == \
-        {"NVIDIA H100+" + key: ["aten:mm"]}
+    assert lt.export_from_cache(tmp_path, device="devB", device_key="NVIDIA H100").picks == {
+        "NVIDIA H100+" + key: ["aten:mm"]
+    }
     with pytest.raises(lt.LookupTableError, match="no decision for device"):
         lt.export_from_cache(tmp_path, device="devC")
 
@@ -250,27 +270,50 @@ def _cli(capsys, *args):
 def test_cli_export_and_import(tmp_path, capsys):
     _cache_file(tmp_path / "cache", "aa01", ["aten:mm"])
     out = tmp_path / "table.json"
-    rc, stdout, err = _cli(capsys, "export-lookup-table", "--cache-dir", str(tmp_path / "cache"),
-                           "--out", str(out), "--json")
+    rc, stdout, err = _cli(
+        capsys, "export-lookup-table", "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--json"
+    )
     assert rc == 0, err
     assert json.loads(stdout)["entries"] == 1
     assert list(json.loads(out.read_text()).values()) == [[{"template_id": "aten::mm"}]]
 
     # Inductor's tables hold configs, no times: the import says so and writes nothing
-    rc, stdout, err = _cli(capsys, "import-lookup-table", str(out), "--out", str(tmp_path / "ds"),
-                           "--fingerprint-id", "devA")
+    rc, stdout, err = _cli(
+        capsys, "import-lookup-table", str(out), "--out", str(tmp_path / "ds"), "--fingerprint-id", "devA"
+    )
     assert rc == 1 and "carries a measured time" in err and "nothing imported" in err
     assert not (tmp_path / "ds").exists()
 
     # a table whose configs carry timings becomes measured rows, once
     key = next(iter(json.loads(out.read_text())))
-    timed = {key: [{"template_id": "aten::mm", "timing": 0.5},
-                   {"template_id": "triton::mm", "BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8,
-                    "num_stages": 3, "num_warps": 4, "EVEN_K": True, "metadata": {"timing": 0.25}}]}
+    timed = {
+        key: [
+            {"template_id": "aten::mm", "timing": 0.5},
+            {
+                "template_id": "triton::mm",
+                "BLOCK_M": 64,
+                "BLOCK_N": 32,
+                "BLOCK_K": 32,
+                "GROUP_M": 8,
+                "num_stages": 3,
+                "num_warps": 4,
+                "EVEN_K": True,
+                "metadata": {"timing": 0.25},
+            },
+        ]
+    }
     (tmp_path / "timed.json").write_text(json.dumps(timed))
     for expected in (2, 0):
-        rc, stdout, err = _cli(capsys, "import-lookup-table", str(tmp_path / "timed.json"),
-                               "--out", str(tmp_path / "ds"), "--fingerprint-id", "devA", "--json")
+        rc, stdout, err = _cli(
+            capsys,
+            "import-lookup-table",
+            str(tmp_path / "timed.json"),
+            "--out",
+            str(tmp_path / "ds"),
+            "--fingerprint-id",
+            "devA",
+            "--json",
+        )
         assert rc == 0, err
         assert json.loads(stdout)["imported"] == expected
     from kselect.training.data.dataset import DatasetDir
@@ -303,8 +346,12 @@ def test_model_export_is_the_selectors_predict_pick(tmp_path):
         pytest.skip("the shipped H200 model is not in this checkout")
     model = CostModel.load(path)
     # the first: the shipped model ranks a Triton tile ahead of ATen
-    ranked = [Problem(16, 256, 256, "bf16", "nt"), Problem(333, 7168, 5120, "bf16", "nt"),
-              Problem(64, 128, 65536, "bf16", "nn"), Problem(128, 64, 64, "bf16", "nn", "bmm", batch=8)]
+    ranked = [
+        Problem(16, 256, 256, "bf16", "nt"),
+        Problem(333, 7168, 5120, "bf16", "nt"),
+        Problem(64, 128, 65536, "bf16", "nn"),
+        Problem(128, 64, 64, "bf16", "nn", "bmm", batch=8),
+    ]
     left_out = [Problem(100, 200, 300, "bf16", "nt", "addmm"), Problem(16, 16, 16, "fp32", "nn")]
     for margin in (0.0, None):
         export = lt.export_from_model(ranked + left_out, model, "default", aten_margin=margin)
@@ -315,5 +362,5 @@ def test_model_export_is_the_selectors_predict_pick(tmp_path):
             kept, _ = sel.select("templates", p, {}, model.fingerprint, cands)
             assert export.picks[lt.inductor_key(p.op, lt.problem_inputs(p))] == [cands[kept[0]].key]
         first = export.table[lt.inductor_key("mm", lt.problem_inputs(ranked[0]))]
-        if margin == 0.0:     # with no margin the model's top tile is kept: a Triton entry
+        if margin == 0.0:  # with no margin the model's top tile is kept: a Triton entry
             assert first[0]["template_id"] == "triton::mm", first

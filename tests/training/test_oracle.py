@@ -1,10 +1,11 @@
 """The oracle measures: which shapes have their whole space, by M class, and how far the best of
 the sampled subset falls short of the best of the whole space."""
+
 import pandas as pd
 
 from kselect.kernels import Problem
-from kselect.training.measure.collect import candidate_list, row_for
 from kselect.training.data.oracle import mark_oracle, oracle_shapes_by_class, sample_gap, shape_class
+from kselect.training.measure.collect import candidate_list, row_for
 
 
 def _shape_rows(problem, time_of):
@@ -13,8 +14,7 @@ def _shape_rows(problem, time_of):
 
 
 def test_shape_class_bounds():
-    assert [shape_class(m) for m in (1, 16, 17, 256, 257)] == ["m<=16", "m<=16", "16<m<=256",
-                                                               "16<m<=256", "m>256"]
+    assert [shape_class(m) for m in (1, 16, 17, 256, 257)] == ["m<=16", "m<=16", "16<m<=256", "16<m<=256", "m>256"]
 
 
 def test_sample_gap_is_the_best_sampled_over_the_best_overall():
@@ -27,8 +27,10 @@ def test_sample_gap_is_the_best_sampled_over_the_best_overall():
     rows, _ = _shape_rows(problem, lambda c: 1.0 if c.key == outside else 1.1 if c.key == best_sampled else 1.25)
     # a second, partial shape is no oracle shape and is left out
     partial = Problem(512, 4096, 4096, "bf16", "nt")
-    rows += [row_for(partial, c, status="ok", time_ms=1.0)
-             for c in candidate_list(partial, ["aten", "triton"], "sample", 200)]
+    rows += [
+        row_for(partial, c, status="ok", time_ms=1.0)
+        for c in candidate_list(partial, ["aten", "triton"], "sample", 200)
+    ]
     df = mark_oracle(pd.DataFrame(rows))
     assert oracle_shapes_by_class(df) == {"m<=16": 0, "16<m<=256": 1, "m>256": 0}
     gap = sample_gap(df)

@@ -1,6 +1,7 @@
 """`kselect retime` and the labels it feeds: which shapes it picks, how re-timed rows move the
 labels, and the whole path on the CPU (a real max-autotune compile whose ATen and CPP choices
 verify times with the collector's harness, written as a dataset the trainer reads)."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import pytest
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-from kselect.training.measure.collect import row_for
 from kselect.training.data.dataset import DatasetDir, conform, load_dataset
 from kselect.training.data.labels import RETIMED_METHOD_PREFIX, apply_retimed, retime_summary
+from kselect.training.measure.collect import row_for
 from kselect.training.measure.retime import RetimeError, plan_shapes, result_rows
 
 
@@ -34,11 +35,21 @@ ODD = Problem(64, 50257, 768)
 
 @pytest.fixture
 def collector() -> pd.DataFrame:
-    rows = (_rows(SKINNY, {"aten:mm": 1.0, "triton:mm:16": 0.80, "triton:mm:32": 0.90,
-                           "triton:persistent_tma:16": 0.85, "triton:mm:64": 1.20,
-                           "triton:decompose_k:16": 0.5})
-            + _rows(SQUARE, {"aten:mm": 1.0, "triton:mm:128": 1.30, "triton:mm:64": 1.50})
-            + _rows(ODD, {"aten:mm": 1.0, "triton:mm:16": 0.2, "triton:mm:32": 0.3}))
+    rows = (
+        _rows(
+            SKINNY,
+            {
+                "aten:mm": 1.0,
+                "triton:mm:16": 0.80,
+                "triton:mm:32": 0.90,
+                "triton:persistent_tma:16": 0.85,
+                "triton:mm:64": 1.20,
+                "triton:decompose_k:16": 0.5,
+            },
+        )
+        + _rows(SQUARE, {"aten:mm": 1.0, "triton:mm:128": 1.30, "triton:mm:64": 1.50})
+        + _rows(ODD, {"aten:mm": 1.0, "triton:mm:16": 0.2, "triton:mm:32": 0.3})
+    )
     rows.append(row_for(SQUARE, Candidate.make("triton", "mm", BLOCK_M=256), status="launch_error"))
     return conform(pd.DataFrame(rows))
 
@@ -51,7 +62,7 @@ def test_plan_keeps_competitive_shapes_most_claimed_gain_first(collector):
     assert [r["candidate_key"] for r in skinny.rows] == ["aten:mm", "triton:mm:BM16", "triton:persistent_tma:BM16"]
     assert skinny.claimed_speedup == pytest.approx(1 / 0.8)
     assert [w.problem.key for w in plan_shapes(collector, top=1, all_shapes=True)] == [ODD.key, SKINNY.key, SQUARE.key]
-    assert len(plan_shapes(collector, top=1, within=1.4)) == 3    # 1.3x slower is within 1.4x
+    assert len(plan_shapes(collector, top=1, within=1.4)) == 3  # 1.3x slower is within 1.4x
     with pytest.raises(RetimeError, match="decompose_k"):
         plan_shapes(collector, templates=("triton:decompose_k",))
     with pytest.raises(RetimeError, match="top"):
@@ -60,12 +71,18 @@ def test_plan_keeps_competitive_shapes_most_claimed_gain_first(collector):
 
 def test_retimed_labels_replace_measured_rows_and_scale_their_template(collector):
     common = {"space": "retime", "fingerprint_id": "x", "worker": "w"}
-    record = {"ms": {"aten:mm": 0.98, "triton:mm:BM16": 1.04, "triton:persistent_tma:BM16": 0.95},
-              "method": "cuda_graph", "dropped": {"triton:mm:BM32": "wrong result (relative error 1 vs ATen)"},
-              "stats": {"aten:mm": {"time_min_ms": 0.97, "time_max_ms": 0.99, "spread": 0.01, "reps": 50,
-                                    "noisy": False}}}
-    wanted = [r for r in collector.to_dict("records") if r["problem_key"] == SKINNY.key
-              and r["candidate_key"] in ("aten:mm", "triton:mm:BM16", "triton:mm:BM32", "triton:persistent_tma:BM16")]
+    record = {
+        "ms": {"aten:mm": 0.98, "triton:mm:BM16": 1.04, "triton:persistent_tma:BM16": 0.95},
+        "method": "cuda_graph",
+        "dropped": {"triton:mm:BM32": "wrong result (relative error 1 vs ATen)"},
+        "stats": {"aten:mm": {"time_min_ms": 0.97, "time_max_ms": 0.99, "spread": 0.01, "reps": 50, "noisy": False}},
+    }
+    wanted = [
+        r
+        for r in collector.to_dict("records")
+        if r["problem_key"] == SKINNY.key
+        and r["candidate_key"] in ("aten:mm", "triton:mm:BM16", "triton:mm:BM32", "triton:persistent_tma:BM16")
+    ]
     retimed = conform(pd.DataFrame(result_rows(wanted, record, "", common)))
     by = retimed.set_index("candidate_key")
     assert by.loc["triton:mm:BM32", "status"] == "wrong_result"
@@ -76,16 +93,16 @@ def test_retimed_labels_replace_measured_rows_and_scale_their_template(collector
     assert s("aten:mm")["time_ms"] == 0.98 and s("aten:mm")["method"] == RETIMED_METHOD_PREFIX + "cuda_graph"
     assert s("triton:mm:BM16")["time_ms"] == 1.04
     # the wrong Inductor kernel keeps its collector row; it is not a label for mm's ratio either
-    assert s("triton:mm:BM32")["time_ms"] == pytest.approx(0.90 * 1.3)   # mm's ratio 1.04 / 0.80
+    assert s("triton:mm:BM32")["time_ms"] == pytest.approx(0.90 * 1.3)  # mm's ratio 1.04 / 0.80
     assert s("triton:mm:BM64")["time_ms"] == pytest.approx(1.20 * 1.3)
-    assert s("triton:persistent_tma:BM16")["time_ms"] == 0.95              # its own template, re-timed
-    assert s("triton:decompose_k:BM16")["time_ms"] == 0.5                   # not re-timed, no ratio: as collected
+    assert s("triton:persistent_tma:BM16")["time_ms"] == 0.95  # its own template, re-timed
+    assert s("triton:decompose_k:BM16")["time_ms"] == 0.5  # not re-timed, no ratio: as collected
     untouched = after.loc[SQUARE.key]
     assert sorted(untouched["time_ms"].dropna()) == [1.0, 1.3, 1.5]
     assert not math.isfinite(untouched.loc["triton:mm:BM256", "time_ms"])
 
     summary = retime_summary(collector, retimed)
-    assert summary["best_changed"] == {}     # decompose-k stays the fastest label
+    assert summary["best_changed"] == {}  # decompose-k stays the fastest label
     assert summary["rows_failed"] == {"wrong_result": 1}
     assert summary["ratio_retimed_over_collector"]["triton:mm"]["rows"] == 1
     no_dk = collector[collector["template"] != "decompose_k"]
@@ -119,8 +136,9 @@ def _stock_bmm_table(problem: Problem, tmp_path) -> dict[str, float]:
     remove = compat.add_feedback_saver(saver)
     try:
         torch._dynamo.reset()
-        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True,
-                                          max_autotune_gemm_backends="ATEN,CPP"):
+        with torch._inductor.config.patch(
+            max_autotune=True, force_disable_caches=True, max_autotune_gemm_backends="ATEN,CPP"
+        ):
             ops = make_operands(problem, "cpu", seed=1)
             torch.compile(lambda a, b: a @ b)(ops.a, ops.b)
     finally:
@@ -141,11 +159,12 @@ def _cpu_dataset(problems, data) -> str:
         assert "aten:bmm" in table and cpp, table
         rows = [row_for(problem, Candidate.make("aten", "bmm"), time_ms=1.0, method="cpu_wall")]
         # the first problem claims the larger Triton gain, so it is planned (and timed) first
-        rows += [row_for(problem, Candidate.make(*k.split(":", 1)), time_ms=0.5 + 0.1 * i, method="cpu_wall")
-                 for k in cpp]
+        rows += [
+            row_for(problem, Candidate.make(*k.split(":", 1)), time_ms=0.5 + 0.1 * i, method="cpu_wall") for k in cpp
+        ]
         ds.append(rows, f"test{i}")
         families |= {k for k in cpp}
-    assert len(families) == 1, families   # CPP keys carry no knobs: the key is the family
+    assert len(families) == 1, families  # CPP keys carry no knobs: the key is the family
     return families.pop()
 
 
@@ -166,7 +185,7 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     assert (out["time_ms"] > 0).all() and set(out["method"]) == {"cpu_wall"} and (out["space"] == "retime").all()
     assert set(out["problem_key"]) == {problem.key} and (out["compile_s"] > 0).all()
 
-    assert main(argv) == 0                       # a rerun skips the finished shape
+    assert main(argv) == 0  # a rerun skips the finished shape
     assert len(load_dataset(data / "retimed")) == 2
 
     labels, fp = load_data(data)
@@ -182,8 +201,13 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     assert raw.set_index("candidate_key")["time_ms"].to_dict()["aten:bmm"] == 1.0
     from kselect.training.data.dataset import summarize
 
-    assert summarize(data)["retimed"] == {"path": str(data / "retimed"), "shapes": 1, "rows": 2, "ok_rows": 2,
-                                          "shapes_with_ok_rows": 1}
+    assert summarize(data)["retimed"] == {
+        "path": str(data / "retimed"),
+        "shapes": 1,
+        "rows": 2,
+        "ok_rows": 2,
+        "shapes_with_ok_rows": 1,
+    }
     capsys.readouterr()
     assert main(["retime", "--data", str(data), "--summary"]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -2,14 +2,15 @@
 stage, and a directory made with other settings is refused. The GPU's timings are replaced by
 the synthetic analytic model (training/data/synthetic.py); shapes, compaction, training, evaluation
 and the card are the real ones."""
+
 import json
 
 import pytest
 
-from kselect.training.measure.collect import candidate_list, parse_space, row_for
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.learn.retrain import RetrainError, RetrainPlan, run
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_time_ms
+from kselect.training.learn.retrain import RetrainError, RetrainPlan, run
+from kselect.training.measure.collect import candidate_list, parse_space, row_for
 
 
 class SyntheticGpu:
@@ -29,17 +30,26 @@ class SyntheticGpu:
         for p in problems:
             for c in candidate_list(p, ["aten", "triton"], name, n):
                 t = synthetic_time_ms(p, c)
-                rows.append(row_for(p, c, status="ok" if t is not None else "pruned",
-                                    time_ms=t if t is not None else float("nan"), space=name,
-                                    oracle=name == "exhaustive", fingerprint_id=FINGERPRINT["fingerprint_id"],
-                                    workload=workloads[p.key]))
+                rows.append(
+                    row_for(
+                        p,
+                        c,
+                        status="ok" if t is not None else "pruned",
+                        time_ms=t if t is not None else float("nan"),
+                        space=name,
+                        oracle=name == "exhaustive",
+                        fingerprint_id=FINGERPRINT["fingerprint_id"],
+                        workload=workloads[p.key],
+                    )
+                )
         ds.append(rows, "synthetic")
         return {"problems": len(problems)}
 
 
 def _plan(tmp_path, **kw):
-    return RetrainPlan(out=str(tmp_path / "run"), gpu_minutes=1, sample_shapes=6, full_shapes=2, folds=2, cv_folds=0,
-                       **kw)
+    return RetrainPlan(
+        out=str(tmp_path / "run"), gpu_minutes=1, sample_shapes=6, full_shapes=2, folds=2, cv_folds=0, **kw
+    )
 
 
 def test_a_stopped_retrain_resumes_and_ends_with_a_model_and_its_card(tmp_path):
@@ -52,7 +62,7 @@ def test_a_stopped_retrain_resumes_and_ends_with_a_model_and_its_card(tmp_path):
     again = SyntheticGpu()
     lines = []
     state = run(_plan(tmp_path), log=lines.append, collect_fn=again)
-    assert again.calls == ["exhaustive"]            # the sampled shapes were not measured twice
+    assert again.calls == ["exhaustive"]  # the sampled shapes were not measured twice
     assert list(state["done"]) == ["shapes", "collect-sample", "collect-full", "compact", "train", "evaluate"]
     assert any("about" in line and "min left" in line for line in lines)
     card = (tmp_path / "run" / "model.md").read_text()

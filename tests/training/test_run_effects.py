@@ -1,5 +1,6 @@
 """The run-effects fit (training/bench/run_effects.py): each variant's term over a baseline with one
 term per run, on numbers whose answer is known."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,11 @@ from kselect.training.bench.run_effects import connected, fit_effects
 def _rows(effects: dict, hosts: dict, layout: dict, noise: float = 0.0, seed: int = 0):
     """layout: {run: [variant, ...]}; value = host offset + variant effect (+ noise)."""
     rng = np.random.default_rng(seed)
-    return [(run, v, hosts[run] + effects[v] + noise * rng.standard_normal())
-            for run, variants in layout.items() for v in variants]
+    return [
+        (run, v, hosts[run] + effects[v] + noise * rng.standard_normal())
+        for run, variants in layout.items()
+        for v in variants
+    ]
 
 
 def test_recovers_variant_terms_across_hosts_of_different_speed():
@@ -20,9 +24,11 @@ def test_recovers_variant_terms_across_hosts_of_different_speed():
     out, and a run without the baseline still tells verify from DEFAULT."""
     effects = {"kselect-predict": 0.0, "default": 0.03, "kselect-verify": 0.2}
     hosts = {"a": 47.0, "b": 48.0, "c": 47.5}
-    layout = {"a": ["kselect-predict", "kselect-verify"] * 4,
-              "b": ["default", "kselect-verify"] * 4,
-              "c": ["default", "kselect-predict"] * 4}
+    layout = {
+        "a": ["kselect-predict", "kselect-verify"] * 4,
+        "b": ["default", "kselect-verify"] * 4,
+        "c": ["default", "kselect-predict"] * 4,
+    }
     got = fit_effects(_rows(effects, hosts, layout), "kselect-predict")
     terms = {e["variant"]: e for e in got["effects"]}
     assert terms["kselect-verify"]["diff"] == pytest.approx(0.2, abs=1e-9)
@@ -41,7 +47,7 @@ def test_noise_gives_standard_errors_that_cover_the_truth():
         v = next(e for e in got["effects"] if e["variant"] == "kselect-verify")
         covered += abs(v["diff"] - 0.2) <= 2 * v["se"]
         assert got["dof"] == 54 - 6 - 2
-    assert covered >= 34   # ~95 % of 40 within two standard errors
+    assert covered >= 34  # ~95 % of 40 within two standard errors
     assert 0.15 < got["residual_sd"] < 0.25
 
 

@@ -11,6 +11,7 @@ Sections, each one concern: table loading and validation; features (inputs only,
 outcome columns); near-tie sets (label noise); the estimator; baselines; metrics;
 leave-one-table-out.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,22 +29,24 @@ KIND = "amd-backend-winner"
 SCHEMA_VERSION = artifact.KINDS[KIND]
 
 # Per-row columns that describe the problem: the only ones features may read.
-INPUT_COLUMNS = ("gfx", "cu_num", "M", "N", "K", "bias", "dtype", "outdtype", "scaleAB",
-                 "bpreshuffle")
-LABEL_COLUMN = "libtype"      # the winning backend: the target
-TIME_COLUMN = "us"            # the winner's measured time: used only to judge near-ties
+INPUT_COLUMNS = ("gfx", "cu_num", "M", "N", "K", "bias", "dtype", "outdtype", "scaleAB", "bpreshuffle")
+LABEL_COLUMN = "libtype"  # the winning backend: the target
+TIME_COLUMN = "us"  # the winner's measured time: used only to judge near-ties
 # Outcomes of tuning: never features (they would leak the answer).
-OUTCOME_COLUMNS = ("libtype", "solidx", "splitK", "us", "kernelName", "err_ratio", "tflops",
-                   "bw")
+OUTCOME_COLUMNS = ("libtype", "solidx", "splitK", "us", "kernelName", "err_ratio", "tflops", "bw")
 REQUIRED_COLUMNS = INPUT_COLUMNS + (LABEL_COLUMN, TIME_COLUMN)
 FLAG_COLUMNS = ("bias", "scaleAB", "bpreshuffle")
 # A table's problems of one weight matrix: same GPU, N, K and flags, varying M.
-SERIES_COLUMNS = ("gfx", "cu_num", "N", "K", "bias", "dtype", "outdtype", "scaleAB",
-                  "bpreshuffle")
+SERIES_COLUMNS = ("gfx", "cu_num", "N", "K", "bias", "dtype", "outdtype", "scaleAB", "bpreshuffle")
 
 KNOWN_ARCHS = ("gfx942", "gfx950", "gfx1250")
-DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float32": 4,
-               "torch.float8_e4m3fnuz": 1, "torch.float8_e4m3fn": 1}
+DTYPE_BYTES = {
+    "torch.bfloat16": 2,
+    "torch.float16": 2,
+    "torch.float32": 4,
+    "torch.float8_e4m3fnuz": 1,
+    "torch.float8_e4m3fn": 1,
+}
 # Output tiles typical of the backends' kernels (skinny/flydsl 16x64 .. asm/hipBLASLt 256x256).
 TILES = ((16, 64), (32, 64), (64, 64), (80, 64), (128, 128), (256, 128), (256, 256))
 
@@ -60,6 +63,7 @@ class ModelFileError(ModelError):
 # Tables
 # ----------------------------------------------------------------------------------------
 
+
 def file_sha256(path: str | Path) -> str:
     """Content hash, so a model card pins exactly which tables trained the model."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -73,8 +77,7 @@ def _as_bool(series: pd.Series, path: Path, column: str) -> pd.Series:
     bad = ~text.isin(list(mapping))
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise TableError(f"{path}: column {column!r} row {row + 2} is {series.iloc[row]!r}, "
-                         "expected True/False")
+        raise TableError(f"{path}: column {column!r} row {row + 2} is {series.iloc[row]!r}, expected True/False")
     return text.map(mapping).astype(bool)
 
 
@@ -91,8 +94,9 @@ def load_table(path: str | Path) -> pd.DataFrame:
         raise TableError(f"{path}: not a readable CSV table ({exc})") from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise TableError(f"{path}: missing column(s) {', '.join(missing)}; a tuned-GEMM "
-                         f"table needs {', '.join(REQUIRED_COLUMNS)}")
+        raise TableError(
+            f"{path}: missing column(s) {', '.join(missing)}; a tuned-GEMM table needs {', '.join(REQUIRED_COLUMNS)}"
+        )
     if frame.empty:
         raise TableError(f"{path}: table has a header but no rows")
     for column in ("cu_num", "M", "N", "K"):
@@ -100,14 +104,17 @@ def load_table(path: str | Path) -> pd.DataFrame:
         bad = values.isna() | (values <= 0) | (values != values.round())
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise TableError(f"{path}: column {column!r} row {row + 2} is "
-                             f"{frame[column].iloc[row]!r}, expected a positive integer")
+            raise TableError(
+                f"{path}: column {column!r} row {row + 2} is {frame[column].iloc[row]!r}, expected a positive integer"
+            )
         frame[column] = values.astype(np.int64)
     times = pd.to_numeric(frame[TIME_COLUMN], errors="coerce")
-    if (times.isna() | (times < 0)).any():   # 0 is the tables' own "not timed" marker
+    if (times.isna() | (times < 0)).any():  # 0 is the tables' own "not timed" marker
         row = int(np.flatnonzero((times.isna() | (times < 0)).to_numpy())[0])
-        raise TableError(f"{path}: column {TIME_COLUMN!r} row {row + 2} is "
-                         f"{frame[TIME_COLUMN].iloc[row]!r}, expected a time in us (>= 0)")
+        raise TableError(
+            f"{path}: column {TIME_COLUMN!r} row {row + 2} is "
+            f"{frame[TIME_COLUMN].iloc[row]!r}, expected a time in us (>= 0)"
+        )
     frame[TIME_COLUMN] = times.astype(float)
     for column in ("gfx", "dtype", "outdtype", LABEL_COLUMN):
         if frame[column].isna().any():
@@ -151,6 +158,7 @@ def load_tables(directory: str | Path, measured_only: bool = True) -> pd.DataFra
 # Features: functions of INPUT_COLUMNS only
 # ----------------------------------------------------------------------------------------
 
+
 def _arch_number(arch: str) -> float:
     """gfx942 -> 942, gfx1250 -> 1250: a numeric handle that also orders unseen archs."""
     digits = "".join(ch for ch in str(arch) if ch.isdigit())
@@ -161,7 +169,7 @@ def _trailing_zero_bits(values: np.ndarray, cap: int = 9) -> np.ndarray:
     """How many times 2 divides a size (capped): alignment decides which kernels apply."""
     out = np.zeros(values.shape, dtype=float)
     for p in range(1, cap + 1):
-        out += (values % (2 ** p)) == 0
+        out += (values % (2**p)) == 0
     return out
 
 
@@ -183,12 +191,22 @@ def features(frame: pd.DataFrame) -> pd.DataFrame:
         f[flag] = frame[flag].astype(bool).to_numpy(dtype=float)
     f["in_bytes"], f["out_bytes"] = in_bytes, out_bytes
     lm, ln, lk = np.log2(m), np.log2(n), np.log2(k)
-    f.update(log_m=lm, log_n=ln, log_k=lk, log_mn=lm + ln, log_mk=lm + lk, log_nk=ln + lk,
-             log_mnk=lm + ln + lk, log_m_over_n=lm - ln, log_m_over_k=lm - lk,
-             log_n_over_k=ln - lk, log_mnk_per_cu=lm + ln + lk - np.log2(cu))
+    f.update(
+        log_m=lm,
+        log_n=ln,
+        log_k=lk,
+        log_mn=lm + ln,
+        log_mk=lm + lk,
+        log_nk=ln + lk,
+        log_mnk=lm + ln + lk,
+        log_m_over_n=lm - ln,
+        log_m_over_k=lm - lk,
+        log_n_over_k=ln - lk,
+        log_mnk_per_cu=lm + ln + lk - np.log2(cu),
+    )
     moved = in_bytes * (m * k + n * k) + out_bytes * m * n
     f["log_bytes"] = np.log2(moved)
-    f["log_intensity"] = np.log2(2 * m * n * k / moved)   # flop per byte: memory vs compute
+    f["log_intensity"] = np.log2(2 * m * n * k / moved)  # flop per byte: memory vs compute
     for tm, tn in TILES:
         tiles = np.ceil(m / tm) * np.ceil(n / tn)
         waves = np.ceil(tiles / cu)
@@ -206,8 +224,8 @@ def features(frame: pd.DataFrame) -> pd.DataFrame:
 # Label noise: near-tie sets from the winners' own times
 # ----------------------------------------------------------------------------------------
 
-def near_tie_sets(frame: pd.DataFrame, classes: Sequence[str],
-                  tolerance: float = 0.05) -> np.ndarray:
+
+def near_tie_sets(frame: pd.DataFrame, classes: Sequence[str], tolerance: float = 0.05) -> np.ndarray:
     """Backends provably within `tolerance` of each row's winner, as a [rows, classes] mask.
 
     Only winners are recorded, so a loser's time is unknown, but it can be bounded: in one
@@ -232,7 +250,7 @@ def upper_bounds(frame: pd.DataFrame, classes: Sequence[str]) -> np.ndarray:
     """Per row and backend, the smallest winning time of that backend at M' >= M in the series."""
     index = {c: i for i, c in enumerate(classes)}
     bound = np.full((len(frame), len(classes)), np.inf)
-    frame = frame.reset_index(drop=True)          # group indices become row positions
+    frame = frame.reset_index(drop=True)  # group indices become row positions
     for _, group in frame.groupby(list(SERIES_COLUMNS), sort=False, dropna=False):
         rows = group.index.to_numpy()
         order = np.argsort(-group["M"].to_numpy(), kind="stable")  # largest M first
@@ -308,10 +326,13 @@ def series_neighbour_agreement(frame: pd.DataFrame) -> dict:
             else:
                 nearest = left if logm[i] - logm[i - 1] <= logm[i + 1] - logm[i] else right
             agree = left is not None and right is not None and left == right
-            hit = {"rows": 1, "nearest": int(nearest == labs[i]),
-                   "either": int(labs[i] in (left, right)),
-                   "isolated": int(agree and labs[i] != left),
-                   "neighbours_agree": int(agree)}
+            hit = {
+                "rows": 1,
+                "nearest": int(nearest == labs[i]),
+                "either": int(labs[i] in (left, right)),
+                "isolated": int(agree and labs[i] != left),
+                "neighbours_agree": int(agree),
+            }
             entry = per_arch.setdefault(arch, dict.fromkeys(counts, 0))
             for k, v in hit.items():
                 counts[k] += v
@@ -319,9 +340,12 @@ def series_neighbour_agreement(frame: pd.DataFrame) -> dict:
 
     def rates(c: dict) -> dict:
         n = c["rows"]
-        return {"rows": n, "nearest": c["nearest"] / n if n else None,
-                "either": c["either"] / n if n else None,
-                "isolated": c["isolated"] / n if n else None}
+        return {
+            "rows": n,
+            "nearest": c["nearest"] / n if n else None,
+            "either": c["either"] / n if n else None,
+            "isolated": c["isolated"] / n if n else None,
+        }
 
     return {**rates(counts), "per_arch": {a: rates(c) for a, c in sorted(per_arch.items())}}
 
@@ -329,6 +353,7 @@ def series_neighbour_agreement(frame: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------------------
 # Training set recipe (label-noise handling lives here, not in the estimator)
 # ----------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -340,16 +365,15 @@ class Recipe:
     balance_tables: weight rows so each table counts equally (one big table, dsv4, is 44%
     of all rows and would otherwise decide every boundary).
     """
+
     near_tie_tolerance: float | None = 0.05
     balance_tables: bool = True
 
     def to_dict(self) -> dict:
-        return {"near_tie_tolerance": self.near_tie_tolerance,
-                "balance_tables": self.balance_tables}
+        return {"near_tie_tolerance": self.near_tie_tolerance, "balance_tables": self.balance_tables}
 
 
-def training_rows(frame: pd.DataFrame, recipe: Recipe) -> tuple[pd.DataFrame, np.ndarray,
-                                                                 np.ndarray]:
+def training_rows(frame: pd.DataFrame, recipe: Recipe) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """(problems, labels, weights) for fit(), following the recipe."""
     weights = np.ones(len(frame))
     if recipe.balance_tables and "table" in frame.columns:
@@ -375,6 +399,7 @@ def training_rows(frame: pd.DataFrame, recipe: Recipe) -> tuple[pd.DataFrame, np
 # The estimator
 # ----------------------------------------------------------------------------------------
 
+
 class BackendWinnerClassifier(artifact.HyperParameters):
     """XGBoost multi:softprob over engineered shape features; scikit-learn style.
 
@@ -386,37 +411,53 @@ class BackendWinnerClassifier(artifact.HyperParameters):
     63.5-67% held-out top-1 (see reports/2026-12-02-amd-backend-winner/README.md).
     """
 
-    def __init__(self, n_estimators: int = 60, max_depth: int = 4,
-                 learning_rate: float = 0.1, subsample: float = 1.0,
-                 colsample_bytree: float = 0.6, min_child_weight: float = 1.0,
-                 reg_lambda: float = 5.0, max_bin: int = 64, n_jobs: int = 1,
-                 random_state: int = 0):
+    def __init__(
+        self,
+        n_estimators: int = 60,
+        max_depth: int = 4,
+        learning_rate: float = 0.1,
+        subsample: float = 1.0,
+        colsample_bytree: float = 0.6,
+        min_child_weight: float = 1.0,
+        reg_lambda: float = 5.0,
+        max_bin: int = 64,
+        n_jobs: int = 1,
+        random_state: int = 0,
+    ):
         self.keep_params(locals())
 
     def _xgb_params(self, num_class: int) -> dict:
-        return {"objective": "multi:softprob", "num_class": num_class,
-                "eval_metric": "mlogloss", "tree_method": "hist",
-                "max_depth": self.max_depth, "eta": self.learning_rate,
-                "subsample": self.subsample, "colsample_bytree": self.colsample_bytree,
-                "min_child_weight": self.min_child_weight, "lambda": self.reg_lambda,
-                "max_bin": self.max_bin,
-                "nthread": self.n_jobs, "seed": self.random_state}
+        return {
+            "objective": "multi:softprob",
+            "num_class": num_class,
+            "eval_metric": "mlogloss",
+            "tree_method": "hist",
+            "max_depth": self.max_depth,
+            "eta": self.learning_rate,
+            "subsample": self.subsample,
+            "colsample_bytree": self.colsample_bytree,
+            "min_child_weight": self.min_child_weight,
+            "lambda": self.reg_lambda,
+            "max_bin": self.max_bin,
+            "nthread": self.n_jobs,
+            "seed": self.random_state,
+        }
 
     def fit(self, X: pd.DataFrame, y: Sequence[str], sample_weight=None):
         import xgboost as xgb
+
         y = np.asarray(y).astype(str)
         if len(y) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
         classes = np.unique(y)
         if len(classes) < 2:
-            raise ValueError("training rows need at least two different winning backends, "
-                             f"got only {list(classes)}")
+            raise ValueError(f"training rows need at least two different winning backends, got only {list(classes)}")
         feats = features(X)
         codes = np.searchsorted(classes, y)
-        data = xgb.DMatrix(feats.to_numpy(dtype=float), label=codes, weight=sample_weight,
-                           feature_names=list(feats.columns))
-        self.booster_ = xgb.train(self._xgb_params(len(classes)), data,
-                                  num_boost_round=self.n_estimators)
+        data = xgb.DMatrix(
+            feats.to_numpy(dtype=float), label=codes, weight=sample_weight, feature_names=list(feats.columns)
+        )
+        self.booster_ = xgb.train(self._xgb_params(len(classes)), data, num_boost_round=self.n_estimators)
         self.classes_ = classes
         self.feature_names_ = list(feats.columns)
         return self
@@ -427,11 +468,14 @@ class BackendWinnerClassifier(artifact.HyperParameters):
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         import xgboost as xgb
+
         self._check_fitted()
         feats = features(X)
         if list(feats.columns) != self.feature_names_:
-            raise ModelFileError("model was trained on other features than this code computes "
-                                 f"({len(self.feature_names_)} vs {feats.shape[1]})")
+            raise ModelFileError(
+                "model was trained on other features than this code computes "
+                f"({len(self.feature_names_)} vs {feats.shape[1]})"
+            )
         data = xgb.DMatrix(feats.to_numpy(dtype=float), feature_names=self.feature_names_)
         return self.booster_.predict(data).reshape(len(X), len(self.classes_))
 
@@ -448,14 +492,19 @@ class BackendWinnerClassifier(artifact.HyperParameters):
     def save(self, stem_or_file: str | Path, extra: dict | None = None) -> tuple[Path, Path]:
         self._check_fitted()
         model_path, _ = self.paths(stem_or_file)
-        meta = {**artifact.header(KIND, self.feature_names_), "classes": [str(c) for c in self.classes_],
-                "params": self.get_params(), **(extra or {})}
+        meta = {
+            **artifact.header(KIND, self.feature_names_),
+            "classes": [str(c) for c in self.classes_],
+            "params": self.get_params(),
+            **(extra or {}),
+        }
         return model_path, artifact.save(self.booster_, model_path, meta)
 
     @classmethod
     def load(cls, stem_or_file: str | Path) -> "BackendWinnerClassifier":
         """A saved model (artifact.load_sidecar's checks; ModelFileError names the file)."""
         import xgboost as xgb
+
         try:
             model_path, meta = artifact.load_sidecar(stem_or_file, KIND, required=("classes", "params"))
         except ModelError as exc:
@@ -473,8 +522,7 @@ class BackendWinnerClassifier(artifact.HyperParameters):
         return model
 
 
-def train(frame: pd.DataFrame, recipe: Recipe = Recipe(),
-          **params) -> BackendWinnerClassifier:
+def train(frame: pd.DataFrame, recipe: Recipe = Recipe(), **params) -> BackendWinnerClassifier:
     """Fit a classifier on labelled tables following the label-noise recipe."""
     X, y, w = training_rows(frame, recipe)
     return BackendWinnerClassifier(**params).fit(X, y, sample_weight=w)
@@ -484,6 +532,7 @@ def train(frame: pd.DataFrame, recipe: Recipe = Recipe(),
 # Baselines: same fit/scores interface, no learning
 # ----------------------------------------------------------------------------------------
 
+
 class MajorityBaseline:
     """Ranks backends by how often they won on the same arch in training (global fallback)."""
 
@@ -491,14 +540,14 @@ class MajorityBaseline:
         y = np.asarray(y).astype(str)
         self.classes_ = np.unique(y)
         self.global_ = pd.Series(y).value_counts().reindex(self.classes_, fill_value=0)
-        self.per_arch_ = {arch: pd.Series(y[(X["gfx"] == arch).to_numpy()]).value_counts()
-                          .reindex(self.classes_, fill_value=0)
-                          for arch in X["gfx"].unique()}
+        self.per_arch_ = {
+            arch: pd.Series(y[(X["gfx"] == arch).to_numpy()]).value_counts().reindex(self.classes_, fill_value=0)
+            for arch in X["gfx"].unique()
+        }
         return self
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
-        rows = [self.per_arch_.get(arch, self.global_).to_numpy(dtype=float)
-                for arch in X["gfx"]]
+        rows = [self.per_arch_.get(arch, self.global_).to_numpy(dtype=float) for arch in X["gfx"]]
         scores = np.vstack(rows) if rows else np.zeros((0, len(self.classes_)))
         # ties broken by global frequency, then name order (tiny, keeps ranking total)
         return scores + 1e-6 * self.global_.to_numpy(dtype=float) / max(len(X), 1)
@@ -513,7 +562,7 @@ class NearestShapeBaseline:
     """
 
     def __init__(self, exclude_self: bool = False):
-        self.exclude_self = exclude_self   # leave-one-row-out when scoring the fit rows
+        self.exclude_self = exclude_self  # leave-one-row-out when scoring the fit rows
 
     def fit(self, X: pd.DataFrame, y: Sequence[str]):
         self.classes_ = np.unique(np.asarray(y).astype(str))
@@ -543,14 +592,19 @@ class NearestShapeBaseline:
 # Metrics
 # ----------------------------------------------------------------------------------------
 
+
 def ranked(scores: np.ndarray, classes: Sequence[str]) -> np.ndarray:
     """Class names per row, best first; ties go to the earlier class (stable)."""
     order = np.argsort(-np.asarray(scores, dtype=float), axis=1, kind="stable")
     return np.asarray(classes)[order]
 
 
-def metrics(y_true: Sequence[str], ranking: np.ndarray, labels: Sequence[str] | None = None,
-            acceptable: Callable[[int, str], bool] | None = None) -> dict:
+def metrics(
+    y_true: Sequence[str],
+    ranking: np.ndarray,
+    labels: Sequence[str] | None = None,
+    acceptable: Callable[[int, str], bool] | None = None,
+) -> dict:
     """Top-1/top-2 accuracy, per-class precision/recall and confusion matrix.
 
     `ranking` holds each row's classes best first. `acceptable(i, name)` says whether a
@@ -574,11 +628,20 @@ def metrics(y_true: Sequence[str], ranking: np.ndarray, labels: Sequence[str] | 
         tp = int(confusion[i, i])
         predicted = int(confusion[:, i].sum())
         support = int(confusion[i, :].sum())
-        per_class[c] = {"precision": tp / predicted if predicted else None,
-                        "recall": tp / support if support else None,
-                        "support": support, "predicted": predicted}
-    out = {"n": n, "accuracy": float(hit1.mean()), "top2": float(np.mean(hit2)),
-           "per_class": per_class, "labels": labels, "confusion": confusion.tolist()}
+        per_class[c] = {
+            "precision": tp / predicted if predicted else None,
+            "recall": tp / support if support else None,
+            "support": support,
+            "predicted": predicted,
+        }
+    out = {
+        "n": n,
+        "accuracy": float(hit1.mean()),
+        "top2": float(np.mean(hit2)),
+        "per_class": per_class,
+        "labels": labels,
+        "confusion": confusion.tolist(),
+    }
     if acceptable is not None:
         near = np.array([acceptable(i, p) for i, p in enumerate(top1)], dtype=bool)
         out["within_tolerance"] = float(np.mean(hit1 | near))
@@ -597,17 +660,23 @@ def tolerance_judge(frame: pd.DataFrame, tolerance: float) -> Callable[[int, str
 # Evaluation
 # ----------------------------------------------------------------------------------------
 
+
 @dataclass
 class Evaluation:
     """Model and baseline metrics on one set of rows, plus optional per-table breakdown."""
+
     model: dict
     baselines: dict
     per_table: list = field(default_factory=list)
     per_arch: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "baselines": self.baselines, "per_table": self.per_table,
-                "per_arch": self.per_arch}
+        return {
+            "model": self.model,
+            "baselines": self.baselines,
+            "per_table": self.per_table,
+            "per_arch": self.per_arch,
+        }
 
 
 def _summary(m: dict) -> dict:
@@ -615,8 +684,7 @@ def _summary(m: dict) -> dict:
     return {k: m[k] for k in keys if k in m}
 
 
-def evaluate_in_sample(model: BackendWinnerClassifier, frame: pd.DataFrame,
-                       tolerance: float = 0.05) -> Evaluation:
+def evaluate_in_sample(model: BackendWinnerClassifier, frame: pd.DataFrame, tolerance: float = 0.05) -> Evaluation:
     """The given model scored on `frame` (in-sample when `frame` trained it).
 
     Baselines are fitted on the same rows: majority in-sample; nearest shape leaving each
@@ -630,10 +698,8 @@ def evaluate_in_sample(model: BackendWinnerClassifier, frame: pd.DataFrame,
     majority = MajorityBaseline().fit(frame, y)
     nearest = NearestShapeBaseline(exclude_self=True).fit(frame, y)
     base = {
-        "majority": metrics(y, ranked(majority.predict_proba(frame), majority.classes_),
-                            labels, judge),
-        "nearest_shape": metrics(y, ranked(nearest.predict_proba(frame), nearest.classes_),
-                                 labels, judge),
+        "majority": metrics(y, ranked(majority.predict_proba(frame), majority.classes_), labels, judge),
+        "nearest_shape": metrics(y, ranked(nearest.predict_proba(frame), nearest.classes_), labels, judge),
     }
     return Evaluation(result, base)
 
@@ -658,9 +724,9 @@ def table_folds(frame: pd.DataFrame, folds: int) -> np.ndarray:
     return frame["table"].map(fold_of).to_numpy()
 
 
-def select_config(train_rows: pd.DataFrame,
-                  candidates: Sequence[tuple[Recipe, dict]] = NESTED_GRID,
-                  inner_folds: int = 3) -> tuple[int, list[float]]:
+def select_config(
+    train_rows: pd.DataFrame, candidates: Sequence[tuple[Recipe, dict]] = NESTED_GRID, inner_folds: int = 3
+) -> tuple[int, list[float]]:
     """Pick the candidate with the best grouped-by-table CV top-1 on `train_rows` alone.
 
     Returns (index of the winner, inner accuracy of every candidate); ties go to the
@@ -688,10 +754,14 @@ def select_config(train_rows: pd.DataFrame,
     return int(np.argmax(scores)), scores
 
 
-def leave_one_table_out(frame: pd.DataFrame, recipe: Recipe = Recipe(), params: dict | None = None,
-                        tolerance: float = 0.05,
-                        candidates: Sequence[tuple[Recipe, dict]] | None = None,
-                        inner_folds: int = 3) -> Evaluation:
+def leave_one_table_out(
+    frame: pd.DataFrame,
+    recipe: Recipe = Recipe(),
+    params: dict | None = None,
+    tolerance: float = 0.05,
+    candidates: Sequence[tuple[Recipe, dict]] | None = None,
+    inner_folds: int = 3,
+) -> Evaluation:
     """Train on all tables but one, score the held-out table; pool every held-out row.
 
     The tolerance judge uses all loaded rows as evidence (it reads outcomes, but only to
@@ -704,14 +774,14 @@ def leave_one_table_out(frame: pd.DataFrame, recipe: Recipe = Recipe(), params: 
     frame = frame.reset_index(drop=True)
     tables = sorted(frame["table"].unique())
     if len(tables) < 2:
-        raise TableError("leave-one-table-out needs at least two tables, got "
-                         f"{len(tables)}")
+        raise TableError(f"leave-one-table-out needs at least two tables, got {len(tables)}")
     params = dict(params or {})
     ok_judge = tolerance_judge(frame, tolerance)
     y_all = frame[LABEL_COLUMN].to_numpy().astype(str)
     labels = sorted(set(y_all))
-    rankings = {name: np.empty((len(frame), len(labels)), dtype=object)
-                for name in ("model", "majority", "nearest_shape")}
+    rankings = {
+        name: np.empty((len(frame), len(labels)), dtype=object) for name in ("model", "majority", "nearest_shape")
+    }
     per_table = []
     for table in tables:
         held = (frame["table"] == table).to_numpy()
@@ -722,16 +792,19 @@ def leave_one_table_out(frame: pd.DataFrame, recipe: Recipe = Recipe(), params: 
         if candidates:
             best, inner = select_config(train_rows, candidates, inner_folds)
             fold_recipe, fold_params = candidates[best][0], dict(candidates[best][1])
-            chosen = {"candidate": best, "recipe": fold_recipe.to_dict(),
-                      "params": fold_params, "inner_accuracy": inner}
+            chosen = {
+                "candidate": best,
+                "recipe": fold_recipe.to_dict(),
+                "params": fold_params,
+                "inner_accuracy": inner,
+            }
         fitted = {
             "model": train(train_rows, fold_recipe, **fold_params),
             "majority": MajorityBaseline().fit(train_rows, y_tr),
             "nearest_shape": NearestShapeBaseline().fit(train_rows, y_tr),
         }
         positions = np.flatnonzero(held)
-        row = {"table": table, "n": int(held.sum()),
-               "archs": sorted(test_rows["gfx"].unique())}
+        row = {"table": table, "n": int(held.sum()), "archs": sorted(test_rows["gfx"].unique())}
         if chosen is not None:
             row["chosen"] = chosen
         for name, est in fitted.items():
@@ -741,10 +814,9 @@ def leave_one_table_out(frame: pd.DataFrame, recipe: Recipe = Recipe(), params: 
             full[:, : r.shape[1]] = r
             missing = [c for c in labels if c not in set(est.classes_)]
             if missing:
-                full[:, r.shape[1]:] = missing
+                full[:, r.shape[1] :] = missing
             rankings[name][positions] = full
-            local = metrics(y_all[held], full, labels,
-                            lambda i, p, pos=positions: ok_judge(pos[i], p))
+            local = metrics(y_all[held], full, labels, lambda i, p, pos=positions: ok_judge(pos[i], p))
             row[name] = _summary(local)
         per_table.append(row)
     pooled = {name: metrics(y_all, rankings[name], labels, ok_judge) for name in rankings}
@@ -753,19 +825,22 @@ def leave_one_table_out(frame: pd.DataFrame, recipe: Recipe = Recipe(), params: 
         rows = np.flatnonzero((frame["gfx"] == arch).to_numpy())
         entry = {"arch": arch, "n": int(len(rows))}
         for name in rankings:
-            entry[name] = _summary(metrics(y_all[rows], rankings[name][rows], labels,
-                                           lambda i, p, pos=rows: ok_judge(pos[i], p)))
+            entry[name] = _summary(
+                metrics(y_all[rows], rankings[name][rows], labels, lambda i, p, pos=rows: ok_judge(pos[i], p))
+            )
         per_arch.append(entry)
-    return Evaluation(pooled["model"], {"majority": pooled["majority"],
-                                        "nearest_shape": pooled["nearest_shape"]}, per_table,
-                      per_arch)
+    return Evaluation(
+        pooled["model"], {"majority": pooled["majority"], "nearest_shape": pooled["nearest_shape"]}, per_table, per_arch
+    )
 
 
 def plot_confusion(result: dict, path: str | Path, title: str) -> Path:
     """Confusion matrix as a PNG (Agg backend: no display needed)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     cm = np.asarray(result["confusion"])
     labels = result["labels"]
     fig, ax = plt.subplots(figsize=(6, 5))
@@ -778,8 +853,15 @@ def plot_confusion(result: dict, path: str | Path, title: str) -> Path:
     top = cm.max() if cm.size else 0
     for i in range(cm.shape[0]):
         for j in range(cm.shape[1]):
-            ax.text(j, i, str(cm[i, j]), ha="center", va="center",
-                    color="white" if cm[i, j] > top / 2 else "black", fontsize=8)
+            ax.text(
+                j,
+                i,
+                str(cm[i, j]),
+                ha="center",
+                va="center",
+                color="white" if cm[i, j] > top / 2 else "black",
+                fontsize=8,
+            )
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 """What `kselect bench gemm` and `kselect bench e2e` share: cold-cache worker processes and
 counting what Inductor benchmarked."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,10 +16,15 @@ def cold_cache_env(tmp: Path, keep: tuple[str, ...] = ()) -> dict:
     variant's worker through torch's autoload entry point."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KSELECT_") or k in keep}
     env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
-    env.update({"TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"),
-                "TRITON_CACHE_DIR": str(Path(tmp) / "triton"),
-                "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "0", "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE": "0",
-                "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"),
+            "TRITON_CACHE_DIR": str(Path(tmp) / "triton"),
+            "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "0",
+            "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -27,8 +33,8 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
     and return its ident. Raises when there is none -- no model for this GPU, a broken file --
     because a kselect variant would then time stock Inductor under kselect's name. With an
     enabled `selector`, its own ranker is loaded (and kept for the compile that follows)."""
-    from kselect.selector.inductor import hook as ksi
     from kselect.selector.inductor import compat
+    from kselect.selector.inductor import hook as ksi
 
     selector = selector or ksi.Selector(mode="predict", model=model or None)
     ranker = selector.ranker_for(compat.device_fingerprint(device))
@@ -38,8 +44,15 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
 # The selector settings a bench run sets by flag (their type, default and help come from
 # config.SelectorSettings); a setting named with a flag is on by default and that flag turns it
 # off, the others take `--<setting> VALUE`.
-BENCH_SETTINGS = {"k": None, "adaptive_k": "--fixed-k", "min_k": None, "aten_margin": None,
-                  "compile_budget": None, "early_decision": "--late-decision", "warm_start": "--cold-start"}
+BENCH_SETTINGS = {
+    "k": None,
+    "adaptive_k": "--fixed-k",
+    "min_k": None,
+    "aten_margin": None,
+    "compile_budget": None,
+    "early_decision": "--late-decision",
+    "warm_start": "--cold-start",
+}
 
 
 def _fields() -> dict:
@@ -107,19 +120,29 @@ class GemmCounter:
         self._last = now
         finite = {c: float(t) for c, t in timings.items() if t == t and t != math.inf}
         best = min(finite, key=finite.get) if finite else None
-        self.calls.append({"name": str(name), "choices": len(timings), "benchmarked": fresh,
-                           "problem": _problem_key(choices),
-                           "winner": describe_choice(best) if best is not None else "",
-                           "winner_inductor_ms": finite[best] if best is not None else None})
+        self.calls.append(
+            {
+                "name": str(name),
+                "choices": len(timings),
+                "benchmarked": fresh,
+                "problem": _problem_key(choices),
+                "winner": describe_choice(best) if best is not None else "",
+                "winner_inductor_ms": finite[best] if best is not None else None,
+            }
+        )
 
     def summary(self) -> dict:
         """Counts, and `winners`: per GEMM (kselect problem key) the choice Inductor timed fastest
         -- what stock max-autotune picked, before any epilogue-fusion benchmark at scheduling."""
         bench = [c for c in self.calls if c["benchmarked"]]
-        return {"autotuned": len(self.calls), "benchmarked": len(bench),
-                "candidates": sum(c["choices"] for c in bench), "cache_hits": len(self.calls) - len(bench),
-                "per_gemm": [c["choices"] for c in bench],
-                "winners": {c["problem"]: c["winner"] for c in self.calls if c["problem"] and c["winner"]}}
+        return {
+            "autotuned": len(self.calls),
+            "benchmarked": len(bench),
+            "candidates": sum(c["choices"] for c in bench),
+            "cache_hits": len(self.calls) - len(bench),
+            "per_gemm": [c["choices"] for c in bench],
+            "winners": {c["problem"]: c["winner"] for c in self.calls if c["problem"] and c["winner"]},
+        }
 
 
 def _problem_key(choices) -> str:

@@ -27,6 +27,7 @@ variants tune GEMMs only (`max_autotune_gemm`) unless `--autotune full`. The tra
 compiled forward + cross-entropy loss with its compiled backward, then an eager AdamW step
 (fused on CUDA), all inside the timed step.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,14 +77,33 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def bench_settings(*, policy: dict, device: str | None = None, model: str | None = None,
-                   dtype: str | None = None, batch: int | None = None, seq: int | None = None,
-                   steps: int = 20, warmup: int = 3, warmup_s: float | None = None, profile_steps: int = 5,
-                   kselect_space: str = "exhaustive", kselect_model: str = "", freezing: bool = False,
-                   seed: int = 0, autotune: str = "gemm", workloads: str = ",".join(WORKLOADS),
-                   variants: str = ",".join(DEFAULT_VARIANTS), max_minutes: float = 60.0, repeats: int = 1,
-                   profile_compile: bool = False, warm_pool: bool = True, exhaustive_model: str | None = None,
-                   exhaustive_workloads: str | None = None, rtol: float | None = None) -> dict:
+def bench_settings(
+    *,
+    policy: dict,
+    device: str | None = None,
+    model: str | None = None,
+    dtype: str | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    steps: int = 20,
+    warmup: int = 3,
+    warmup_s: float | None = None,
+    profile_steps: int = 5,
+    kselect_space: str = "exhaustive",
+    kselect_model: str = "",
+    freezing: bool = False,
+    seed: int = 0,
+    autotune: str = "gemm",
+    workloads: str = ",".join(WORKLOADS),
+    variants: str = ",".join(DEFAULT_VARIANTS),
+    max_minutes: float = 60.0,
+    repeats: int = 1,
+    profile_compile: bool = False,
+    warm_pool: bool = True,
+    exhaustive_model: str | None = None,
+    exhaustive_workloads: str | None = None,
+    rtol: float | None = None,
+) -> dict:
     """Validated, defaulted settings (everything a worker needs, and the report prints).
     None takes the device's default (e2e_spec.DEVICE_DEFAULTS); `workloads`, `variants` and
     `exhaustive_workloads` are comma-separated; `policy`: kselect's run settings
@@ -92,22 +112,34 @@ def bench_settings(*, policy: dict, device: str | None = None, model: str | None
 
     device = device or _default_device()
     d = DEVICE_DEFAULTS[device]
-    pick = (lambda given, key: d[key] if given is None else given)
-    s = {"device": device, "model": pick(model, "model"), "dtype": pick(dtype, "dtype"),
-         "batch": pick(batch, "batch"), "seq": pick(seq, "seq"), "steps": steps,
-         "warmup": warmup, "warmup_s": pick(warmup_s, "warmup_s"),
-         "profile_steps": profile_steps, **policy,
-         "kselect_space": kselect_space.upper(),
-         "kselect_model": kselect_model, "freezing": bool(freezing), "seed": seed,
-         "autotune": autotune,
-         "workloads": _csv(workloads, WORKLOADS, "workload"),
-         "variants": _csv(variants, ORDER, "variant"), "max_minutes": max_minutes,
-         "repeats": repeats,
-         "profile_compile": bool(profile_compile),
-         "warm_pool": bool(warm_pool)}
+    pick = lambda given, key: d[key] if given is None else given
+    s = {
+        "device": device,
+        "model": pick(model, "model"),
+        "dtype": pick(dtype, "dtype"),
+        "batch": pick(batch, "batch"),
+        "seq": pick(seq, "seq"),
+        "steps": steps,
+        "warmup": warmup,
+        "warmup_s": pick(warmup_s, "warmup_s"),
+        "profile_steps": profile_steps,
+        **policy,
+        "kselect_space": kselect_space.upper(),
+        "kselect_model": kselect_model,
+        "freezing": bool(freezing),
+        "seed": seed,
+        "autotune": autotune,
+        "workloads": _csv(workloads, WORKLOADS, "workload"),
+        "variants": _csv(variants, ORDER, "variant"),
+        "max_minutes": max_minutes,
+        "repeats": repeats,
+        "profile_compile": bool(profile_compile),
+        "warm_pool": bool(warm_pool),
+    }
     s["exhaustive_model"] = exhaustive_model or s["model"]
-    s["exhaustive_workloads"] = (_csv(exhaustive_workloads, WORKLOADS, "workload")
-                                 if exhaustive_workloads else s["workloads"])
+    s["exhaustive_workloads"] = (
+        _csv(exhaustive_workloads, WORKLOADS, "workload") if exhaustive_workloads else s["workloads"]
+    )
     s["rtol"] = rtol if rtol is not None else TOLERANCE[s["dtype"]]
     if not s["aten_margin"] >= 0:
         raise BenchError(f"--aten-margin must be >= 0, got {s['aten_margin']}")
@@ -123,8 +155,9 @@ def bench_settings(*, policy: dict, device: str | None = None, model: str | None
     for name in {s["model"], s["exhaustive_model"]}:
         cfg = preset(name)
         if s["seq"] + 1 > cfg.max_positions:
-            raise BenchError(f"--seq {s['seq']} (+1 decode position) exceeds {name}'s "
-                             f"max_positions {cfg.max_positions}")
+            raise BenchError(
+                f"--seq {s['seq']} (+1 decode position) exceeds {name}'s max_positions {cfg.max_positions}"
+            )
     if s["kselect_model"] and not Path(s["kselect_model"]).exists():
         raise BenchError(f"--kselect-model {s['kselect_model']} does not exist")
     return s
@@ -139,11 +172,15 @@ def plan(settings: dict) -> list[dict]:
     variants = [v for v in ORDER if v in settings["variants"] and v != "exhaustive"]
     runs = []
     for w in settings["workloads"]:
-        runs += [{"variant": v, "workload": w, "model": settings["model"], "repeat": r}
-                 for r, v in alternating_rounds(variants, settings.get("repeats", 1))]
+        runs += [
+            {"variant": v, "workload": w, "model": settings["model"], "repeat": r}
+            for r, v in alternating_rounds(variants, settings.get("repeats", 1))
+        ]
     if "exhaustive" in settings["variants"]:
-        runs += [{"variant": "exhaustive", "workload": w, "model": settings["exhaustive_model"]}
-                 for w in settings["exhaustive_workloads"]]
+        runs += [
+            {"variant": "exhaustive", "workload": w, "model": settings["exhaustive_model"]}
+            for w in settings["exhaustive_workloads"]
+        ]
     return runs
 
 
@@ -166,27 +203,36 @@ def bench(settings: dict, out: Path, say=print, command: str = "", progress=None
     runs = plan(settings)
     t0 = time.monotonic()
     deadline = t0 + settings["max_minutes"] * 60
-    report = {"command": command, "settings": settings, "env": {}, "runs": [],
-              "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    report = {
+        "command": command,
+        "settings": settings,
+        "env": {},
+        "runs": [],
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (out / "logs").mkdir(exist_ok=True)
-    say(f"kselect bench e2e: {len(runs)} runs on {settings['device']} ({settings['model']}, "
+    say(
+        f"kselect bench e2e: {len(runs)} runs on {settings['device']} ({settings['model']}, "
         f"{settings['dtype']}, batch {settings['batch']}, seq {settings['seq']}), budget "
-        f"{settings['max_minutes']:g} min -> {out}")
+        f"{settings['max_minutes']:g} min -> {out}"
+    )
     if "exhaustive" in settings["variants"] and settings["exhaustive_model"] != settings["model"]:
         say(f"  note: exhaustive runs use the smaller model {settings['exhaustive_model']}")
     for i, spec in enumerate(runs, 1):
         tag = f"[{i:2d}/{len(runs)}] {spec['workload']:<7} {spec['variant']:<15}"
         left = deadline - time.monotonic()
         if left <= 0:
-            res = {**spec, "status": "skipped",
-                   "error": f"budget of {settings['max_minutes']:g} min spent before it could start"}
+            res = {
+                **spec,
+                "status": "skipped",
+                "error": f"budget of {settings['max_minutes']:g} min spent before it could start",
+            }
         else:
             say(f"{tag} starting ({_minutes(time.monotonic() - t0)} elapsed, {_minutes(left)} left)")
             try:
                 res = run_one({**settings, **spec}, out / "logs", left)
             except Exception as exc:  # noqa: BLE001 -- e.g. no process could be started
-                res = {**spec, "status": "error",
-                       "error": f"could not run the worker: {type(exc).__name__}: {exc}"}
+                res = {**spec, "status": "error", "error": f"could not run the worker: {type(exc).__name__}: {exc}"}
         res.setdefault("repeat", spec.get("repeat", 0))
         report["runs"].append(res)
         report["env"] = report["env"] or res.get("env", {})
@@ -202,8 +248,11 @@ def bench(settings: dict, out: Path, say=print, command: str = "", progress=None
 def failed_runs(report: dict) -> list[dict]:
     """The runs that neither finished well nor were skipped by the budget: errors, deaths,
     overruns and wrong results."""
-    return [r for r in report["runs"] if r["status"] not in ("ok", "skipped")
-            or (r.get("correctness") or {}).get("ok") is False]
+    return [
+        r
+        for r in report["runs"]
+        if r["status"] not in ("ok", "skipped") or (r.get("correctness") or {}).get("ok") is False
+    ]
 
 
 def _minutes(seconds: float) -> str:
@@ -222,17 +271,18 @@ def describe(r: dict) -> str:
     g = r.get("gemms") or {}
     if g:
         tuning = (r.get("gemm_tuning") or {}).get("total_s")
-        parts.append(f"{g['benchmarked']} GEMMs benchmarked ({g['candidates']} candidates, "
-                     f"{g['cache_hits']} cache hits" + (f", {tuning:.1f} s tuning)" if tuning else ")"))
+        parts.append(
+            f"{g['benchmarked']} GEMMs benchmarked ({g['candidates']} candidates, "
+            f"{g['cache_hits']} cache hits" + (f", {tuning:.1f} s tuning)" if tuning else ")")
+        )
     c = r.get("correctness") or {}
     if c:
-        parts.append(f"{'correct' if c['ok'] else 'WRONG'} (rel err {c['rel_err']:.1e}, tol {c['tol']:.0e})"
-                     + anchor_note(c))
+        parts.append(
+            f"{'correct' if c['ok'] else 'WRONG'} (rel err {c['rel_err']:.1e}, tol {c['tol']:.0e})" + anchor_note(c)
+        )
     if r["status"] != "ok":
         parts.append(f"{r['status'].upper()}: {r.get('error', '')}"[:300])
     return "; ".join(parts) or r["status"]
-
-
 
 
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
@@ -242,16 +292,25 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     # The worker also stops itself a little after the deadline: nothing outlives the bench.
     rep = f"-r{spec['repeat']}" if spec.get("repeat") else ""
     log_path = log_dir / f"{spec['workload']}-{spec['variant']}{rep}.log"
-    spec = {**spec, "result_path": str(result_path), "tmp": str(tmp), "log_path": str(log_path),
-            "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S}
+    spec = {
+        **spec,
+        "result_path": str(result_path),
+        "tmp": str(tmp),
+        "log_path": str(log_path),
+        "deadline_epoch": time.time() + timeout_s + WATCHDOG_GRACE_S,
+    }
     (tmp / "spec.json").write_text(json.dumps(spec))
     t0 = time.monotonic()
     status, error = "ok", ""
     try:
         with open(log_path, "w") as logf:
-            proc = subprocess.Popen([sys.executable, "-m", "kselect.training.bench.e2e_worker",
-                                     str(tmp / "spec.json")], stdout=logf, stderr=subprocess.STDOUT,
-                                    env=cold_cache_env(tmp, keep=(FAULT_ENV,)), **_own_process_group())
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kselect.training.bench.e2e_worker", str(tmp / "spec.json")],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=cold_cache_env(tmp, keep=(FAULT_ENV,)),
+                **_own_process_group(),
+            )
             pid = proc.pid
             try:
                 rc = proc.wait(timeout=max(timeout_s, 1.0))
@@ -288,8 +347,12 @@ def autotune_log_times(log_path: Path) -> dict | None:
     except OSError:
         return None
     bench, pre = sum(float(b) for b, _ in found), sum(float(p) for _, p in found)
-    return {"gemms": len(found), "benchmark_s": round(bench, 2), "precompile_s": round(pre, 2),
-            "total_s": round(bench + pre, 2)}
+    return {
+        "gemms": len(found),
+        "benchmark_s": round(bench, 2),
+        "precompile_s": round(pre, 2),
+        "total_s": round(bench + pre, 2),
+    }
 
 
 def _own_process_group() -> dict:
@@ -322,5 +385,3 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-
-

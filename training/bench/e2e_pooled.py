@@ -29,6 +29,7 @@ Runs with `--profile-compile` are left out, since cProfile slows their compile. 
 names the kselect code its processes ran (training/measure/provenance.py; "not recorded" before the
 reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun), and says so when that is mixed.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,42 +45,56 @@ from kselect.training.bench.run_effects import fit_effects
 
 # bench settings that change what a variant does or how it is timed: runs differing in any
 # of them are different experiments (absent in an older results.json: None)
-SETTINGS_THAT_MATTER = ("autotune", "freezing", "kselect_space", "k", "adaptive_k", "min_k", "aten_margin",
-                        "compile_budget", "early_decision", "warm_start", "warm_pool", "steps", "warmup",
-                        "warmup_s")
+SETTINGS_THAT_MATTER = (
+    "autotune",
+    "freezing",
+    "kselect_space",
+    "k",
+    "adaptive_k",
+    "min_k",
+    "aten_margin",
+    "compile_budget",
+    "early_decision",
+    "warm_start",
+    "warm_pool",
+    "steps",
+    "warmup",
+    "warmup_s",
+)
 # a setting added later, as the runs made before it existed had it (they pool with its value then)
 SETTINGS_BEFORE_THEY_EXISTED = {"warmup_s": 0.0, "compile_budget": 0.0, "warm_start": False}
 # (label, variant, baseline, what): what = "step" | "gpu" | "compile" (with kselect's load)
-COMPARISONS = (("verify step / DEFAULT's", "kselect-verify", "default", "step"),
-               ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
-               # the two differ only where verify measured a Triton template faster than ATen
-               ("verify GPU-only step / predict's", "kselect-verify", "kselect-predict", "gpu"),
-               # the same kernels; verify frees its measurement's memory, verify-keep does not
-               ("verify GPU-only step / verify-keep's", "kselect-verify", "kselect-verify-keep", "gpu"),
-               ("verify-keep GPU-only step / predict's", "kselect-verify-keep", "kselect-predict", "gpu"),
-               # the same kernels; verify-cool idles the GPU while its templates compile
-               ("verify-cool GPU-only step / predict's", "kselect-verify-cool", "kselect-predict", "gpu"),
-               ("verify GPU-only step / verify-cool's", "kselect-verify", "kselect-verify-cool", "gpu"),
-               ("verify compile / plain's", "kselect-verify", "plain", "compile"),
-               # the same decisions; verify-workers compiles its kept templates in Inductor's workers
-               ("verify-workers compile / plain's", "kselect-verify-workers", "plain", "compile"),
-               ("verify-workers compile / verify's", "kselect-verify-workers", "kselect-verify", "compile"),
-               # verify-unpriced keeps the slow-to-compile templates verify passes over
-               ("verify-unpriced compile / plain's", "kselect-verify-unpriced", "plain", "compile"),
-               ("verify compile / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "compile"),
-               # the same decisions; verify-cold-start prepares Triton on the compiling thread
-               ("verify-cold-start compile / plain's", "kselect-verify-cold-start", "plain", "compile"),
-               ("verify compile / verify-cold-start's", "kselect-verify", "kselect-verify-cold-start", "compile"),
-               ("verify GPU-only step / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "gpu"),
-               ("predict compile / plain's", "kselect-predict", "plain", "compile"),
-               ("DEFAULT compile / plain's", "default", "plain", "compile"))
+COMPARISONS = (
+    ("verify step / DEFAULT's", "kselect-verify", "default", "step"),
+    ("verify GPU-only step / DEFAULT's", "kselect-verify", "default", "gpu"),
+    # the two differ only where verify measured a Triton template faster than ATen
+    ("verify GPU-only step / predict's", "kselect-verify", "kselect-predict", "gpu"),
+    # the same kernels; verify frees its measurement's memory, verify-keep does not
+    ("verify GPU-only step / verify-keep's", "kselect-verify", "kselect-verify-keep", "gpu"),
+    ("verify-keep GPU-only step / predict's", "kselect-verify-keep", "kselect-predict", "gpu"),
+    # the same kernels; verify-cool idles the GPU while its templates compile
+    ("verify-cool GPU-only step / predict's", "kselect-verify-cool", "kselect-predict", "gpu"),
+    ("verify GPU-only step / verify-cool's", "kselect-verify", "kselect-verify-cool", "gpu"),
+    ("verify compile / plain's", "kselect-verify", "plain", "compile"),
+    # the same decisions; verify-workers compiles its kept templates in Inductor's workers
+    ("verify-workers compile / plain's", "kselect-verify-workers", "plain", "compile"),
+    ("verify-workers compile / verify's", "kselect-verify-workers", "kselect-verify", "compile"),
+    # verify-unpriced keeps the slow-to-compile templates verify passes over
+    ("verify-unpriced compile / plain's", "kselect-verify-unpriced", "plain", "compile"),
+    ("verify compile / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "compile"),
+    # the same decisions; verify-cold-start prepares Triton on the compiling thread
+    ("verify-cold-start compile / plain's", "kselect-verify-cold-start", "plain", "compile"),
+    ("verify compile / verify-cold-start's", "kselect-verify", "kselect-verify-cold-start", "compile"),
+    ("verify GPU-only step / verify-unpriced's", "kselect-verify", "kselect-verify-unpriced", "gpu"),
+    ("predict compile / plain's", "kselect-predict", "plain", "compile"),
+    ("DEFAULT compile / plain's", "default", "plain", "compile"),
+)
 CONFIDENCE = 0.90
 # the baseline of the run-effects fit: the first of these a setup ran (DEFAULT: the target's)
 EFFECT_BASELINES = ("default", "kselect-predict", "plain")
 
 
-def pool_e2e_runs(results: list[str], out: str | Path, variants: list[str] | None = None,
-                  command: str = "") -> dict:
+def pool_e2e_runs(results: list[str], out: str | Path, variants: list[str] | None = None, command: str = "") -> dict:
     """Pool the processes of the given runs (only `variants`, when given) into `out`
     (results.json, README.md); returns the report."""
     runs, skipped = load_runs(results)
@@ -90,8 +105,12 @@ def pool_e2e_runs(results: list[str], out: str | Path, variants: list[str] | Non
         runs = [r for r in runs if r["variant"] in variants]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    report = {"command": command, "sources": sorted({r["source"] for r in runs}), "skipped": skipped,
-              "setups": pool(runs)}
+    report = {
+        "command": command,
+        "sources": sorted({r["source"] for r in runs}),
+        "skipped": skipped,
+        "setups": pool(runs),
+    }
     write_json(out / "results.json", report)
     (out / "README.md").write_text(render(report))
     report["processes"] = len(runs)
@@ -108,8 +127,11 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
             report = json.loads(text)
         except json.JSONDecodeError as exc:
             raise PoolError(f"{path}: not JSON ({exc})") from None
-        if not isinstance(report, dict) or not isinstance(report.get("runs"), list) \
-                or not isinstance(report.get("settings"), dict):
+        if (
+            not isinstance(report, dict)
+            or not isinstance(report.get("runs"), list)
+            or not isinstance(report.get("settings"), dict)
+        ):
             raise PoolError(f"{path}: not a `kselect bench e2e` results.json (no 'settings' and 'runs')")
         settings = run_settings(report["settings"])
         if settings.get("profile_compile"):
@@ -117,14 +139,20 @@ def load_runs(paths) -> tuple[list[dict], list[str]]:
             continue
         env = report.get("env") or {}
         gpu = env.get("gpu_name") or settings.get("device")
-        code = env.get("kselect_code") or "not recorded"   # training/measure/provenance.py
+        code = env.get("kselect_code") or "not recorded"  # training/measure/provenance.py
         fixed = tuple((k, settings.get(k, SETTINGS_BEFORE_THEY_EXISTED.get(k))) for k in SETTINGS_THAT_MATTER)
-        for position, r in enumerate(report["runs"]):   # bench e2e lists runs in the order they ran
+        for position, r in enumerate(report["runs"]):  # bench e2e lists runs in the order they ran
             if not isinstance(r, dict) or not {"workload", "variant", "model", "status"} <= set(r):
                 raise PoolError(f"{path}: a run without workload/variant/model/status")
-            setup = {"gpu": gpu, "model": r["model"], "workload": r["workload"],
-                     "dtype": r.get("dtype", settings.get("dtype")), "batch": r.get("batch", settings.get("batch")),
-                     "seq": r.get("seq", settings.get("seq")), "settings": dict(fixed)}
+            setup = {
+                "gpu": gpu,
+                "model": r["model"],
+                "workload": r["workload"],
+                "dtype": r.get("dtype", settings.get("dtype")),
+                "batch": r.get("batch", settings.get("batch")),
+                "seq": r.get("seq", settings.get("seq")),
+                "settings": dict(fixed),
+            }
             runs.append({**r, "source": str(path), "setup": setup, "code": code, "position": position})
     return runs, skipped
 
@@ -158,12 +186,22 @@ def pool(runs: list[dict]) -> list[dict]:
         codes: dict = {}
         for r in rs:
             codes.setdefault(r["code"], set()).add(r["source"])
-        out.append({"setup": rs[0]["setup"], "processes": len(ok), "not_ok": failed,
-                    "code": {c: len(files) for c, files in sorted(codes.items())},
-                    "variants": combined, "targets": targets(combined) if combined else [],
-                    "comparisons": compare(ok), "per_run": per_run, "targets_per_run": targets_per_run(per_run),
-                    "pairs": compare_pairs(ok), "effects": effects(ok),
-                    "sequence_gaps": sequence_gaps(ok, combined)})
+        out.append(
+            {
+                "setup": rs[0]["setup"],
+                "processes": len(ok),
+                "not_ok": failed,
+                "code": {c: len(files) for c, files in sorted(codes.items())},
+                "variants": combined,
+                "targets": targets(combined) if combined else [],
+                "comparisons": compare(ok),
+                "per_run": per_run,
+                "targets_per_run": targets_per_run(per_run),
+                "pairs": compare_pairs(ok),
+                "effects": effects(ok),
+                "sequence_gaps": sequence_gaps(ok, combined),
+            }
+        )
     return sorted(out, key=lambda s: (s["setup"]["model"], s["setup"]["workload"]))
 
 
@@ -199,8 +237,9 @@ def sequence_gaps(ok: list[dict], combined: list[dict]) -> list[dict]:
         mine, theirs = gpu_ms.get(variant), gpu_ms.get(baseline)
         step_us = None if mine is None or theirs is None else (mine - theirs) * 1e3
         diff = sequence_differences(a[0], b[0], top=3)
-        out.append({"variant": variant, "baseline": baseline, "processes": [a[1], b[1]],
-                    "gpu_step_diff_us": step_us, **diff})
+        out.append(
+            {"variant": variant, "baseline": baseline, "processes": [a[1], b[1]], "gpu_step_diff_us": step_us, **diff}
+        )
     return out
 
 
@@ -247,8 +286,13 @@ def compare(ok: list[dict]) -> list[dict]:
         mine, theirs = _samples(ok, variant, what), _samples(ok, baseline, what)
         if not mine or not theirs:
             continue
-        row = {"comparison": label, "n": [len(mine), len(theirs)],
-               "ratio": statistics.median(mine) / statistics.median(theirs), "interval": None, "p_slower": None}
+        row = {
+            "comparison": label,
+            "n": [len(mine), len(theirs)],
+            "ratio": statistics.median(mine) / statistics.median(theirs),
+            "interval": None,
+            "p_slower": None,
+        }
         if len(mine) >= 2 and len(theirs) >= 2:
             row["interval"], row["p_slower"] = ratio_interval(mine, theirs), p_slower(mine, theirs)
         rows.append(row)
@@ -281,9 +325,17 @@ def compare_per_run(ok: list[dict], seed: int = 0) -> list[dict]:
         interval = None
         if min(min(len(a), len(b)) for _, a, b in runs) >= 2:
             interval = combined_interval([x for _, a, b in runs for x in (a, b)], weight, seed)
-        rows.append({"comparison": label, "ratio": float(np.exp(weight @ log_ratio)), "interval": interval,
-                     "runs": [{"source": src, "n": [len(a), len(b)], "ratio": float(np.exp(lr))}
-                              for (src, a, b), lr in zip(runs, log_ratio)]})
+        rows.append(
+            {
+                "comparison": label,
+                "ratio": float(np.exp(weight @ log_ratio)),
+                "interval": interval,
+                "runs": [
+                    {"source": src, "n": [len(a), len(b)], "ratio": float(np.exp(lr))}
+                    for (src, a, b), lr in zip(runs, log_ratio)
+                ],
+            }
+        )
     return rows
 
 
@@ -301,15 +353,24 @@ def compare_pairs(ok: list[dict]) -> list[dict]:
         for r in ok:
             if r["variant"] != variant:
                 continue
-            base = [b for b in ok if b["variant"] == baseline and b["source"] == r["source"]
-                    and b.get("repeat", 0) == r.get("repeat", 0)]
+            base = [
+                b
+                for b in ok
+                if b["variant"] == baseline and b["source"] == r["source"] and b.get("repeat", 0) == r.get("repeat", 0)
+            ]
             if len(base) != 1:
                 continue
             mine, theirs = _value(r, what), _value(base[0], what)
             if mine is None or theirs is None:
                 continue
-            pairs.append({"source": r["source"], "repeat": r.get("repeat", 0), "ratio": mine / theirs,
-                          "first": r.get("position", 0) < base[0].get("position", 0)})
+            pairs.append(
+                {
+                    "source": r["source"],
+                    "repeat": r.get("repeat", 0),
+                    "ratio": mine / theirs,
+                    "first": r.get("position", 0) < base[0].get("position", 0),
+                }
+            )
         if not pairs:
             continue
         slower = sum(p["ratio"] > 1 for p in pairs)
@@ -318,13 +379,24 @@ def compare_pairs(ok: list[dict]) -> list[dict]:
         def median_of(ps):
             return statistics.median(p["ratio"] for p in ps) if ps else None
 
-        rows.append({"comparison": label, "pairs": pairs, "n": len(pairs), "slower": slower,
-                     "median_ratio": median_of(pairs),
-                     "p_sign": float(binomtest(slower, untied).pvalue) if untied else None,
-                     "ran_first": {"n": sum(p["first"] for p in pairs),
-                                   "median_ratio": median_of([p for p in pairs if p["first"]])},
-                     "ran_second": {"n": sum(not p["first"] for p in pairs),
-                                    "median_ratio": median_of([p for p in pairs if not p["first"]])}})
+        rows.append(
+            {
+                "comparison": label,
+                "pairs": pairs,
+                "n": len(pairs),
+                "slower": slower,
+                "median_ratio": median_of(pairs),
+                "p_sign": float(binomtest(slower, untied).pvalue) if untied else None,
+                "ran_first": {
+                    "n": sum(p["first"] for p in pairs),
+                    "median_ratio": median_of([p for p in pairs if p["first"]]),
+                },
+                "ran_second": {
+                    "n": sum(not p["first"] for p in pairs),
+                    "median_ratio": median_of([p for p in pairs if not p["first"]]),
+                },
+            }
+        )
     return rows
 
 
@@ -352,9 +424,16 @@ def combined_interval(samples: list, weight, seed: int = 0) -> list[float]:
         med = [np.median(x, axis=axis) for x in xs]
         return np.exp(sum(w * np.log(a / b) for w, a, b in zip(weight, med[0::2], med[1::2])))
 
-    res = bootstrap(tuple(np.asarray(x) for x in samples), statistic, vectorized=True, paired=False,
-                    confidence_level=CONFIDENCE, n_resamples=4000, method="percentile",
-                    random_state=np.random.default_rng(seed))
+    res = bootstrap(
+        tuple(np.asarray(x) for x in samples),
+        statistic,
+        vectorized=True,
+        paired=False,
+        confidence_level=CONFIDENCE,
+        n_resamples=4000,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     return [float(res.confidence_interval.low), float(res.confidence_interval.high)]
 
 
@@ -388,14 +467,14 @@ def distinguishing_settings(setups: list[dict]) -> list[dict]:
     """Per setup, the bench settings in which it differs from another setup of the same GPU,
     model and workload (e.g. verify's k), so that two headings alike tell which is which;
     {} for a setup alone of its kind."""
-    def kind(st):   # the setup but its bench settings
+
+    def kind(st):  # the setup but its bench settings
         return {k: v for k, v in st.items() if k != "settings"}
 
     out = []
     for st in setups:
         others = [o for o in setups if o is not st and kind(o) == kind(st)]
-        keys = [k for k in SETTINGS_THAT_MATTER
-                if any(o["settings"].get(k) != st["settings"].get(k) for o in others)]
+        keys = [k for k in SETTINGS_THAT_MATTER if any(o["settings"].get(k) != st["settings"].get(k) for o in others)]
         out.append({k: st["settings"].get(k) for k in keys})
     return out
 
@@ -411,7 +490,7 @@ def _state_lines(variants: list[dict]) -> list[str]:
     if not rows:
         return []
 
-    def at(v, moment, field, spec, per=1.0):   # per: a unit's size (1e3: mW -> W, mJ -> J)
+    def at(v, moment, field, spec, per=1.0):  # per: a unit's size (1e3: mW -> W, mJ -> J)
         x = ((v.get("device_state") or {}).get(moment) or {}).get(field)
         return _fmt(None if x is None else x / per, spec)
 
@@ -424,23 +503,28 @@ def _state_lines(variants: list[dict]) -> list[str]:
     clock_moments = moments("before_steps", "after_warmup", "during_replays", "after_replays")
     temp_moments = moments("before_steps", "after_warmup", "after_replays")
     w = " / warm" if warm else ""
-    lines = ["", "GPU-only step and what may move it on the same kernels (medians; the step over all the "
-             "variant's processes, each other column over those that recorded it -- runs before the "
-             "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k did not; before = before the timed steps, during = sampled while the graph "
-             "replays were timed (runs from 2026-12-04 on), after = after the replays; energy per step from the "
-             "energy counter's moves (runs from 2026-12-04 on)"
-             + ("; warm = after --warmup-s" if warm else "") + "):", "",
-             f"| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before{w} / during "
-             f"/ after | temperature C, before{w} / after | power W, during / after | energy J per replayed step |",
-             "| --- |" + " --- |" * 7]
+    lines = [
+        "",
+        "GPU-only step and what may move it on the same kernels (medians; the step over all the "
+        "variant's processes, each other column over those that recorded it -- runs before the "
+        "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k did not; before = before the timed steps, during = sampled while the graph "
+        "replays were timed (runs from 2026-12-04 on), after = after the replays; energy per step from the "
+        "energy counter's moves (runs from 2026-12-04 on)" + ("; warm = after --warmup-s" if warm else "") + "):",
+        "",
+        f"| variant | GPU-only step ms | replay minus kernels ms | reserved GiB, before | SM MHz, before{w} / during "
+        f"/ after | temperature C, before{w} / after | power W, during / after | energy J per replayed step |",
+        "| --- |" + " --- |" * 7,
+    ]
 
     for v in rows:
         clocks = " / ".join(at(v, m, "sm_clock_mhz", ".0f") for m in clock_moments)
         temps = " / ".join(at(v, m, "temperature_c", ".0f") for m in temp_moments)
-        lines.append(f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
-                     f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | {temps} | "
-                     f"{at(v, 'during_replays', 'power_mw', '.0f', 1e3)} / {at(v, 'after_replays', 'power_mw', '.0f', 1e3)} | "
-                     f"{at(v, 'during_replays', 'energy_mj_per_step', '.2f', 1e3)} |")
+        lines.append(
+            f"| {v['variant']} | {_fmt(v.get('graph_step_ms'), '.3f')} | {_fmt(graph_gap_ms(v), '.3f')} | "
+            f"{at(v, 'before_steps', 'reserved_gb', '.2f')} | {clocks} | {temps} | "
+            f"{at(v, 'during_replays', 'power_mw', '.0f', 1e3)} / {at(v, 'after_replays', 'power_mw', '.0f', 1e3)} | "
+            f"{at(v, 'during_replays', 'energy_mj_per_step', '.2f', 1e3)} |"
+        )
     return lines
 
 
@@ -463,10 +547,15 @@ def _effect_lines(effects: dict) -> list[str]:
 
     runs = any_fit["runs"]
     n_base = any_fit["baseline_processes"]
-    lines = ["", f"Each variant's step against {base}'s ({n_base} process{'es' if n_base > 1 else ''}), with one term "
-             f"per run (least squares over every process of the setup, {runs} run{'s' if runs > 1 else ''}; ms over "
-             f"{base}'s, +- standard error; the residual is the spread between processes of one variant in one run):",
-             "", "| variant | processes | eager step | GPU-only step |", "| --- | --- | --- | --- |"]
+    lines = [
+        "",
+        f"Each variant's step against {base}'s ({n_base} process{'es' if n_base > 1 else ''}), with one term "
+        f"per run (least squares over every process of the setup, {runs} run{'s' if runs > 1 else ''}; ms over "
+        f"{base}'s, +- standard error; the residual is the spread between processes of one variant in one run):",
+        "",
+        "| variant | processes | eager step | GPU-only step |",
+        "| --- | --- | --- | --- |",
+    ]
     for v in sorted(by_variant, key=ORDER.index):
         got = by_variant[v]
         n = next(iter(got.values()))["processes"]
@@ -475,6 +564,7 @@ def _effect_lines(effects: dict) -> list[str]:
     def resid(what):
         fit = effects.get(what)
         return "-" if fit is None or fit["residual_sd"] is None else f"sd {fit['residual_sd']:.3f} ({fit['dof']} dof)"
+
     lines.append(f"| residual | - | {resid('step')} | {resid('gpu')} |")
     return lines
 
@@ -483,11 +573,16 @@ def _sequence_lines(gaps: list[dict]) -> list[str]:
     """Where a replay gap sits in the step's kernel sequence; [] without sequences."""
     if not gaps:
         return []
-    lines = ["", "The replays' kernels position by position (median per position over processes; us per "
-             "step, variant minus baseline; the swap is the stretch whose kernel names differ, lined up from "
-             "both ends, with its kernel counts; a fused prologue shortens one side):", "",
-             "| variant vs baseline | processes | kernels per step | GPU-only step diff | kernels diff | before "
-             "the swap | at the swap | after it | largest positions |", "| --- |" + " --- |" * 8]
+    lines = [
+        "",
+        "The replays' kernels position by position (median per position over processes; us per "
+        "step, variant minus baseline; the swap is the stretch whose kernel names differ, lined up from "
+        "both ends, with its kernel counts; a fused prologue shortens one side):",
+        "",
+        "| variant vs baseline | processes | kernels per step | GPU-only step diff | kernels diff | before "
+        "the swap | at the swap | after it | largest positions |",
+        "| --- |" + " --- |" * 8,
+    ]
     for g in gaps:
         n = g["positions"]
         kernels = f"{n[0]} vs {n[1]}" if isinstance(n, list) else str(n)
@@ -495,84 +590,130 @@ def _sequence_lines(gaps: list[dict]) -> list[str]:
         if g.get("swap_kernels"):
             swap += f" ({g['swap_kernels'][0]} vs {g['swap_kernels'][1]} kernels)"
         top = "; ".join(f"#{i} {mine[:40]} {a - b:+.1f}" for i, mine, _, a, b in g["top"])
-        lines.append(f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
-                     f"{kernels} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
-                     f"{_fmt(g.get('before_swap_us'), '+.1f')} | {swap} | "
-                     f"{_fmt(g.get('after_swap_us'), '+.1f')} | {top} |")
+        lines.append(
+            f"| {g['variant']} vs {g['baseline']} | {g['processes'][0]} vs {g['processes'][1]} | "
+            f"{kernels} | {_fmt(g['gpu_step_diff_us'], '+.1f')} | {g['total_us']:+.1f} | "
+            f"{_fmt(g.get('before_swap_us'), '+.1f')} | {swap} | "
+            f"{_fmt(g.get('after_swap_us'), '+.1f')} | {top} |"
+        )
     return lines
 
 
 def render(report: dict) -> str:
-    lines = ["# `bench e2e` runs, pooled", "", f"Command: `{report['command']}`", "",
-             f"{len(report['sources'])} results.json files pooled; processes pool only with others of the "
-             "same setup (GPU, model, workload, dtype, batch, sequence and the bench settings that change "
-             "a variant or its timing). Medians over processes; kselect variants' compile includes their "
-             "one-time model load (tables and targets: median compile + median load, as `bench e2e` "
-             "judges; comparisons: each process's compile + load). Comparisons: ratio of medians, a "
-             f"percentile-bootstrap {CONFIDENCE:.0%} interval, and the one-sided Mann-Whitney U p-value for "
-             "\"slower than its baseline\" (small: a real slow-down; large: none shown).", ""]
+    lines = [
+        "# `bench e2e` runs, pooled",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        f"{len(report['sources'])} results.json files pooled; processes pool only with others of the "
+        "same setup (GPU, model, workload, dtype, batch, sequence and the bench settings that change "
+        "a variant or its timing). Medians over processes; kselect variants' compile includes their "
+        "one-time model load (tables and targets: median compile + median load, as `bench e2e` "
+        "judges; comparisons: each process's compile + load). Comparisons: ratio of medians, a "
+        f"percentile-bootstrap {CONFIDENCE:.0%} interval, and the one-sided Mann-Whitney U p-value for "
+        '"slower than its baseline" (small: a real slow-down; large: none shown).',
+        "",
+    ]
     lines += [f"- left out: {s}" for s in report["skipped"]]
     apart = distinguishing_settings([s["setup"] for s in report["setups"]])
     for s, tell in zip(report["setups"], apart):
         st = s["setup"]
-        lines += ["", f"## {st['model']}, {st['workload']} ({st['gpu']}, {st['dtype']}, batch {st['batch']}, "
-                      f"seq {st['seq']}): {s['processes']} processes"
-                      + (f" -- {', '.join(f'{k} {v}' for k, v in tell.items())}" if tell else ""), ""]
+        lines += [
+            "",
+            f"## {st['model']}, {st['workload']} ({st['gpu']}, {st['dtype']}, batch {st['batch']}, "
+            f"seq {st['seq']}): {s['processes']} processes"
+            + (f" -- {', '.join(f'{k} {v}' for k, v in tell.items())}" if tell else ""),
+            "",
+        ]
         code = ", ".join(f"`{c}` ({n} file{'s' if n > 1 else ''})" for c, n in s["code"].items())
-        lines += [f"kselect code: {code}" + (" -- **mixed**: the processes ran different kselect code; "
-                                            "pool like with like where it matters" if len(s["code"]) > 1 else ""), ""]
+        lines += [
+            f"kselect code: {code}"
+            + (
+                " -- **mixed**: the processes ran different kselect code; pool like with like where it matters"
+                if len(s["code"]) > 1
+                else ""
+            ),
+            "",
+        ]
         if s["not_ok"]:
             lines += ["Not ok, left out: " + ", ".join(f"{v} {n}" for v, n in s["not_ok"].items()), ""]
-        lines += ["| variant | processes | compile s (+ load) | compile CPU s (+ load) | step ms (min-max of processes) "
-                  "| GPU-only step ms | GEMM kernel ms per step | results within tolerance | files |",
-                  "| --- |" + " --- |" * 8]
+        lines += [
+            "| variant | processes | compile s (+ load) | compile CPU s (+ load) | step ms (min-max of processes) "
+            "| GPU-only step ms | GEMM kernel ms per step | results within tolerance | files |",
+            "| --- |" + " --- |" * 8,
+        ]
         for v in s["variants"]:
             load = v.get("kselect_load_s") or 0.0
             gemm = ((v.get("kernel_time") or {}).get("ms_per_step") or {}).get("gemm")
-            step = (f"{v['step_ms']:.3f} ({v['step_ms_p10']:.3f}-{v['step_ms_p90']:.3f})"
-                    if v["processes"] > 1 else _fmt(v.get("step_ms"), ".3f"))
+            step = (
+                f"{v['step_ms']:.3f} ({v['step_ms_p10']:.3f}-{v['step_ms_p90']:.3f})"
+                if v["processes"] > 1
+                else _fmt(v.get("step_ms"), ".3f")
+            )
             cpu = None if v.get("compile_cpu_s") is None else v["compile_cpu_s"] + load
-            lines.append(f"| {v['variant']} | {v['processes']} | {v['compile_s'] + load:.2f} | "
-                         f"{_fmt(cpu, '.2f')} | {step} | {_fmt(v.get('graph_step_ms'), '.3f')} | "
-                         f"{_fmt(gemm, '.3f')} | {v['results_ok']} of {v['processes']} | {len(v['sources'])} |")
+            lines.append(
+                f"| {v['variant']} | {v['processes']} | {v['compile_s'] + load:.2f} | "
+                f"{_fmt(cpu, '.2f')} | {step} | {_fmt(v.get('graph_step_ms'), '.3f')} | "
+                f"{_fmt(gemm, '.3f')} | {v['results_ok']} of {v['processes']} | {len(v['sources'])} |"
+            )
         lines += _state_lines(s["variants"])
         lines += _sequence_lines(s.get("sequence_gaps") or [])
         if s["comparisons"]:
-            lines += ["", f"| comparison | processes | ratio of medians | {CONFIDENCE:.0%} interval | p (slower) |",
-                      "| --- | --- | --- | --- | --- |"]
+            lines += [
+                "",
+                f"| comparison | processes | ratio of medians | {CONFIDENCE:.0%} interval | p (slower) |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for c in s["comparisons"]:
                 ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
-                lines.append(f"| {c['comparison']} | {c['n'][0]} vs {c['n'][1]} | {c['ratio']:.3f} | {ci} | "
-                             f"{_fmt(c['p_slower'], '.3f')} |")
+                lines.append(
+                    f"| {c['comparison']} | {c['n'][0]} vs {c['n'][1]} | {c['ratio']:.3f} | {ci} | "
+                    f"{_fmt(c['p_slower'], '.3f')} |"
+                )
         if s.get("per_run"):
-            lines += ["", "Within each run (one host, interleaved processes), then combined: the weighted geometric "
-                      "mean of the runs' ratios, with a bootstrap interval resampling processes within their run:",
-                      "", f"| comparison | runs | each run's ratio (processes) | combined | {CONFIDENCE:.0%} interval |",
-                      "| --- | --- | --- | --- | --- |"]
+            lines += [
+                "",
+                "Within each run (one host, interleaved processes), then combined: the weighted geometric "
+                "mean of the runs' ratios, with a bootstrap interval resampling processes within their run:",
+                "",
+                f"| comparison | runs | each run's ratio (processes) | combined | {CONFIDENCE:.0%} interval |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for c in s["per_run"]:
                 each = ", ".join(f"{r['ratio']:.3f} ({r['n'][0]} vs {r['n'][1]})" for r in c["runs"])
                 ci = "-" if c["interval"] is None else f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}"
                 lines.append(f"| {c['comparison']} | {len(c['runs'])} | {each} | {c['ratio']:.3f} | {ci} |")
         lines += _effect_lines(s.get("effects") or {})
         if s.get("pairs"):
-            lines += ["", "Pair by pair (the variant's and its baseline's process of one round of one run): "
-                      "how often the variant read slower, a two-sided sign test, and the pairs split by which of "
-                      "the two ran first (a gap that follows the position is not the variant's):", "",
-                      "| comparison | pairs | variant slower in | median ratio | p (sign test) "
-                      "| variant ran first: pairs, median | ran second: pairs, median |",
-                      "| --- | --- | --- | --- | --- | --- | --- |"]
+            lines += [
+                "",
+                "Pair by pair (the variant's and its baseline's process of one round of one run): "
+                "how often the variant read slower, a two-sided sign test, and the pairs split by which of "
+                "the two ran first (a gap that follows the position is not the variant's):",
+                "",
+                "| comparison | pairs | variant slower in | median ratio | p (sign test) "
+                "| variant ran first: pairs, median | ran second: pairs, median |",
+                "| --- | --- | --- | --- | --- | --- | --- |",
+            ]
             for c in s["pairs"]:
                 first, second = c["ran_first"], c["ran_second"]
-                lines.append(f"| {c['comparison']} | {c['n']} | {c['slower']} | {c['median_ratio']:.3f} | "
-                             f"{_fmt(c['p_sign'], '.3f')} | {first['n']}, {_fmt(first['median_ratio'], '.3f')} | "
-                             f"{second['n']}, {_fmt(second['median_ratio'], '.3f')} |")
+                lines.append(
+                    f"| {c['comparison']} | {c['n']} | {c['slower']} | {c['median_ratio']:.3f} | "
+                    f"{_fmt(c['p_sign'], '.3f')} | {first['n']}, {_fmt(first['median_ratio'], '.3f')} | "
+                    f"{second['n']}, {_fmt(second['median_ratio'], '.3f')} |"
+                )
         if s["targets"]:
             word = {True: "met", False: "**not met**", None: "n/a"}
-            lines += ["", "| variant | target | met (pooled medians) | met (runs combined) | measured (pooled) |",
-                      "| --- | --- | --- | --- | --- |"]
+            lines += [
+                "",
+                "| variant | target | met (pooled medians) | met (runs combined) | measured (pooled) |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for t in s["targets"]:
                 per_run = s.get("targets_per_run", {}).get(t["variant"])
-                lines.append(f"| {t['variant']} | {t['target']} | {word[t['met']]} | "
-                             f"{'-' if per_run is None else word[per_run]} | {t['detail']} |")
+                lines.append(
+                    f"| {t['variant']} | {t['target']} | {word[t['met']]} | "
+                    f"{'-' if per_run is None else word[per_run]} | {t['detail']} |"
+                )
     lines += ["", "Files:", ""] + [f"- `{p}`" for p in report["sources"]]
     return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 the issue's targets judged, and README.md (tables of compile and step time, compile phases,
 the kernel each variant used per GEMM, kernel time by kind) plus the compile-vs-step plot,
 written after every run so an interrupted bench keeps what it measured."""
+
 from __future__ import annotations
 
 import logging
@@ -9,7 +10,6 @@ import statistics
 from pathlib import Path
 
 from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
-
 from kselect.training.bench.common import run_settings
 from kselect.training.bench.e2e_spec import (
     ORDER,
@@ -50,7 +50,7 @@ def _judge(r: dict, variant: str, plain: dict | None, default: dict | None) -> t
     """(met, detail) of one kselect run: each half of a target it has a baseline run for is
     measured and said; `met` is None unless every half could be judged."""
     verify = variant.startswith("kselect-verify")
-    load = r.get("kselect_load_s") or 0.0   # a process's first compile also loads the cost model
+    load = r.get("kselect_load_s") or 0.0  # a process's first compile also loads the cost model
     head, tail = [], []
     step = compile_x = None
     if verify and default:
@@ -61,16 +61,21 @@ def _judge(r: dict, variant: str, plain: dict | None, default: dict | None) -> t
             tail.append(f"DEFAULT's kernel on {same[0]} of {same[1]} GEMMs")
         gemm_ms = gemm_kernel_ms(r), gemm_kernel_ms(default)
         if None not in gemm_ms and gemm_ms[1] > 0:
-            tail.append(f"GEMM kernels {gemm_ms[0] / gemm_ms[1]:.3f}x DEFAULT's "
-                        f"({gemm_ms[0]:.3f} vs {gemm_ms[1]:.3f} ms per step)")
+            tail.append(
+                f"GEMM kernels {gemm_ms[0] / gemm_ms[1]:.3f}x DEFAULT's "
+                f"({gemm_ms[0]:.3f} vs {gemm_ms[1]:.3f} ms per step)"
+            )
     if plain:
         compile_x = (r["compile_s"] + load) / plain["compile_s"]
         head.append(f"compile {compile_x:.2f}x plain" + (f" (its {load:.2f} s model load included)" if load else ""))
         if r.get("compile_cpu_s") and plain.get("compile_cpu_s"):
-            tail.append(f"host CPU {(r['compile_cpu_s'] + load) / plain['compile_cpu_s']:.2f}x plain's "
-                        f"({r['compile_cpu_s'] + load:.2f} vs {plain['compile_cpu_s']:.2f} s)")
-    missing = [name for name, run, needed in (("default", default, verify), ("plain", plain, True))
-               if needed and not run]
+            tail.append(
+                f"host CPU {(r['compile_cpu_s'] + load) / plain['compile_cpu_s']:.2f}x plain's "
+                f"({r['compile_cpu_s'] + load:.2f} vs {plain['compile_cpu_s']:.2f} s)"
+            )
+    missing = [
+        name for name, run, needed in (("default", default, verify), ("plain", plain, True)) if needed and not run
+    ]
     if missing:
         tail.append(f"not judged: no {' or '.join(missing)} run in this bench")
     if verify:
@@ -87,7 +92,7 @@ def gemm_kernel_ms(r: dict) -> float | None:
     return ((r.get("kernel_time") or {}).get("ms_per_step") or {}).get("gemm")
 
 
-PROFILES = {   # run key -> what its profile ran, for the table's title
+PROFILES = {  # run key -> what its profile ran, for the table's title
     "kernel_time": "steps after the timing",
     "graph_kernel_time": "CUDA-graph replays after the GPU-only timing",
 }
@@ -98,24 +103,32 @@ def kernel_time_table(runs: list[dict], workload: str, key: str = "kernel_time")
     what GEMM selection controls; whole-step gaps between same-kernel runs are noise. For the
     graph replays' profile (`key="graph_kernel_time"`) a last column gives the replay time
     not spent in kernels: with the same kernels, a slower replay puts its excess there."""
-    failed = [f"{r['variant']}: {r[key]['error']}" for r in runs
-              if r["workload"] == workload and (r.get(key) or {}).get("error")]
+    failed = [
+        f"{r['variant']}: {r[key]['error']}"
+        for r in runs
+        if r["workload"] == workload and (r.get(key) or {}).get("error")
+    ]
     notes = [f"(kernel profile failed -- {'; '.join(failed)})", ""] if failed else []
-    rows = sorted((r for r in runs if r["workload"] == workload and (r.get(key) or {}).get("ms_per_step")),
-                  key=lambda r: ORDER.index(r["variant"]))
+    rows = sorted(
+        (r for r in runs if r["workload"] == workload and (r.get(key) or {}).get("ms_per_step")),
+        key=lambda r: ORDER.index(r["variant"]),
+    )
     if not rows:
         return notes
     graph = key == "graph_kernel_time"
     k = rows[0][key]
-    lines = [f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} {PROFILES[key]}; "
-             "medians over repeats):", "", "| variant | " + " | ".join(KINDS) + " | total |"
-             + (" replay minus kernels |" if graph else ""),
-             "| --- |" + " --- |" * (len(KINDS) + 1 + graph)]
+    lines = [
+        f"Kernel time per step by kind, ms ({k['source']}, {k['steps']} {PROFILES[key]}; medians over repeats):",
+        "",
+        "| variant | " + " | ".join(KINDS) + " | total |" + (" replay minus kernels |" if graph else ""),
+        "| --- |" + " --- |" * (len(KINDS) + 1 + graph),
+    ]
     for r in rows:
         ms = r[key]["ms_per_step"]
         idle = [_fmt(graph_gap_ms(r), ".3f")] if graph else []
-        lines.append(f"| {r['variant']} | " + " | ".join([_fmt(ms.get(c), ".3f") for c in (*KINDS, "total")] + idle)
-                     + " |")
+        lines.append(
+            f"| {r['variant']} | " + " | ".join([_fmt(ms.get(c), ".3f") for c in (*KINDS, "total")] + idle) + " |"
+        )
     lines.append("")
     default = next((r for r in rows if r["variant"] == "default"), None)
     for r in rows:
@@ -123,9 +136,12 @@ def kernel_time_table(runs: list[dict], workload: str, key: str = "kernel_time")
             continue
         diff = kernel_differences(r[key], default[key])
         if diff:
-            lines += [f"Kernels whose time differs most, {r['variant']} vs default (ms per step; the first "
-                      "process of each):", "", f"| kind | kernel | {r['variant']} | default |",
-                      "| --- | --- | --- | --- |"]
+            lines += [
+                f"Kernels whose time differs most, {r['variant']} vs default (ms per step; the first process of each):",
+                "",
+                f"| kind | kernel | {r['variant']} | default |",
+                "| --- | --- | --- | --- |",
+            ]
             lines += [f"| {kind} | `{name[:90]}` | {mine:.4f} | {theirs:.4f} |" for kind, name, mine, theirs in diff]
             lines.append("")
     return lines + notes
@@ -163,9 +179,12 @@ def kernels_table(runs: list[dict], workload: str) -> list[str]:
     problems = list(dict.fromkeys(k for p in picks.values() for k in p))
     if not problems:
         return []
-    lines = [f"Kernels per GEMM ({workload}; stock variants: the choice Inductor timed fastest; "
-             "plain: ATen throughout):", "", "| GEMM | " + " | ".join(picks) + " |",
-             "| --- |" + " --- |" * len(picks)]
+    lines = [
+        f"Kernels per GEMM ({workload}; stock variants: the choice Inductor timed fastest; plain: ATen throughout):",
+        "",
+        "| GEMM | " + " | ".join(picks) + " |",
+        "| --- |" + " --- |" * len(picks),
+    ]
     for prob in problems:
         lines.append(f"| {prob} | " + " | ".join(f"`{p[prob]}`" if prob in p else "-" for p in picks.values()) + " |")
     return lines + [""]
@@ -179,17 +198,22 @@ def table(runs: list[dict], workload: str) -> list[str]:
     rows = [r for r in runs if r["workload"] == workload]
     ok = {r["variant"]: r for r in rows if r.get("status") == "ok"}
     base_model = (ok.get("plain") or rows[0])["model"]
-    lines = ["| variant | model | compile s | x plain compile | step ms (p10-p90) | x default step | "
-             "GPU-only step ms (CUDA-graph replay) | tokens/s | GEMMs benchmarked (+cache hits) | "
-             "candidates benchmarked | GEMM tuning s | vs eager | status |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| variant | model | compile s | x plain compile | step ms (p10-p90) | x default step | "
+        "GPU-only step ms (CUDA-graph replay) | tokens/s | GEMMs benchmarked (+cache hits) | "
+        "candidates benchmarked | GEMM tuning s | vs eager | status |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in sorted(rows, key=lambda r: ORDER.index(r["variant"])):
         same = r["model"] == base_model
         plain, default = ok.get("plain"), ok.get("default")
         xc = r["compile_s"] / plain["compile_s"] if same and plain and r.get("compile_s") else None
         xs = r["step_ms"] / default["step_ms"] if same and default and r.get("step_ms") else None
-        step = (f"{r['step_ms']:.3f} ({r['step_ms_p10']:.3f}-{r['step_ms_p90']:.3f})"
-                if r.get("step_ms") is not None else "-")
+        step = (
+            f"{r['step_ms']:.3f} ({r['step_ms_p10']:.3f}-{r['step_ms_p90']:.3f})"
+            if r.get("step_ms") is not None
+            else "-"
+        )
         g = r.get("gemms") or {}
         c = r.get("correctness") or {}
         check = "-" if not c else f"{'ok' if c['ok'] else 'WRONG'} {c['rel_err']:.1e}" + anchor_note(c)
@@ -197,27 +221,38 @@ def table(runs: list[dict], workload: str) -> list[str]:
         tuning = _fmt((r.get("gemm_tuning") or {}).get("total_s"), ".1f")
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {str(r.get('error', ''))[:120]}"
         gpu_only = _fmt(r.get("graph_step_ms"), ".3f", "-" if not r.get("graph_error") else "capture failed")
-        lines.append(f"| {r['variant']} | {r['model']} | {_fmt(r.get('compile_s'), '.1f')} | {_fmt(xc, '.2f')} | "
-                     f"{step} | {_fmt(xs, '.3f')} | {gpu_only} | {_fmt(r.get('tokens_per_s'), ',.0f')} | "
-                     f"{tuned} | {g.get('candidates', '-')} | {tuning} | "
-                     f"{check} | {status.replace('|', '/')} |")
+        lines.append(
+            f"| {r['variant']} | {r['model']} | {_fmt(r.get('compile_s'), '.1f')} | {_fmt(xc, '.2f')} | "
+            f"{step} | {_fmt(xs, '.3f')} | {gpu_only} | {_fmt(r.get('tokens_per_s'), ',.0f')} | "
+            f"{tuned} | {g.get('candidates', '-')} | {tuning} | "
+            f"{check} | {status.replace('|', '/')} |"
+        )
     return lines
 
 
 def phase_table(runs: list[dict], workload: str, min_s: float = 0.1) -> list[str]:
     """Inductor's compile phases (seconds; medians over repeats) per variant: the phases taking
     >= min_s in some variant, largest first. Phases nest, so columns do not sum to compile s."""
-    rows = sorted((r for r in runs if r["workload"] == workload and r.get("compile_phases")),
-                  key=lambda r: ORDER.index(r["variant"]))
+    rows = sorted(
+        (r for r in runs if r["workload"] == workload and r.get("compile_phases")),
+        key=lambda r: ORDER.index(r["variant"]),
+    )
     if not rows:
         return []
-    names = [k for k in dict.fromkeys(k for r in rows for k in r["compile_phases"])
-             if max(r["compile_phases"].get(k, 0.0) for r in rows) >= min_s]
+    names = [
+        k
+        for k in dict.fromkeys(k for r in rows for k in r["compile_phases"])
+        if max(r["compile_phases"].get(k, 0.0) for r in rows) >= min_s
+    ]
     names.sort(key=lambda k: -max(r["compile_phases"].get(k, 0.0) for r in rows))
     head = " | ".join(r["variant"] for r in rows)
-    lines = [f"Compile phases, s (Inductor's `compilation_time_metrics`; nested, so they do not sum; "
-             f">= {min_s:g} s somewhere):", "", f"| phase | {head} |",
-             "| --- |" + " --- |" * len(rows)]
+    lines = [
+        f"Compile phases, s (Inductor's `compilation_time_metrics`; nested, so they do not sum; "
+        f">= {min_s:g} s somewhere):",
+        "",
+        f"| phase | {head} |",
+        "| --- |" + " --- |" * len(rows),
+    ]
     for label, key in (("*compile, wall*", "compile_s"), ("*compile, this process's CPU*", "compile_cpu_s")):
         if any(r.get(key) is not None for r in rows):  # the whole the phases are parts of
             lines.append(f"| {label} | " + " | ".join(_fmt(r.get(key), ".2f") for r in rows) + " |")
@@ -229,113 +264,163 @@ def phase_table(runs: list[dict], workload: str, min_s: float = 0.1) -> list[str
 def render(report: dict) -> str:
     s, env, runs = report["settings"], report.get("env", {}), report.get("combined") or report["runs"]
     device = (env.get("gpu_name") or "cuda") if s["device"] == "cuda" else f"CPU ({env.get('cpus', '?')} cores)"
-    lines = [f"# End-to-end: Llama-style decoder under each compile variant ({device})", "",
-             f"Command: `{report.get('command')}`", "",
-             f"Started {report.get('started_at')}, {report.get('elapsed_s', 0) / 60:.1f} min; torch "
-             f"{env.get('torch_version', '?')}, triton {env.get('triton_version', '?')}, CUDA "
-             f"{env.get('cuda_version', '-')}, {env.get('cpus', '?')} CPU cores.", "",
-             "## Setup", "",
-             f"- model `{s['model']}` ({_model_note(s['model'])}), {s['dtype']}, random weights "
-             f"(seed {s['seed']})",
-             "- variants: " + "; ".join(f"`{v}` = {VARIANTS[v].help}" for v in ORDER if v in s["variants"]),
-             f"- train: batch {s['batch']} x seq {s['seq']}; prefill: batch {s['batch']} x prompt {s['seq']} "
-             f"(M = {s['batch'] * s['seq']}); decode: batch {s['batch']} (M = {s['batch']}), one token after "
-             f"a {s['seq']}-token static KV cache",
-             f"- steady state: median of {s['steps']} synchronised steps after {s['warmup']} warm-up steps"
-             + (f" and at least {s['warmup_s']:g} s of them" if s.get("warmup_s") else "")
-             + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)")
-             + (f"; each variant in {s['repeats']} processes (interleaved rounds, every other one in "
-                f"reverse order): step and compile are the medians over them, the step range in brackets is min-max of the per-process medians, "
-                f"every sample in results.json (`combined[].step_ms_samples`)"
-                if s.get("repeats", 1) > 1 else ""),
-             "- compile s: wall time of the first call (compile + one step), synchronised; the eager "
-             "first call is in results.json (`eager_first_s`); kselect's one-time cost-model load is "
-             "not in it (below, `ranker load s`) but the Targets table adds it to the kselect variants' compile"
-             + ("; every variant first waits for Inductor's compile-worker pool to be up, untimed "
-                "(`compile_pool_s` in results.json): otherwise the pool's start races the compile, "
-                "which then compiles kernels in-process until the workers are up, a between-process "
-                "noise of up to +-30 % of a compile" if s.get("warm_pool", True) else
-                "; `--cold-pool`: the compile-worker pool starts with the compile, as in a script's "
-                "first torch.compile"),
-             "- cold caches: every (variant, workload) in a fresh process with new, empty "
-             "TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR (Inductor's caches on, as in a user's first "
-             "compile: a GEMM shape repeated in another layer is tuned once)",
-             ("- max-autotune variants = `torch.compile` with Inductor's `max_autotune_gemm` (GEMM "
-              "autotuning only, `--autotune gemm`): compile-time differences are GEMM selection alone. "
-              "The full mode also tunes every pointwise/reduction kernel (coordinate descent; on the "
-              "H200 train step ~+70-115 s of compile in every max-autotune variant, kselect ones too, "
-              "reports/2026-12-02-e2e-h200/attempt-1)" if s.get("autotune", "gemm") == "gemm" else
-              "- max-autotune variants = mode `max-autotune-no-cudagraphs` (`--autotune full`): they also "
-              "tune every pointwise/reduction kernel (coordinate descent), kselect ones included"),
-             "- no CUDA graphs in any variant (plain torch.compile uses none): like for like; prefill/decode "
-             "also report the step's GPU time alone (the compiled step captured in a CUDA graph by the "
-             "benchmark, median of 20 replays): step minus that is host launch overhead",
-             *([f"- kernel time by kind: {s['profile_steps']} more steps under torch.profiler after the "
+    lines = [
+        f"# End-to-end: Llama-style decoder under each compile variant ({device})",
+        "",
+        f"Command: `{report.get('command')}`",
+        "",
+        f"Started {report.get('started_at')}, {report.get('elapsed_s', 0) / 60:.1f} min; torch "
+        f"{env.get('torch_version', '?')}, triton {env.get('triton_version', '?')}, CUDA "
+        f"{env.get('cuda_version', '-')}, {env.get('cpus', '?')} CPU cores.",
+        "",
+        "## Setup",
+        "",
+        f"- model `{s['model']}` ({_model_note(s['model'])}), {s['dtype']}, random weights (seed {s['seed']})",
+        "- variants: " + "; ".join(f"`{v}` = {VARIANTS[v].help}" for v in ORDER if v in s["variants"]),
+        f"- train: batch {s['batch']} x seq {s['seq']}; prefill: batch {s['batch']} x prompt {s['seq']} "
+        f"(M = {s['batch'] * s['seq']}); decode: batch {s['batch']} (M = {s['batch']}), one token after "
+        f"a {s['seq']}-token static KV cache",
+        f"- steady state: median of {s['steps']} synchronised steps after {s['warmup']} warm-up steps"
+        + (f" and at least {s['warmup_s']:g} s of them" if s.get("warmup_s") else "")
+        + ("" if s["steps"] >= 20 else " (**fewer than the 20 the issue asks for: a smoke run**)")
+        + (
+            f"; each variant in {s['repeats']} processes (interleaved rounds, every other one in "
+            f"reverse order): step and compile are the medians over them, the step range in brackets is min-max of the per-process medians, "
+            f"every sample in results.json (`combined[].step_ms_samples`)"
+            if s.get("repeats", 1) > 1
+            else ""
+        ),
+        "- compile s: wall time of the first call (compile + one step), synchronised; the eager "
+        "first call is in results.json (`eager_first_s`); kselect's one-time cost-model load is "
+        "not in it (below, `ranker load s`) but the Targets table adds it to the kselect variants' compile"
+        + (
+            "; every variant first waits for Inductor's compile-worker pool to be up, untimed "
+            "(`compile_pool_s` in results.json): otherwise the pool's start races the compile, "
+            "which then compiles kernels in-process until the workers are up, a between-process "
+            "noise of up to +-30 % of a compile"
+            if s.get("warm_pool", True)
+            else "; `--cold-pool`: the compile-worker pool starts with the compile, as in a script's "
+            "first torch.compile"
+        ),
+        "- cold caches: every (variant, workload) in a fresh process with new, empty "
+        "TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR (Inductor's caches on, as in a user's first "
+        "compile: a GEMM shape repeated in another layer is tuned once)",
+        (
+            "- max-autotune variants = `torch.compile` with Inductor's `max_autotune_gemm` (GEMM "
+            "autotuning only, `--autotune gemm`): compile-time differences are GEMM selection alone. "
+            "The full mode also tunes every pointwise/reduction kernel (coordinate descent; on the "
+            "H200 train step ~+70-115 s of compile in every max-autotune variant, kselect ones too, "
+            "reports/2026-12-02-e2e-h200/attempt-1)"
+            if s.get("autotune", "gemm") == "gemm"
+            else "- max-autotune variants = mode `max-autotune-no-cudagraphs` (`--autotune full`): they also "
+            "tune every pointwise/reduction kernel (coordinate descent), kselect ones included"
+        ),
+        "- no CUDA graphs in any variant (plain torch.compile uses none): like for like; prefill/decode "
+        "also report the step's GPU time alone (the compiled step captured in a CUDA graph by the "
+        "benchmark, median of 20 replays): step minus that is host launch overhead",
+        *(
+            [
+                f"- kernel time by kind: {s['profile_steps']} more steps under torch.profiler after the "
                 "timing, each kernel's GPU time summed by kind (GEMM, attention, Inductor's generated "
                 "kernels, memory, other); the GEMM column is the part GEMM selection controls, and "
                 "identical kernels differ by ~1-2 % between processes (training/bench/kernel_time.py); "
                 "prefill/decode profile as many CUDA-graph replays too (the kernels as the graph runs "
-                "them, and the replay time outside them)"]
-               if s.get("profile_steps") else []),
-             "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
-             "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
-             f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
-             f"{', adaptive_k=False' if run_settings(s).get('adaptive_k') is False else ''}"
-             f"{policy_note(s)})` on top of max-autotune, search space "
-             f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
-             f"the whole space costs milliseconds), cost model "
-             f"{s['kselect_model'] or 'shipped for this GPU'}, decision cache in the run's fresh temp dir",
-             "- GEMMs benchmarked / candidates: Inductor's feedback saver (a GEMM whose choices come from the "
-             "autotune cache, e.g. a repeated layer, is a cache hit); GEMM tuning s: benchmarking + "
-             "precompiling seconds Inductor logs for those GEMMs (part of compile s)",
-             *(["- **every compile ran under cProfile** (`--profile-compile`): compile s and its phases "
-                "are inflated; the profiles are `logs/<workload>-<variant>.prof` (+ `.prof.txt`)"]
-               if s.get("profile_compile") else []),
-             f"- tolerance vs eager: relative-norm error <= {s['rtol']:g}; bf16/fp16 results "
-             f"beyond it still pass when no further from an fp32 run of the same weights than "
-             f"{REF_MULTIPLIER:g}x eager's own error + tol/10 (PyTorch's accuracy rule for half "
-             f"dtypes: rounding alone makes a deep graph drift from eager)"
-             + (", freezing on for prefill/decode" if s["freezing"] else ""), ""]
+                "them, and the replay time outside them)"
+            ]
+            if s.get("profile_steps")
+            else []
+        ),
+        "- train step: compiled forward + cross-entropy (+ its compiled backward), eager AdamW "
+        "(fused on CUDA), all timed; correctness = step-1 loss and gradients vs eager",
+        f"- kselect: `kselect.selector.enable(mode, k={s['k']}"
+        f"{', adaptive_k=False' if run_settings(s).get('adaptive_k') is False else ''}"
+        f"{policy_note(s)})` on top of max-autotune, search space "
+        f"{s['kselect_space']} (kselect prunes Inductor's choices before code generation, so ranking "
+        f"the whole space costs milliseconds), cost model "
+        f"{s['kselect_model'] or 'shipped for this GPU'}, decision cache in the run's fresh temp dir",
+        "- GEMMs benchmarked / candidates: Inductor's feedback saver (a GEMM whose choices come from the "
+        "autotune cache, e.g. a repeated layer, is a cache hit); GEMM tuning s: benchmarking + "
+        "precompiling seconds Inductor logs for those GEMMs (part of compile s)",
+        *(
+            [
+                "- **every compile ran under cProfile** (`--profile-compile`): compile s and its phases "
+                "are inflated; the profiles are `logs/<workload>-<variant>.prof` (+ `.prof.txt`)"
+            ]
+            if s.get("profile_compile")
+            else []
+        ),
+        f"- tolerance vs eager: relative-norm error <= {s['rtol']:g}; bf16/fp16 results "
+        f"beyond it still pass when no further from an fp32 run of the same weights than "
+        f"{REF_MULTIPLIER:g}x eager's own error + tol/10 (PyTorch's accuracy rule for half "
+        f"dtypes: rounding alone makes a deep graph drift from eager)"
+        + (", freezing on for prefill/decode" if s["freezing"] else ""),
+        "",
+    ]
     if "exhaustive" in s["variants"] and s["exhaustive_model"] != s["model"]:
-        lines += [f"**EXHAUSTIVE runs use the smaller model `{s['exhaustive_model']}` "
-                  f"({_model_note(s['exhaustive_model'])}) on {', '.join(s['exhaustive_workloads'])}**: "
-                  "their ratios to plain/default are left out.", ""]
+        lines += [
+            f"**EXHAUSTIVE runs use the smaller model `{s['exhaustive_model']}` "
+            f"({_model_note(s['exhaustive_model'])}) on {', '.join(s['exhaustive_workloads'])}**: "
+            "their ratios to plain/default are left out.",
+            "",
+        ]
     for w in dict.fromkeys(r["workload"] for r in runs):
-        lines += ([f"## {w}", ""] + table(runs, w) + [""] + phase_table(runs, w) + kernels_table(runs, w)
-                  + kernel_time_table(runs, w) + kernel_time_table(runs, w, key="graph_kernel_time"))
+        lines += (
+            [f"## {w}", ""]
+            + table(runs, w)
+            + [""]
+            + phase_table(runs, w)
+            + kernels_table(runs, w)
+            + kernel_time_table(runs, w)
+            + kernel_time_table(runs, w, key="graph_kernel_time")
+        )
     tg = targets(runs)
     if tg:
-        lines += ["## Targets", "", "| workload | variant | target | met | measured |",
-                  "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {t['workload']} | {t['variant']} | {t['target']} | "
-                  f"{ {True: 'met', False: 'NOT met', None: 'n/a'}[t['met']]} | {t['detail']} |" for t in tg]
+        lines += [
+            "## Targets",
+            "",
+            "| workload | variant | target | met | measured |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {t['workload']} | {t['variant']} | {t['target']} | "
+            f"{ {True: 'met', False: 'NOT met', None: 'n/a'}[t['met']] } | {t['detail']} |"
+            for t in tg
+        ]
         lines.append("")
     ks = [r for r in report["runs"] if r.get("kselect")]
     if ks:
-        lines += ["## kselect decisions", "", "Ranker: " + "; ".join(sorted({str(r.get("kselect_ranker"))
-                                                                           for r in ks})), "",
-                  "| workload | variant | ranker load s | decisions (per thread) | candidates ranked | kept | "
-                  "ranking ms (CPU ms) | final picks | fallbacks | warnings |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "## kselect decisions",
+            "",
+            "Ranker: " + "; ".join(sorted({str(r.get("kselect_ranker")) for r in ks})),
+            "",
+            "| workload | variant | ranker load s | decisions (per thread) | candidates ranked | kept | "
+            "ranking ms (CPU ms) | final picks | fallbacks | warnings |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for r in ks:
             k = r["kselect"]
             st = k.get("stats", {})
             threads = ", ".join(f"{t}: {n}" for t, n in k.get("threads", {}).items())
-            lines.append(f"| {r['workload']} | {r['variant']} | {_fmt(r.get('kselect_load_s'), '.2f')} | "
-                         f"{st.get('decisions', k['decisions_logged'])}"
-                         f"{f' ({threads})' if threads else ''} | {k['candidates_ranked']} | {k['kept']} | "
-                         f"{k['ranking_ms']} ({_fmt(k.get('decision_cpu_ms'), '.1f')}) | "
-                         f"{', '.join(f'{t} {n}' for t, n in sorted(k.get('picks_by_template', {}).items())) or '-'}"
-                         f" | {st.get('fallbacks', '-')} | "
-                         f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |")
+            lines.append(
+                f"| {r['workload']} | {r['variant']} | {_fmt(r.get('kselect_load_s'), '.2f')} | "
+                f"{st.get('decisions', k['decisions_logged'])}"
+                f"{f' ({threads})' if threads else ''} | {k['candidates_ranked']} | {k['kept']} | "
+                f"{k['ranking_ms']} ({_fmt(k.get('decision_cpu_ms'), '.1f')}) | "
+                f"{', '.join(f'{t} {n}' for t, n in sorted(k.get('picks_by_template', {}).items())) or '-'}"
+                f" | {st.get('fallbacks', '-')} | "
+                f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |"
+            )
         lines.append("")
         lines += measurement_table(ks)
         lines += measured_decision_table(ks)
     lines += ["![compile time vs step time](compile_vs_step.png)", ""]
     if report.get("plot_error"):
         lines += [f"(plot failed: {report['plot_error']})", ""]
-    lines += ["Per-run logs: `logs/<workload>-<variant>.log` next to this file; every number above is in "
-              "results.json.", ""]
+    lines += [
+        "Per-run logs: `logs/<workload>-<variant>.log` next to this file; every number above is in results.json.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -347,13 +432,16 @@ def measurement_table(runs: list[dict]) -> list[str]:
     rows = [(r, m) for r in runs for m in (r.get("kselect") or {}).get("measurements") or []]
     if not rows:
         return []
-    lines = ["Verify's measurements (ms; compiles: where the templates compiled, their span from the first "
-             "start to the last end, their threads' CPU summed, the longest one's wall, the longest compile "
-             "the compile-cost model predicted (dev-CPU ms), the longest wait for a compile worker, and the "
-             "CPU of child processes such as ptxas that ended meanwhile):", "",
-             "| workload | variant | round | GEMM | candidates | wall | compile wait | timing | compiles: in "
-             "| span | threads' CPU | longest | longest predicted | longest in a worker | children's CPU | winner |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "Verify's measurements (ms; compiles: where the templates compiled, their span from the first "
+        "start to the last end, their threads' CPU summed, the longest one's wall, the longest compile "
+        "the compile-cost model predicted (dev-CPU ms), the longest wait for a compile worker, and the "
+        "CPU of child processes such as ptxas that ended meanwhile):",
+        "",
+        "| workload | variant | round | GEMM | candidates | wall | compile wait | timing | compiles: in "
+        "| span | threads' CPU | longest | longest predicted | longest in a worker | children's CPU | winner |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r, m in rows:
         ph, c = m.get("phases_ms") or {}, m.get("compiles") or {}
         each = list((c.get("per_choice") or {}).values())
@@ -361,11 +449,13 @@ def measurement_table(runs: list[dict]) -> list[str]:
         longest = max((t["wall_ms"] for t in each), default=None)
         in_worker = max((t["worker_ms"] for t in each if "worker_ms" in t), default=None)
         predicted = max((m.get("predicted_compile_ms") or {}).values(), default=None)
-        lines.append(f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {m['problem']} | {len(m['ms'])} | "
-                     f"{_fmt(m.get('wall_ms'), '.0f')} | {_fmt(ph.get('compile_wait'), '.0f')} | "
-                     f"{_fmt(ph.get('timing'), '.0f')} | {m.get('compiled_in') or '-'} | "
-                     f"{_fmt(c.get('span_ms'), '.0f')} | {_fmt(cpu, '.0f')} | {_fmt(longest, '.0f')} | "
-                     f"{_fmt(predicted, '.0f')} | {_fmt(in_worker, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |")
+        lines.append(
+            f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {m['problem']} | {len(m['ms'])} | "
+            f"{_fmt(m.get('wall_ms'), '.0f')} | {_fmt(ph.get('compile_wait'), '.0f')} | "
+            f"{_fmt(ph.get('timing'), '.0f')} | {m.get('compiled_in') or '-'} | "
+            f"{_fmt(c.get('span_ms'), '.0f')} | {_fmt(cpu, '.0f')} | {_fmt(longest, '.0f')} | "
+            f"{_fmt(predicted, '.0f')} | {_fmt(in_worker, '.0f')} | {_fmt(c.get('children_cpu_ms'), '.0f')} | `{m['winner']}` |"
+        )
     return lines + [""]
 
 
@@ -381,13 +471,18 @@ def measured_decision_table(runs: list[dict]) -> list[str]:
         rows += [(r, d) for d in ks.get("decisions") or [] if d.get("problem") in measured]
     if not rows:
         return []
-    lines = ["Verify's decisions on the GEMMs it measured (candidates seen, kept, and why):", "",
-             "| workload | variant | round | GEMM | stage | seen | kept | why |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "Verify's decisions on the GEMMs it measured (candidates seen, kept, and why):",
+        "",
+        "| workload | variant | round | GEMM | stage | seen | kept | why |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r, d in rows:
         why = str(d.get("why") or "-").replace("|", "/")
-        lines.append(f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {d['problem']} | "
-                     f"{d.get('stage', '-')} | {d.get('seen', '-')} | {len(d.get('kept') or [])} | {why} |")
+        lines.append(
+            f"| {r['workload']} | {r['variant']} | {r.get('repeat', 0)} | {d['problem']} | "
+            f"{d.get('stage', '-')} | {d.get('seen', '-')} | {len(d.get('kept') or [])} | {why} |"
+        )
     return lines + [""]
 
 
@@ -398,8 +493,11 @@ def _model_note(name: str) -> str:
         cfg = preset(name)
     except ValueError:
         return "?"
-    return f"{cfg.note}; {cfg.n_params() / 1e9:.2f} B parameters" if cfg.n_params() > 1e8 else \
-        f"{cfg.note}; {cfg.n_params():,} parameters"
+    return (
+        f"{cfg.note}; {cfg.n_params() / 1e9:.2f} B parameters"
+        if cfg.n_params() > 1e8
+        else f"{cfg.note}; {cfg.n_params():,} parameters"
+    )
 
 
 def plot(runs: list[dict], path: Path) -> None:
@@ -410,16 +508,22 @@ def plot(runs: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     workloads = list(dict.fromkeys(r["workload"] for r in runs))
-    shapes = "osDPv^<>phX*d"          # one per variant in ORDER (an unknown one gets a circle)
+    shapes = "osDPv^<>phX*d"  # one per variant in ORDER (an unknown one gets a circle)
     markers = {v: shapes[i % len(shapes)] for i, v in enumerate(ORDER)}
     fig, axes = plt.subplots(1, max(len(workloads), 1), figsize=(5 * max(len(workloads), 1), 4), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         pts = [r for r in runs if r["workload"] == w and r.get("compile_s") is not None and r.get("step_ms")]
         for r in pts:
-            ax.scatter(r["compile_s"], r["step_ms"], marker=markers.get(r["variant"], "o"), s=60,
-                       label=r["variant"] + ("" if r["status"] == "ok" else f" ({r['status']})"))
-            ax.annotate(r["variant"], (r["compile_s"], r["step_ms"]), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points")
+            ax.scatter(
+                r["compile_s"],
+                r["step_ms"],
+                marker=markers.get(r["variant"], "o"),
+                s=60,
+                label=r["variant"] + ("" if r["status"] == "ok" else f" ({r['status']})"),
+            )
+            ax.annotate(
+                r["variant"], (r["compile_s"], r["step_ms"]), fontsize=7, xytext=(4, 4), textcoords="offset points"
+            )
         xs = [r["compile_s"] for r in pts]
         if xs and max(xs) > 10 * min(xs):
             ax.set_xscale("log")
@@ -459,18 +563,28 @@ def combine_repeats(runs: list[dict]) -> list[dict]:
         steps = [r["step_ms"] for r in ok]
         compiles = [r["compile_s"] for r in ok]
         row = dict(ok[0])
-        row.update({"repeats": len(ok), "step_ms": statistics.median(steps),
-                    "step_ms_p10": min(steps), "step_ms_p90": max(steps),
-                    "compile_s": statistics.median(compiles), "step_ms_samples": steps,
-                    "compile_s_samples": compiles,
-                    "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
-                    # the worst process's verdict and numbers (its fp32 anchor, if any, with them)
-                    "correctness": {**max((r["correctness"] for r in ok), key=lambda c: c["rel_err"]),
-                                    "ok": all(r["correctness"]["ok"] for r in ok)}})
+        row.update(
+            {
+                "repeats": len(ok),
+                "step_ms": statistics.median(steps),
+                "step_ms_p10": min(steps),
+                "step_ms_p90": max(steps),
+                "compile_s": statistics.median(compiles),
+                "step_ms_samples": steps,
+                "compile_s_samples": compiles,
+                "tokens_per_s": statistics.median(r["tokens_per_s"] for r in ok),
+                # the worst process's verdict and numbers (its fp32 anchor, if any, with them)
+                "correctness": {
+                    **max((r["correctness"] for r in ok), key=lambda c: c["rel_err"]),
+                    "ok": all(r["correctness"]["ok"] for r in ok),
+                },
+            }
+        )
         phases = [r["compile_phases"] for r in ok if r.get("compile_phases")]
         if phases:
-            row["compile_phases"] = {k: statistics.median(p.get(k, 0.0) for p in phases)
-                                     for k in dict.fromkeys(k for p in phases for k in p)}
+            row["compile_phases"] = {
+                k: statistics.median(p.get(k, 0.0) for p in phases) for k in dict.fromkeys(k for p in phases for k in p)
+            }
         cpus = [r["compile_cpu_s"] for r in ok if r.get("compile_cpu_s") is not None]
         if cpus:
             row["compile_cpu_s"], row["compile_cpu_s_samples"] = statistics.median(cpus), cpus
@@ -515,17 +629,21 @@ def anchor_note(c: dict) -> str:
     """How a result beyond the tolerance vs eager was judged (the fp32 anchor), else ''."""
     if "rel_err_vs_fp32" not in c or c["rel_err"] <= c["tol"]:
         return ""
-    return (f" (vs fp32 {c['rel_err_vs_fp32']:.1e}, eager's {c['eager_rel_err_vs_fp32']:.1e}, "
-            f"bound {c['fp32_bound']:.1e})")
+    return (
+        f" (vs fp32 {c['rel_err_vs_fp32']:.1e}, eager's {c['eager_rel_err_vs_fp32']:.1e}, bound {c['fp32_bound']:.1e})"
+    )
 
 
 def policy_note(settings: dict) -> str:
-    """", min_k=N" / ", aten_margin=X" / ", compile_budget=X" / ", late decision" / ", cold start"
+    """ ", min_k=N" / ", aten_margin=X" / ", compile_budget=X" / ", late decision" / ", cold start"
     when the run set them away from the defaults (a run from before compile_budget existed did
     not price compiles; one from before the warm start existed says nothing of it)."""
     n, m = settings.get("min_k", 1), settings.get("aten_margin", ATEN_MARGIN_SD)
     b = settings.get("compile_budget")
-    return ((f", min_k={n}" if n != 1 else "") + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
-            + (f", compile_budget={b:g}" if b is not None and b != COMPILE_BUDGET else "")
-            + ("" if settings.get("early_decision", True) else ", late decision")
-            + (", cold start" if settings.get("warm_start") is False else ""))
+    return (
+        (f", min_k={n}" if n != 1 else "")
+        + (f", aten_margin={m:g}" if m != ATEN_MARGIN_SD else "")
+        + (f", compile_budget={b:g}" if b is not None and b != COMPILE_BUDGET else "")
+        + ("" if settings.get("early_decision", True) else ", late decision")
+        + (", cold start" if settings.get("warm_start") is False else "")
+    )

@@ -3,6 +3,7 @@ variant, build the model, run the eager (and fp32) reference, compile, check, ti
 profile the kernels; every number goes to the result file as soon as it is known, so a
 process that dies still leaves what it measured. Started by the supervisor (bench_e2e) as
 `python -m kselect.training.bench.e2e_worker SPEC.json`."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +19,6 @@ import traceback
 from pathlib import Path
 
 from kselect.kernels.operands import relative_error
-
 from kselect.training.bench.common import GemmCounter, policy_keywords, ranker_ident
 from kselect.training.bench.e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
 from kselect.training.bench.gpu_state import StateSampler, device_state
@@ -38,12 +38,14 @@ def worker_main(spec_path: str) -> None:
         measure(spec, res, save)
         res["status"] = "ok"
     except Exception as exc:  # noqa: BLE001 -- reported to the supervisor, never lost
-        res.update(status="error", error=f"{type(exc).__name__}: {exc}"[:2000],
-                   traceback=traceback.format_exc()[-6000:])
+        res.update(
+            status="error", error=f"{type(exc).__name__}: {exc}"[:2000], traceback=traceback.format_exc()[-6000:]
+        )
         traceback.print_exc()
     save()
     try:
         from kselect.selector.inductor import hook as ksi
+
         ksi.disable()  # flushes kselect's queued decision-cache writes; os._exit skips atexit
     except Exception:  # noqa: BLE001 -- the result is saved already
         pass
@@ -101,12 +103,16 @@ def configure(spec: dict):
         # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
         # narrows a GEMM it cannot rank back to DEFAULT.
         config.max_autotune_gemm_search_space = "DEFAULT"
-        ksi.enable(v.kselect, model=spec.get("kselect_model") or None,
-                   cache_dir=str(Path(spec["tmp"]) / "kselect-cache"), search_space=spec["kselect_space"],
-                   **{**policy_keywords(spec), **dict(v.options)})   # a variant's own options win
+        ksi.enable(
+            v.kselect,
+            model=spec.get("kselect_model") or None,
+            cache_dir=str(Path(spec["tmp"]) / "kselect-cache"),
+            search_space=spec["kselect_space"],
+            **{**policy_keywords(spec), **dict(v.options)},
+        )  # a variant's own options win
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
-        config.max_autotune_gemm = True     # GEMM autotuning alone: no pointwise tuning, no graphs
+        config.max_autotune_gemm = True  # GEMM autotuning alone: no pointwise tuning, no graphs
     elif v.mode:
         kwargs["mode"] = v.mode
     return lambda fn: torch.compile(fn, **kwargs)
@@ -120,7 +126,7 @@ class SelectorLog(logging.Handler):
         self.seen = self.kept = self.decisions = 0
         self.ms = 0.0
         self.warnings: list[str] = []
-        self.threads: dict[str, int] = {}   # decisions per thread (backward compiles may run elsewhere)
+        self.threads: dict[str, int] = {}  # decisions per thread (backward compiles may run elsewhere)
 
     def emit(self, record):
         try:
@@ -136,8 +142,14 @@ class SelectorLog(logging.Handler):
             pass
 
     def summary(self, selector) -> dict:
-        out = {"decisions_logged": self.decisions, "candidates_ranked": self.seen, "kept": self.kept,
-               "ranking_ms": round(self.ms, 1), "threads": self.threads, "warnings": self.warnings[:10]}
+        out = {
+            "decisions_logged": self.decisions,
+            "candidates_ranked": self.seen,
+            "kept": self.kept,
+            "ranking_ms": round(self.ms, 1),
+            "threads": self.threads,
+            "warnings": self.warnings[:10],
+        }
         if selector is not None:
             out["stats"] = dict(selector.stats)
             out.update(selector_picks(selector))
@@ -146,8 +158,20 @@ class SelectorLog(logging.Handler):
 
 # what a run keeps of each verify measurement: its times, where they went, the compiles and the
 # price's prediction for each (the calibration every GPU run adds), and why a choice was dropped
-MEASUREMENT_FIELDS = ("problem", "ms", "winner", "wall_ms", "compiled_in", "phases_ms", "compiles",
-                      "predicted_compile_ms", "dropped", "memory_mb", "epilogue_saving_ms", "bare_winner")
+MEASUREMENT_FIELDS = (
+    "problem",
+    "ms",
+    "winner",
+    "wall_ms",
+    "compiled_in",
+    "phases_ms",
+    "compiles",
+    "predicted_compile_ms",
+    "dropped",
+    "memory_mb",
+    "epilogue_saving_ms",
+    "bare_winner",
+)
 # and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
 DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early", "setup_ms")
 
@@ -166,17 +190,19 @@ def selector_picks(selector) -> dict:
     for kept in final.values():
         name = ":".join(kept[0].split(":")[:2]) if len(kept) == 1 else "set-of-%d" % len(kept)
         by_template[name] = by_template.get(name, 0) + 1
-    return {"picks": final, "picks_by_template": by_template,
-            "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
-            "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
-            "release_memory": getattr(selector, "release_memory", None),
-            "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
-            "compile_in": getattr(selector, "compile_in", None),
-            "compile_budget": getattr(selector, "compile_budget", None),
-            "warm_start": (selector.warm_start.summary()
-                           if getattr(selector, "warm_start", None) is not None else None),
-            "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
-            "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured]}
+    return {
+        "picks": final,
+        "picks_by_template": by_template,
+        "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
+        "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
+        "release_memory": getattr(selector, "release_memory", None),
+        "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
+        "compile_in": getattr(selector, "compile_in", None),
+        "compile_budget": getattr(selector, "compile_budget", None),
+        "warm_start": (selector.warm_start.summary() if getattr(selector, "warm_start", None) is not None else None),
+        "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
+        "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured],
+    }
 
 
 def measure(spec: dict, res: dict, save) -> None:
@@ -220,7 +246,7 @@ def measure(spec: dict, res: dict, save) -> None:
 
             sel = ksi.current()
             res["kselect"] = sel_log.summary(sel)
-            if sel is not None and sel.measurements:   # verify timing its kept sets itself
+            if sel is not None and sel.measurements:  # verify timing its kept sets itself
                 res["gemms"]["kselect_measured"] = len(sel.measurements)
                 res["gemms"]["benchmarked"] += len(sel.measurements)
                 res["gemms"]["candidates"] += sel.stats["measured"]
@@ -256,8 +282,10 @@ def ranker_preflight(device) -> str:
         return ranker_ident(device, selector=ksi.current())
     except Exception as exc:  # noqa: BLE001 -- RankerUnavailable, ImportError, ModelError...
         if device.type == "cuda":
-            raise RuntimeError(f"kselect cannot rank on this GPU, so this run would measure stock "
-                               f"Inductor: {type(exc).__name__}: {exc}") from exc
+            raise RuntimeError(
+                f"kselect cannot rank on this GPU, so this run would measure stock "
+                f"Inductor: {type(exc).__name__}: {exc}"
+            ) from exc
         return f"unavailable ({type(exc).__name__}: {exc})"
 
 
@@ -275,8 +303,18 @@ def environment(device: str) -> dict:
     from kselect.training.measure.provenance import code_digest
 
     fp = collect_fingerprint()
-    keep = ("gpu_name", "sm_count", "compute_capability", "torch_version", "triton_version",
-            "cuda_version", "hip_version", "driver_version", "python_version", "host")
+    keep = (
+        "gpu_name",
+        "sm_count",
+        "compute_capability",
+        "torch_version",
+        "triton_version",
+        "cuda_version",
+        "hip_version",
+        "driver_version",
+        "python_version",
+        "host",
+    )
     env = {k: fp.get(k) for k in keep if fp.get(k) is not None}
     env["device"] = device
     env["cpus"] = os.cpu_count()
@@ -333,8 +371,14 @@ def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, sna
     times = [timed_call(fn, device)[1] * 1e3 for _ in range(steps)]
     s = sorted(times)
     q = statistics.quantiles(s, n=10, method="inclusive") if len(s) >= 2 else [s[0]] * 9
-    return {"step_ms": statistics.median(s), "step_ms_min": s[0], "step_ms_p10": q[0],
-            "step_ms_p90": q[-1], "steps": steps, **warmed}
+    return {
+        "step_ms": statistics.median(s),
+        "step_ms_min": s[0],
+        "step_ms_p10": q[0],
+        "step_ms_p90": q[-1],
+        "steps": steps,
+        **warmed,
+    }
 
 
 def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> dict | None:
@@ -377,7 +421,7 @@ def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> di
         out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
         during = state.summary()
         if during:
-            if "counter_power_mw" in during:   # the replays' energy per step, the time figure's twin
+            if "counter_power_mw" in during:  # the replays' energy per step, the time figure's twin
                 wall_ms_per_replay = during["window_ms"] / replays
                 during["energy_mj_per_step"] = round(during["counter_power_mw"] * wall_ms_per_replay / 1e3, 2)
             out["during_replays"] = during
@@ -432,18 +476,23 @@ def fp32_copy(model):
     return copy.deepcopy(model).float()
 
 
-def judge(err_vs_eager: float, tol: float, err_vs_ref: float | None = None,
-          eager_err_vs_ref: float | None = None) -> dict:
+def judge(
+    err_vs_eager: float, tol: float, err_vs_ref: float | None = None, eager_err_vs_ref: float | None = None
+) -> dict:
     """The correctness verdict: within `tol` of eager, or (half dtypes, with an fp32 reference)
     no further from the reference than REF_MULTIPLIER x eager's own error + tol/10."""
     out = {"rel_err": err_vs_eager, "tol": tol, "ok": err_vs_eager <= tol}
     if err_vs_ref is not None and eager_err_vs_ref is not None:
         bound = REF_MULTIPLIER * eager_err_vs_ref + tol / 10
-        out.update({"rel_err_vs_fp32": err_vs_ref, "eager_rel_err_vs_fp32": eager_err_vs_ref,
-                    "fp32_bound": bound, "ok": out["ok"] or err_vs_ref <= bound})
+        out.update(
+            {
+                "rel_err_vs_fp32": err_vs_ref,
+                "eager_rel_err_vs_fp32": eager_err_vs_ref,
+                "fp32_bound": bound,
+                "ok": out["ok"] or err_vs_ref <= bound,
+            }
+        )
     return out
-
-
 
 
 def _return_gpu_memory() -> None:
@@ -485,7 +534,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     grads_e = [p.grad.detach().clone() for p in params]
     for p in params:
         p.grad = None
-    ref = None   # (loss, grads) of an fp32 copy: the anchor for half-precision drift
+    ref = None  # (loss, grads) of an fp32 copy: the anchor for half-precision drift
     model32 = fp32_copy(model)
     if model32 is not None:
         loss32 = loss_of(model32)(tokens, targets)
@@ -515,19 +564,27 @@ def run_train(model, spec, res, save, compile_fn) -> None:
 
     loss_err = loss_rel(loss_c, loss_e)
     vs_ref = eager_vs_ref = None
-    if ref is not None:   # step 1's gradients (the optimizer has not touched them)
+    if ref is not None:  # step 1's gradients (the optimizer has not touched them)
         vs_ref = max(loss_rel(loss_c, ref[0]), _global_rel_err(grads_c, ref[1]))
         eager_vs_ref = max(loss_rel(loss_e, ref[0]), _global_rel_err(grads_e, ref[1]))
     del grads_e, grads_c, ref
     _return_gpu_memory()
-    res["correctness"] = {"what": "step-1 loss and gradients (global relative norm) vs eager",
-                          **judge(max(loss_err, grad_err), spec["rtol"], vs_ref, eager_vs_ref),
-                          "loss_rel_err": loss_err, "grad_rel_err": grad_err,
-                          "grad_rel_err_worst_tensor": worst, "loss_eager": float(loss_e),
-                          "loss_compiled": float(loss_c)}
+    res["correctness"] = {
+        "what": "step-1 loss and gradients (global relative norm) vs eager",
+        **judge(max(loss_err, grad_err), spec["rtol"], vs_ref, eager_vs_ref),
+        "loss_rel_err": loss_err,
+        "grad_rel_err": grad_err,
+        "grad_rel_err_worst_tensor": worst,
+        "loss_eager": float(loss_e),
+        "loss_compiled": float(loss_c),
+    }
     save()
-    _record(res, save, steady_state(step, device, spec["steps"], spec["warmup"], spec.get("warmup_s", 0.0)),
-            spec["batch"] * spec["seq"])
+    _record(
+        res,
+        save,
+        steady_state(step, device, spec["steps"], spec["warmup"], spec.get("warmup_s", 0.0)),
+        spec["batch"] * spec["seq"],
+    )
     _profile_kernels(res, save, step, device, spec)
 
 
@@ -562,6 +619,7 @@ def compile_phases(top: int = 30) -> dict:
     compile_fx_inner), the `top` largest. {} when this torch does not keep them."""
     try:
         from torch._dynamo.utils import compilation_time_metrics
+
         total = {str(k): float(sum(v)) for k, v in compilation_time_metrics.items()}
     except Exception:  # noqa: BLE001 -- a private table: its absence must not fail the bench
         return {}
@@ -578,7 +636,7 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
 
     with torch.no_grad():
         ref, model32 = None, fp32_copy(model)
-        if model32 is not None:   # an fp32 run on fp32 copies of the same caches
+        if model32 is not None:  # an fp32 run on fp32 copies of the same caches
             caches32 = [(k.float(), v.float()) for k, v in caches]
             ref = model32(tokens, caches32, pos, last_only=True)
             del model32, caches32
@@ -588,22 +646,33 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         got = timed_compile(lambda: compiled(tokens, caches), device, spec, res)
         res["compile_phases"] = compile_phases()
         anchored = (relative_error(got, ref), relative_error(want, ref)) if ref is not None else (None, None)
-        res["correctness"] = {"what": "last-position logits vs eager (relative norm)",
-                              **judge(relative_error(got, want), spec["rtol"], *anchored)}
+        res["correctness"] = {
+            "what": "last-position logits vs eager (relative norm)",
+            **judge(relative_error(got, want), spec["rtol"], *anchored),
+        }
         del ref
         save()
         before = device_state(device)
-        timing = steady_state(lambda: compiled(tokens, caches), device, spec["steps"], spec["warmup"],
-                              spec.get("warmup_s", 0.0), snapshot=lambda: device_state(device))
+        timing = steady_state(
+            lambda: compiled(tokens, caches),
+            device,
+            spec["steps"],
+            spec["warmup"],
+            spec.get("warmup_s", 0.0),
+            snapshot=lambda: device_state(device),
+        )
         warmed = timing.pop("after_warmup", None)
         _record(res, save, timing, tokens_per_step)
-        graph = graph_replay_ms(lambda: compiled(tokens, caches), device,
-                                profile_steps=spec.get("profile_steps", 0))
+        graph = graph_replay_ms(lambda: compiled(tokens, caches), device, profile_steps=spec.get("profile_steps", 0))
         graph = graph or {}
         if before is not None:
             during = {"during_replays": graph.pop("during_replays")} if "during_replays" in graph else {}
-            res["device_state"] = {"before_steps": before, **({"after_warmup": warmed} if warmed else {}),
-                                   **during, "after_replays": device_state(device)}
+            res["device_state"] = {
+                "before_steps": before,
+                **({"after_warmup": warmed} if warmed else {}),
+                **during,
+                "after_replays": device_state(device),
+            }
         res.update(graph)
         save()
         _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
@@ -634,7 +703,8 @@ WORKLOAD_FNS = {"train": run_train, "prefill": run_prefill, "decode": run_decode
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print("usage: python -m kselect.training.bench.e2e_worker SPEC.json (run by `kselect bench e2e`)",
-              file=sys.stderr)
+        print(
+            "usage: python -m kselect.training.bench.e2e_worker SPEC.json (run by `kselect bench e2e`)", file=sys.stderr
+        )
         sys.exit(2)
     worker_main(sys.argv[1])

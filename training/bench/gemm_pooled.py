@@ -14,6 +14,7 @@ summary.json); anything else is a different experiment. The report names the kse
 each run (training/measure/provenance.py) and says when it is mixed: stock DEFAULT's repeats need not
 share kselect's code, kselect variants should.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,9 +51,10 @@ def load(paths) -> tuple[list[dict], dict]:
             diff = {k: (env.get(k), mine.get(k)) for k in _SAME if mine.get(k) != env.get(k)}
             raise PoolError(f"{path} was measured elsewhere than {env_from}: {diff}")
     env = dict(env or {})
-    env["kselect_code"] = ", ".join(f"{c} ({len(files)} run{'s' if len(files) > 1 else ''})"
-                                    for c, files in sorted(codes.items()))
-    if len(codes) > 1:   # e.g. DEFAULT's repeats beside one kselect run: fine; kselect of two codes: not
+    env["kselect_code"] = ", ".join(
+        f"{c} ({len(files)} run{'s' if len(files) > 1 else ''})" for c, files in sorted(codes.items())
+    )
+    if len(codes) > 1:  # e.g. DEFAULT's repeats beside one kselect run: fine; kselect of two codes: not
         env["kselect_code"] += " -- mixed: pool kselect variants of one code only"
     return rows, env
 

@@ -7,6 +7,7 @@ clock may follow the chip's temperature; a decode step does not reach it (~170 W
 Snapshots before and after (`device_state`) cannot say what the clock did in between;
 `StateSampler` reads it throughout.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -55,8 +56,10 @@ def device_state(device) -> dict | None:
 
     if device.type != "cuda":
         return None
-    state = {"reserved_gb": round(torch.cuda.memory_reserved(device) / 2**30, 3),
-             "allocated_gb": round(torch.cuda.memory_allocated(device) / 2**30, 3)}
+    state = {
+        "reserved_gb": round(torch.cuda.memory_reserved(device) / 2**30, 3),
+        "allocated_gb": round(torch.cuda.memory_allocated(device) / 2**30, 3),
+    }
     return {**state, **nvml_readings(device)}
 
 
@@ -73,8 +76,13 @@ class StateSampler:
     exactly (`counter_power_mw`, to the sampling period). `read` and `energy` replace NVML
     (callables like nvml_readings and energy_mj), for hosts without it."""
 
-    def __init__(self, device=None, period_s: float = 0.01, read: Callable[[], dict] | None = None,
-                 energy: Callable[[], int | None] | None = None):
+    def __init__(
+        self,
+        device=None,
+        period_s: float = 0.01,
+        read: Callable[[], dict] | None = None,
+        energy: Callable[[], int | None] | None = None,
+    ):
         if period_s <= 0:
             raise ValueError(f"period_s must be > 0, got {period_s}")
         self.period_s = period_s
@@ -85,7 +93,7 @@ class StateSampler:
             self._energy = energy or (lambda: energy_mj(device))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._counter: list[tuple[float, int | None]] = []   # (perf_counter s, mJ) per reading
+        self._counter: list[tuple[float, int | None]] = []  # (perf_counter s, mJ) per reading
 
     def _loop(self) -> None:
         while True:
@@ -103,7 +111,7 @@ class StateSampler:
     def __enter__(self) -> "StateSampler":
         self._counter = []
         self._read_counter()
-        if self._read is not None and self._read():   # nothing to sample: stay idle
+        if self._read is not None and self._read():  # nothing to sample: stay idle
             self._thread = threading.Thread(target=self._loop, name="kselect-gpu-state", daemon=True)
             self._thread.start()
         return self
@@ -143,13 +151,19 @@ def counter_power(readings: list[tuple[float, int | None]]) -> dict:
 
     Why: joules from entry to exit miss up to one step (~10 % of a 1-s window on the H200);
     taken between two moves, the span holds whole steps only."""
-    moves = [(t, mj) for (t, mj), (_, before) in zip(readings[1:], readings)
-             if mj is not None and before is not None and mj != before]
+    moves = [
+        (t, mj)
+        for (t, mj), (_, before) in zip(readings[1:], readings)
+        if mj is not None and before is not None and mj != before
+    ]
     if len(moves) < 2:
         return {}
     (t0, e0), (t1, e1) = moves[0], moves[-1]
     if t1 <= t0:
         return {}
     gaps = [b[0] - a[0] for a, b in zip(moves, moves[1:])]
-    return {"counter_power_mw": round((e1 - e0) / (t1 - t0), 1), "counter_updates": len(moves),
-            "counter_period_ms": round(statistics.median(gaps) * 1e3, 2)}
+    return {
+        "counter_power_mw": round((e1 - e0) / (t1 - t0), 1),
+        "counter_updates": len(moves),
+        "counter_period_ms": round(statistics.median(gaps) * 1e3, 2),
+    }

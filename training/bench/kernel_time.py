@@ -12,6 +12,7 @@ with its duration on the GPU. On the CPU (no kernels) it is the self time of the
 are GEMMs or attention (`aten::mm`, `aten::addmm`, ...), the rest of the step unattributed:
 Inductor's generated C++ is not an op the profiler sees.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -29,16 +30,31 @@ _INDUCTOR = ("triton_",)
 _MEMORY = ("memcpy", "memset")
 
 # CPU ops whose self time is GEMM / attention work (the BLAS call has no op of its own).
-_CPU_GEMM_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
-                           "mkl::_mkl_linear", "mkldnn::_linear_pointwise", "aten::mkldnn_linear"})
+_CPU_GEMM_OPS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::_addmm_activation",
+        "mkl::_mkl_linear",
+        "mkldnn::_linear_pointwise",
+        "aten::mkldnn_linear",
+    }
+)
 _CPU_ATTENTION_FRAGMENT = "scaled_dot_product"
 
 
 def kernel_kind(name: str) -> str:
     """The kind (one of KINDS) of a GPU kernel, judged by its name."""
     n = name.lower()
-    for kind, fragments in (("inductor", _FUSED), ("attention", _ATTENTION), ("gemm", _GEMM),
-                            ("inductor", _INDUCTOR), ("memory", _MEMORY)):
+    for kind, fragments in (
+        ("inductor", _FUSED),
+        ("attention", _ATTENTION),
+        ("gemm", _GEMM),
+        ("inductor", _INDUCTOR),
+        ("memory", _MEMORY),
+    ):
         if any(f in n for f in fragments):
             return kind
     return "other"
@@ -71,8 +87,9 @@ def summarize(timed: list[tuple[str, str, float]], steps: int, source: str, top:
     for kind in KINDS:
         ranked = sorted(((n, v) for (k, n), v in by_name.items() if k == kind), key=lambda nv: -nv[1][0])
         if ranked:
-            kernels[kind] = [[name[:120], round(us / steps / 1e3, 4), round(n / steps, 2)]
-                             for name, (us, n) in ranked[:top]]
+            kernels[kind] = [
+                [name[:120], round(us / steps / 1e3, 4), round(n / steps, 2)] for name, (us, n) in ranked[:top]
+            ]
     return {"source": source, "steps": steps, "ms_per_step": ms, "kernels": kernels}
 
 
@@ -101,8 +118,10 @@ def sequence(timed: list[tuple[str, str, float]], steps: int, name_chars: int = 
     names = [name for name, _, _ in timed[:n]]
     if any(timed[i][0] != names[i % n] for i in range(len(timed))):
         return None
-    return [[names[i][:name_chars], round(statistics.median(timed[i + k * n][2] for k in range(steps)), 2)]
-            for i in range(n)]
+    return [
+        [names[i][:name_chars], round(statistics.median(timed[i + k * n][2] for k in range(steps)), 2)]
+        for i in range(n)
+    ]
 
 
 def sequence_differences(mine: list, theirs: list, top: int = 8) -> dict | None:
@@ -118,8 +137,9 @@ def sequence_differences(mine: list, theirs: list, top: int = 8) -> dict | None:
     while lead < min(len(mine), len(theirs)) and mine[lead][0] == theirs[lead][0]:
         lead += 1
     tail = 0
-    while (tail < min(len(mine), len(theirs)) - lead
-           and mine[len(mine) - 1 - tail][0] == theirs[len(theirs) - 1 - tail][0]):
+    while (
+        tail < min(len(mine), len(theirs)) - lead and mine[len(mine) - 1 - tail][0] == theirs[len(theirs) - 1 - tail][0]
+    ):
         tail += 1
     aligned = [(i, i) for i in range(lead)] + [(len(mine) - 1 - k, len(theirs) - 1 - k) for k in range(tail)]
     diff = {i: mine[i][1] - theirs[j][1] for i, j in aligned}
@@ -127,13 +147,18 @@ def sequence_differences(mine: list, theirs: list, top: int = 8) -> dict | None:
     total = sum(us for _, us in mine) - sum(us for _, us in theirs)
     same_length = len(mine) == len(theirs)
     swapped = lead if lead < max(len(mine), len(theirs)) else None
-    out = {"total_us": round(total, 2), "positions": len(mine) if same_length else [len(mine), len(theirs)],
-           "first_swap": swapped,
-           "top": [(i, mine[i][0], theirs[j][0], mine[i][1], theirs[j][1]) for i, j in ranked]}
+    out = {
+        "total_us": round(total, 2),
+        "positions": len(mine) if same_length else [len(mine), len(theirs)],
+        "first_swap": swapped,
+        "top": [(i, mine[i][0], theirs[j][0], mine[i][1], theirs[j][1]) for i, j in ranked],
+    }
     if swapped is not None:
         out["before_swap_us"] = round(sum(diff[i] for i in range(lead)), 2)
-        out["swap_us"] = round(sum(us for _, us in mine[lead:len(mine) - tail])
-                               - sum(us for _, us in theirs[lead:len(theirs) - tail]), 2)
+        out["swap_us"] = round(
+            sum(us for _, us in mine[lead : len(mine) - tail]) - sum(us for _, us in theirs[lead : len(theirs) - tail]),
+            2,
+        )
         out["after_swap_us"] = round(sum(diff[len(mine) - 1 - k] for k in range(tail)), 2)
         out["swap_kernels"] = [len(mine) - tail - lead, len(theirs) - tail - lead]
     return out
@@ -195,7 +220,8 @@ def differences(mine: dict, theirs: dict, top: int = 5) -> list[tuple[str, str, 
     """The `top` kernels whose time per step differs most between two profiles, as (kind, name,
     my ms, their ms); a kernel one profile lacks counts as 0 there. Kernel names are Inductor's
     (deterministic for one graph) or the library's, so the same kernel matches across processes."""
-    def flat(profile):   # names are cut at 120 characters: two kernels may share one, so add
+
+    def flat(profile):  # names are cut at 120 characters: two kernels may share one, so add
         out: dict = {}
         for kind, rows in (profile.get("kernels") or {}).items():
             for name, ms, _ in rows:

@@ -10,6 +10,7 @@ A static KV cache (one (k, v) pair of (batch, kv_heads, length, head_dim) tensor
 serves inference: prefill (pos = 0) writes the prompt's keys and attends causally over them;
 decode (one token at `pos`) writes slot `pos` and attends over slots [0, pos].
 """
+
 from __future__ import annotations
 
 import re
@@ -51,24 +52,54 @@ class LlamaConfig:
 def _from_public(model: str, layers: int, note: str, **over) -> LlamaConfig:
     """A preset with the layer dimensions of a public config (training/workloads/shapes.py MODELS)."""
     m = MODELS[model]
-    base = LlamaConfig(name="", hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
-                       intermediate=m.mlp, vocab=m.vocab, layers=layers, note=note)
+    base = LlamaConfig(
+        name="",
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        intermediate=m.mlp,
+        vocab=m.vocab,
+        layers=layers,
+        note=note,
+    )
     return replace(base, **over)
 
 
-PRESETS: dict[str, LlamaConfig] = {c.name: c for c in (
-    _from_public("llama3-8b", 2, "Llama-3-8B layers (hidden 4096, 32 heads, 8 KV heads, MLP 14336, "
-                 "vocab 128256), 2 of its 32 layers", name="llama3-8b-2l"),
-    _from_public("llama3-8b", 1, "Llama-3-8B layers, 1 of its 32 layers, full vocab", name="llama3-8b-1l"),
-    _from_public("llama3-8b", 1, "Llama-3-8B layers, 1 of its 32 layers, vocab cut to 32000 (fewer "
-                 "distinct GEMM shapes for EXHAUSTIVE)", name="llama3-8b-1l-v32k", vocab=32000),
-    LlamaConfig("tiny", hidden=64, heads=4, kv_heads=2, intermediate=128, vocab=256, layers=2,
-                rope_theta=10000.0, max_positions=512, note="CPU tests (fp32)"),
-)}
+PRESETS: dict[str, LlamaConfig] = {
+    c.name: c
+    for c in (
+        _from_public(
+            "llama3-8b",
+            2,
+            "Llama-3-8B layers (hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocab 128256), 2 of its 32 layers",
+            name="llama3-8b-2l",
+        ),
+        _from_public("llama3-8b", 1, "Llama-3-8B layers, 1 of its 32 layers, full vocab", name="llama3-8b-1l"),
+        _from_public(
+            "llama3-8b",
+            1,
+            "Llama-3-8B layers, 1 of its 32 layers, vocab cut to 32000 (fewer distinct GEMM shapes for EXHAUSTIVE)",
+            name="llama3-8b-1l-v32k",
+            vocab=32000,
+        ),
+        LlamaConfig(
+            "tiny",
+            hidden=64,
+            heads=4,
+            kv_heads=2,
+            intermediate=128,
+            vocab=256,
+            layers=2,
+            rope_theta=10000.0,
+            max_positions=512,
+            note="CPU tests (fp32)",
+        ),
+    )
+}
 
 
-LAYERED = re.compile(r"^(llama3-8b)-(\d+)l$")   # llama3-8b-<N>l: N of the model's layers
-PUBLIC_LAYERS = {"llama3-8b": 32}                 # num_hidden_layers of the public config
+LAYERED = re.compile(r"^(llama3-8b)-(\d+)l$")  # llama3-8b-<N>l: N of the model's layers
+PUBLIC_LAYERS = {"llama3-8b": 32}  # num_hidden_layers of the public config
 
 
 def preset(name: str) -> LlamaConfig:
@@ -82,10 +113,12 @@ def preset(name: str) -> LlamaConfig:
         layers, total = int(m.group(2)), PUBLIC_LAYERS[m.group(1)]
         if not 1 <= layers <= total:
             raise ValueError(f"model preset {name!r}: {m.group(1)} has 1 to {total} layers, not {layers}")
-        return _from_public(m.group(1), layers, f"Llama-3-8B layers, {layers} of its {total} layers, full vocab",
-                            name=name)
-    raise ValueError(f"unknown model preset {name!r}; known: {', '.join(PRESETS)}, or llama3-8b-<N>l "
-                     "(N = 1..32 layers)")
+        return _from_public(
+            m.group(1), layers, f"Llama-3-8B layers, {layers} of its {total} layers, full vocab", name=name
+        )
+    raise ValueError(
+        f"unknown model preset {name!r}; known: {', '.join(PRESETS)}, or llama3-8b-<N>l (N = 1..32 layers)"
+    )
 
 
 class RMSNorm(nn.Module):
@@ -123,19 +156,20 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, cache=None, pos: int = 0):
         b, s, _ = x.shape
-        q, k, v = self.qkv(x).split([self.heads * self.head_dim, self.kv_heads * self.head_dim,
-                                     self.kv_heads * self.head_dim], dim=-1)
+        q, k, v = self.qkv(x).split(
+            [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1
+        )
         q = apply_rope(q.view(b, s, self.heads, self.head_dim).transpose(1, 2), cos, sin)
         k = apply_rope(k.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
         v = v.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         if cache is not None:
             k_cache, v_cache = cache
-            k_cache[:, :, pos:pos + s] = k
-            v_cache[:, :, pos:pos + s] = v
+            k_cache[:, :, pos : pos + s] = k
+            v_cache[:, :, pos : pos + s] = v
             if pos > 0:  # decode: one new token sees every cached position
                 if s != 1:
                     raise ValueError(f"decode takes one token at a time, got {s} at pos {pos}")
-                return self.out(self._decode_attention(q, k_cache[:, :, :pos + 1], v_cache[:, :, :pos + 1]))
+                return self.out(self._decode_attention(q, k_cache[:, :, : pos + 1], v_cache[:, :, : pos + 1]))
         rep = self.heads // self.kv_heads
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=(pos == 0 and s > 1))
@@ -189,7 +223,7 @@ class Llama(nn.Module):
         s = tokens.shape[1]
         if pos + s > self.cfg.max_positions:
             raise ValueError(f"positions up to {pos + s} exceed max_positions {self.cfg.max_positions}")
-        cos, sin = self.rope_cos[pos:pos + s], self.rope_sin[pos:pos + s]
+        cos, sin = self.rope_cos[pos : pos + s], self.rope_sin[pos : pos + s]
         x = self.embed(tokens)
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, None if caches is None else caches[i], pos)

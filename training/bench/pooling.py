@@ -1,5 +1,6 @@
 """What the two poolers (`bench gemm-pool`, `bench e2e-pool`) share: their error and how
 they find and read a run's results file."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -15,6 +15,7 @@ target is about, without a GPU. "early_decision" is the same decision taken befo
 generates anything (the default on CUDA): kselect enumerates the space itself instead of
 mapping Inductor's choices; "early_cold" enumerates a size class for the first time.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,12 +28,18 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.model.features import featurize_candidates
 from kselect.selector.model.cost_model import CostModel
+from kselect.selector.model.features import featurize_candidates
 
 
-def bench(model: CostModel, fingerprint: dict, problem: Problem | None = None, reps: int = 200,
-          pin: bool = True, guard: bool = False) -> dict:
+def bench(
+    model: CostModel,
+    fingerprint: dict,
+    problem: Problem | None = None,
+    reps: int = 200,
+    pin: bool = True,
+    guard: bool = False,
+) -> dict:
     """guard: rank inside the selector's short GIL switch interval (selector/decide/switch_interval.py)."""
     from kselect.selector.decide.switch_interval import short_switch_interval
 
@@ -59,18 +66,31 @@ def _bench(model: CostModel, fingerprint: dict, problem: Problem | None, reps: i
         total.append(t2 - t0)
         cpu.append(c2 - c0)
     ms = lambda a, q: float(np.percentile(a, q) * 1e3)  # noqa: E731
-    return {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1,
-            "featurize_median_ms": ms(feat, 50), "total_median_ms": ms(total, 50),
-            "total_p90_ms": ms(total, 90), "predict_median_ms": ms(np.subtract(total, feat), 50),
-            "cpu_median_ms": ms(cpu, 50), "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count(),
-            "trees": int(model.n_trees)}
+    return {
+        "problem": problem.key,
+        "candidates": len(cands),
+        "reps": reps,
+        "threads": 1,
+        "featurize_median_ms": ms(feat, 50),
+        "total_median_ms": ms(total, 50),
+        "total_p90_ms": ms(total, 90),
+        "predict_median_ms": ms(np.subtract(total, feat), 50),
+        "cpu_median_ms": ms(cpu, 50),
+        "load_average_1min": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        "trees": int(model.n_trees),
+    }
 
 
 def inductor_ktcs(candidates) -> list:
     """Inductor KernelTemplateChoices for `candidates`, with the kwargs Inductor's Triton
     heuristics give them (layout/inputs unset: the hook reads template and params only)."""
-    from torch._inductor.kernel.mm import (aten_mm, decompose_k_subgraph_template, mm_template,
-                                           persistent_tma_mm_template)
+    from torch._inductor.kernel.mm import (
+        aten_mm,
+        decompose_k_subgraph_template,
+        mm_template,
+        persistent_tma_mm_template,
+    )
     from torch._inductor.kernel_template_choice import KernelTemplateChoice
     from torch._inductor.template_heuristics.params import DictKernelTemplateParams
 
@@ -88,8 +108,7 @@ def inductor_ktcs(candidates) -> list:
     return out
 
 
-def bench_decision(model: CostModel, problem: Problem | None = None, reps: int = 200,
-                   pin: bool = True) -> dict:
+def bench_decision(model: CostModel, problem: Problem | None = None, reps: int = 200, pin: bool = True) -> dict:
     """Predict mode's whole per-GEMM decision on a first compile (see the module docstring),
     both ways the hook can take: "late" over Inductor's generated choices (mapped to
     candidates), "early" over kselect's own enumeration of the templates Inductor offers --
@@ -99,9 +118,9 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     from torch._inductor.kernel.mm import aten_mm, mm_template, persistent_tma_mm_template
 
     from kselect.kernels.triton import space as space_mod
+    from kselect.selector.decide.policy import CostModelRanker
     from kselect.selector.inductor import compat
     from kselect.selector.inductor.hook import Selector
-    from kselect.selector.decide.policy import CostModelRanker
 
     if pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -123,8 +142,11 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
         return compat.template_candidates(problem, templates, "EXHAUSTIVE")
 
     out = {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1}
-    for name, to_candidates, is_early in (("", late, False), ("early_", lambda: early(False), True),
-                                          ("early_cold_", lambda: early(True), True)):
+    for name, to_candidates, is_early in (
+        ("", late, False),
+        ("early_", lambda: early(False), True),
+        ("early_cold_", lambda: early(True), True),
+    ):
         with tempfile.TemporaryDirectory() as cache_dir:
             sel = Selector(mode="predict", ranker=ranker, cache_dir=cache_dir)
             for rep in range(reps + 1):  # rep 0 warms the memos, as a compile's first GEMM
@@ -138,15 +160,23 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
                 raise RuntimeError(f"the {name or 'late '}candidates differ from the space they stand for")
         d = list(sel.decisions)[1:]
         ms = lambda key, q: float(np.percentile([x[key] for x in d], q))  # noqa: E731
-        out.update({f"{name}decision_median_ms": ms("ms", 50), f"{name}decision_p90_ms": ms("ms", 90),
-                    f"{name}map_median_ms": ms("map_ms", 50), f"{name}cpu_median_ms": ms("cpu_ms", 50),
-                    f"{name}phases_median_ms": {p: float(np.median([x["phases_ms"][p] for x in d]))
-                                                 for p in d[0]["phases_ms"]}})
+        out.update(
+            {
+                f"{name}decision_median_ms": ms("ms", 50),
+                f"{name}decision_p90_ms": ms("ms", 90),
+                f"{name}map_median_ms": ms("map_ms", 50),
+                f"{name}cpu_median_ms": ms("cpu_ms", 50),
+                f"{name}phases_median_ms": {
+                    p: float(np.median([x["phases_ms"][p] for x in d])) for p in d[0]["phases_ms"]
+                },
+            }
+        )
     return {**out, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
-def rank_timings(model_path: str, problem: Problem, reps: int = 200, contend: bool = False,
-                 decision: bool = False) -> dict:
+def rank_timings(
+    model_path: str, problem: Problem, reps: int = 200, contend: bool = False, decision: bool = False
+) -> dict:
     """Ranking `problem`'s space with the model at `model_path`: idle; with `decision`, predict
     mode's whole per-GEMM decision too; with `contend`, beside one busy Python thread, with and
     without the selector's short GIL switch interval."""

@@ -11,6 +11,7 @@ The model: value = run term + variant term + noise, with the baseline's term 0. 
 term is identified only when it connects to the baseline through shared runs; the others
 are left out, not guessed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -48,19 +49,33 @@ def fit_effects(rows: Iterable[tuple], baseline: str) -> dict | None:
     if not variants:
         return None
     runs = sorted({r[0] for r in rows}, key=str)
-    X = np.array([[float(run == r) for r in runs] + [float(variant == v) for v in variants]
-                  for run, variant, _ in rows])
+    X = np.array(
+        [[float(run == r) for r in runs] + [float(variant == v) for v in variants] for run, variant, _ in rows]
+    )
     y = np.array([value for _, _, value in rows], dtype=float)
     beta, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
     dof = len(y) - rank
     resid = y - X @ beta
     sd = float(np.sqrt(resid @ resid / dof)) if dof > 0 else None
-    var = np.diag(np.linalg.pinv(X.T @ X)) * sd ** 2 if sd is not None else None
+    var = np.diag(np.linalg.pinv(X.T @ X)) * sd**2 if sd is not None else None
     effects = []
     for j, v in enumerate(variants, start=len(runs)):
         se = float(np.sqrt(var[j])) if var is not None else None
         diff = float(beta[j])
-        effects.append({"variant": v, "processes": sum(1 for r in rows if r[1] == v), "diff": diff,
-                        "se": se, "t": diff / se if se else None})
-    return {"baseline": baseline, "baseline_processes": sum(1 for r in rows if r[1] == baseline),
-            "runs": len(runs), "effects": effects, "residual_sd": sd, "dof": int(dof)}
+        effects.append(
+            {
+                "variant": v,
+                "processes": sum(1 for r in rows if r[1] == v),
+                "diff": diff,
+                "se": se,
+                "t": diff / se if se else None,
+            }
+        )
+    return {
+        "baseline": baseline,
+        "baseline_processes": sum(1 for r in rows if r[1] == baseline),
+        "runs": len(runs),
+        "effects": effects,
+        "residual_sd": sd,
+        "dof": int(dof),
+    }

@@ -9,6 +9,7 @@ puts each variant first as often as last, so a position effect cancels over pair
 instead of reading as a difference between variants. Round 0 keeps the given order (baseline
 first), so a single round runs as before.
 """
+
 from __future__ import annotations
 
 from typing import Sequence, TypeVar

@@ -7,6 +7,7 @@
 when DIR holds several tables, re-trains with the model's own hyper-parameters and recipe
 leaving each table out in turn (held-out numbers). Both are printed, labelled by scope.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,38 +18,57 @@ from pathlib import Path
 
 from kselect.training.amd import winner as aw
 
-IN_SAMPLE_SCOPE = ("the given model scored on every row of --tables (in-sample if these "
-                   "tables trained it); baselines fitted on the same rows (majority: "
-                   "in-sample; nearest_shape: each row's own entry left out)")
-NESTED_SCOPE = ("held out, nested: as leave_one_table_out, but for each held-out table "
-                "the recipe and hyper-parameters are chosen among amd_winner.NESTED_GRID "
-                "by grouped-by-table CV over the other tables only (per_table[].chosen)")
-LOTO_SCOPE = ("held out: for each table, a fresh model with the given model's "
-              "hyper-parameters and recipe (and each baseline) is trained on the other "
-              "tables and scored on it; every held-out row pooled")
+IN_SAMPLE_SCOPE = (
+    "the given model scored on every row of --tables (in-sample if these "
+    "tables trained it); baselines fitted on the same rows (majority: "
+    "in-sample; nearest_shape: each row's own entry left out)"
+)
+NESTED_SCOPE = (
+    "held out, nested: as leave_one_table_out, but for each held-out table "
+    "the recipe and hyper-parameters are chosen among amd_winner.NESTED_GRID "
+    "by grouped-by-table CV over the other tables only (per_table[].chosen)"
+)
+LOTO_SCOPE = (
+    "held out: for each table, a fresh model with the given model's "
+    "hyper-parameters and recipe (and each baseline) is trained on the other "
+    "tables and scored on it; every held-out row pooled"
+)
 
 
 def add_parser(subparsers) -> None:
-    amd = subparsers.add_parser("amd", help="AMD backend-winner model over tuned-GEMM tables",
-                                description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    amd = subparsers.add_parser(
+        "amd",
+        help="AMD backend-winner model over tuned-GEMM tables",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = amd.add_subparsers(dest="amd_command", metavar="ACTION")
 
     train = sub.add_parser("train", help="fit the classifier on a directory of tables")
     train.add_argument("--tables", required=True, type=Path, help="directory of *.csv tables")
-    train.add_argument("--out", required=True, type=Path,
-                       help="output stem: writes STEM.json (XGBoost) and STEM.meta.json")
-    train.add_argument("--near-tie-tolerance", type=float, default=0.05,
-                       help="split near-tied rows across their backends (default 0.05)")
-    train.add_argument("--no-near-ties", action="store_true",
-                       help="train on the recorded winner only")
-    train.add_argument("--no-balance-tables", action="store_true",
-                       help="weight every row equally instead of every table")
-    train.add_argument("--keep-untimed", action="store_true",
-                       help="also train on rows whose time is 0 (untuned defaults)")
-    for name, kind, default in (("n-estimators", int, 60), ("max-depth", int, 4),
-                                ("learning-rate", float, 0.1),
-                                ("colsample-bytree", float, 0.6), ("reg-lambda", float, 5.0)):
+    train.add_argument(
+        "--out", required=True, type=Path, help="output stem: writes STEM.json (XGBoost) and STEM.meta.json"
+    )
+    train.add_argument(
+        "--near-tie-tolerance",
+        type=float,
+        default=0.05,
+        help="split near-tied rows across their backends (default 0.05)",
+    )
+    train.add_argument("--no-near-ties", action="store_true", help="train on the recorded winner only")
+    train.add_argument(
+        "--no-balance-tables", action="store_true", help="weight every row equally instead of every table"
+    )
+    train.add_argument(
+        "--keep-untimed", action="store_true", help="also train on rows whose time is 0 (untuned defaults)"
+    )
+    for name, kind, default in (
+        ("n-estimators", int, 60),
+        ("max-depth", int, 4),
+        ("learning-rate", float, 0.1),
+        ("colsample-bytree", float, 0.6),
+        ("reg-lambda", float, 5.0),
+    ):
         train.add_argument(f"--{name}", type=kind, default=default, help=f"default {default}")
     train.set_defaults(func=_train)
 
@@ -56,18 +76,20 @@ def add_parser(subparsers) -> None:
     ev.add_argument("--tables", required=True, type=Path, help="directory of *.csv tables")
     ev.add_argument("--model", required=True, type=Path, help="STEM.json written by train")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
-    ev.add_argument("--tolerance", type=float, default=0.05,
-                    help="near-tie tolerance of the within_tolerance metric (default 0.05)")
+    ev.add_argument(
+        "--tolerance", type=float, default=0.05, help="near-tie tolerance of the within_tolerance metric (default 0.05)"
+    )
     ev.add_argument("--no-loto", action="store_true", help="skip leave-one-table-out")
-    ev.add_argument("--keep-untimed", action="store_true",
-                    help="also score rows whose time is 0 (untuned defaults)")
+    ev.add_argument("--keep-untimed", action="store_true", help="also score rows whose time is 0 (untuned defaults)")
     ev.add_argument("--plot", type=Path, help="write the held-out confusion matrix PNG here")
-    ev.add_argument("--nested", action="store_true",
-                    help="also run leave-one-table-out with the recipe and hyper-parameters "
-                         "chosen per held-out table by grouped CV over the other tables "
-                         "(amd_winner.NESTED_GRID; a few minutes)")
-    ev.add_argument("--inner-folds", type=int, default=3,
-                    help="grouped-by-table inner folds of --nested (default 3)")
+    ev.add_argument(
+        "--nested",
+        action="store_true",
+        help="also run leave-one-table-out with the recipe and hyper-parameters "
+        "chosen per held-out table by grouped CV over the other tables "
+        "(amd_winner.NESTED_GRID; a few minutes)",
+    )
+    ev.add_argument("--inner-folds", type=int, default=3, help="grouped-by-table inner folds of --nested (default 3)")
     ev.set_defaults(func=_evaluate)
     amd.set_defaults(func=lambda args: (amd.print_help(), 2)[1])
 
@@ -77,21 +99,30 @@ def _train(args) -> int:
         raise ValueError(f"--near-tie-tolerance must be >= 0, got {args.near_tie_tolerance}")
     started = time.perf_counter()
     frame = aw.load_tables(args.tables, measured_only=not args.keep_untimed)
-    recipe = aw.Recipe(None if args.no_near_ties else args.near_tie_tolerance,
-                       not args.no_balance_tables)
-    params = {"n_estimators": args.n_estimators, "max_depth": args.max_depth,
-              "learning_rate": args.learning_rate, "colsample_bytree": args.colsample_bytree,
-              "reg_lambda": args.reg_lambda}
+    recipe = aw.Recipe(None if args.no_near_ties else args.near_tie_tolerance, not args.no_balance_tables)
+    params = {
+        "n_estimators": args.n_estimators,
+        "max_depth": args.max_depth,
+        "learning_rate": args.learning_rate,
+        "colsample_bytree": args.colsample_bytree,
+        "reg_lambda": args.reg_lambda,
+    }
     model = aw.train(frame, recipe, **params)
-    tables = [{"name": p.name, "sha256": aw.file_sha256(p),
-               "rows_used": int((frame["table"] == p.name).sum())}
-              for p in aw.table_files(args.tables)]
-    extra = {"recipe": recipe.to_dict(), "measured_only": not args.keep_untimed,
-             "tables": tables, "training_rows": int(len(frame))}
+    tables = [
+        {"name": p.name, "sha256": aw.file_sha256(p), "rows_used": int((frame["table"] == p.name).sum())}
+        for p in aw.table_files(args.tables)
+    ]
+    extra = {
+        "recipe": recipe.to_dict(),
+        "measured_only": not args.keep_untimed,
+        "tables": tables,
+        "training_rows": int(len(frame)),
+    }
     model_path, meta_path = model.save(args.out, extra)
     seconds = time.perf_counter() - started
-    print(f"trained on {len(frame)} rows from {len(tables)} tables in {seconds:.1f}s; "
-          f"classes {', '.join(model.classes_)}")
+    print(
+        f"trained on {len(frame)} rows from {len(tables)} tables in {seconds:.1f}s; classes {', '.join(model.classes_)}"
+    )
     print(f"wrote {model_path} and {meta_path}")
     return 0
 
@@ -118,11 +149,14 @@ def _evaluate(args) -> int:
         raise ValueError(f"--inner-folds must be >= 2, got {args.inner_folds}")
     model = aw.BackendWinnerClassifier.load(args.model)
     frame = aw.load_tables(args.tables, measured_only=not args.keep_untimed)
-    report = {"model": str(args.model), "tables_dir": str(args.tables),
-              "tables": sorted(frame["table"].unique()), "tolerance": args.tolerance,
-              "measured_only": not args.keep_untimed}
-    report.update(_section(aw.evaluate_in_sample(model, frame, args.tolerance),
-                           IN_SAMPLE_SCOPE))
+    report = {
+        "model": str(args.model),
+        "tables_dir": str(args.tables),
+        "tables": sorted(frame["table"].unique()),
+        "tolerance": args.tolerance,
+        "measured_only": not args.keep_untimed,
+    }
+    report.update(_section(aw.evaluate_in_sample(model, frame, args.tolerance), IN_SAMPLE_SCOPE))
     held = None
     if frame["table"].nunique() > 1 and not args.no_loto:
         meta = model.meta_
@@ -131,15 +165,14 @@ def _evaluate(args) -> int:
         held = aw.leave_one_table_out(frame, recipe, params, args.tolerance)
         report["leave_one_table_out"] = _section(held, LOTO_SCOPE)
         if args.nested:
-            nested = aw.leave_one_table_out(frame, recipe, params, args.tolerance,
-                                            candidates=aw.NESTED_GRID,
-                                            inner_folds=args.inner_folds)
+            nested = aw.leave_one_table_out(
+                frame, recipe, params, args.tolerance, candidates=aw.NESTED_GRID, inner_folds=args.inner_folds
+            )
             report["leave_one_table_out_nested"] = _section(nested, NESTED_SCOPE)
     report["label_noise"] = aw.label_noise_summary(frame, args.tolerance)
     if args.plot is not None:
         source = held.model if held is not None else report
-        aw.plot_confusion(source, args.plot, "held-out (leave one table out)"
-                          if held is not None else "in-sample")
+        aw.plot_confusion(source, args.plot, "held-out (leave one table out)" if held is not None else "in-sample")
     if args.json:
         print(json.dumps(report, sort_keys=False))
     else:
@@ -157,16 +190,22 @@ def _print_human(report: dict, out=sys.stdout) -> None:
         print(f"  {'':16} top1%  top2%  within{100 * report['tolerance']:.0f}%", file=out)
         rows = [("model", _brief(sec))] + list(sec["baselines_detail"].items())
         for name, m in rows:
-            print(f"  {name:16} {_pct(m['accuracy'])}  {_pct(m['top2'])}  "
-                  f"{_pct(m.get('within_tolerance'))}", file=out)
+            print(f"  {name:16} {_pct(m['accuracy'])}  {_pct(m['top2'])}  {_pct(m.get('within_tolerance'))}", file=out)
         for a in sec.get("per_arch", []):
-            print(f"    {a['arch']:34} n={a['n']:4}  model {_pct(a['model']['accuracy'])} "
-                  f"/{_pct(a['model']['top2'])}  majority {_pct(a['majority']['accuracy'])}"
-                  f"  nearest {_pct(a['nearest_shape']['accuracy'])}", file=out)
+            print(
+                f"    {a['arch']:34} n={a['n']:4}  model {_pct(a['model']['accuracy'])} "
+                f"/{_pct(a['model']['top2'])}  majority {_pct(a['majority']['accuracy'])}"
+                f"  nearest {_pct(a['nearest_shape']['accuracy'])}",
+                file=out,
+            )
         for t in sec.get("per_table", []):
-            print(f"    {t['table']:34} n={t['n']:4}  model {_pct(t['model']['accuracy'])} "
-                  f"/{_pct(t['model']['top2'])}  majority {_pct(t['majority']['accuracy'])}"
-                  f"  nearest {_pct(t['nearest_shape']['accuracy'])}", file=out)
+            print(
+                f"    {t['table']:34} n={t['n']:4}  model {_pct(t['model']['accuracy'])} "
+                f"/{_pct(t['model']['top2'])}  majority {_pct(t['majority']['accuracy'])}"
+                f"  nearest {_pct(t['nearest_shape']['accuracy'])}",
+                file=out,
+            )
+
     block("in-sample", report)
     if "leave_one_table_out" in report:
         block("leave-one-table-out", report["leave_one_table_out"])
@@ -175,8 +214,11 @@ def _print_human(report: dict, out=sys.stdout) -> None:
     noise = report.get("label_noise")
     if noise:
         nb = noise["series_neighbours"]
-        print(f"label noise (n={noise['rows']}): {noise['rows_provably_not_fastest']} rows "
-              f"provably not the fastest, {noise['rows_with_near_tie']} with a near-tie "
-              f"within {100 * noise['tolerance']:.0f}%; the M-neighbour in the same series "
-              f"has the same winner for {_pct(nb['nearest']).strip()}% (either neighbour "
-              f"{_pct(nb['either']).strip()}%)", file=out)
+        print(
+            f"label noise (n={noise['rows']}): {noise['rows_provably_not_fastest']} rows "
+            f"provably not the fastest, {noise['rows_with_near_tie']} with a near-tie "
+            f"within {100 * noise['tolerance']:.0f}%; the M-neighbour in the same series "
+            f"has the same winner for {_pct(nb['nearest']).strip()}% (either neighbour "
+            f"{_pct(nb['either']).strip()}%)",
+            file=out,
+        )

@@ -5,6 +5,7 @@ same for whole transformer training/inference steps; `gemm-pool` and `e2e-pool` 
 runs of each; `rank` times ranking one GEMM's space on one CPU core. Each has its own module
 here (training/cli/bench_*.py), imported only when its sub-subcommand runs.
 """
+
 from __future__ import annotations
 
 from kselect.training.cli.main import add_subcommands
@@ -12,10 +13,14 @@ from kselect.training.cli.main import add_subcommands
 BENCHES = {
     "gemm": ("kselect.training.cli.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
     "e2e": ("kselect.training.cli.bench_e2e", "Llama-style training step, prefill and decode under each variant"),
-    "gemm-pool": ("kselect.training.cli.bench_gemm_pool",
-                  "several `bench gemm` runs as one report: each shape at its median"),
-    "e2e-pool": ("kselect.training.cli.bench_e2e_pool",
-                 "pool the processes of several `bench e2e` runs: medians, targets, how sure"),
+    "gemm-pool": (
+        "kselect.training.cli.bench_gemm_pool",
+        "several `bench gemm` runs as one report: each shape at its median",
+    ),
+    "e2e-pool": (
+        "kselect.training.cli.bench_e2e_pool",
+        "pool the processes of several `bench e2e` runs: medians, targets, how sure",
+    ),
     "rank": ("kselect.training.cli.bench_rank", "time ranking one GEMM's whole space (featurise + predict)"),
 }
 

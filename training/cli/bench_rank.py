@@ -1,5 +1,6 @@
 """`kselect bench rank`: time ranking one GEMM's whole space on one CPU core, as a selector
 inside a compile runs it (training/bench/rank.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,17 +10,26 @@ from kselect.training.bench import rank
 
 
 def add_parser(bench_subparsers) -> None:
-    p = bench_subparsers.add_parser("rank", help="time ranking one GEMM's whole space (featurise + predict)",
-                                    description=rank.__doc__.split("\n\n")[0])
+    p = bench_subparsers.add_parser(
+        "rank",
+        help="time ranking one GEMM's whole space (featurise + predict)",
+        description=rank.__doc__.split("\n\n")[0],
+    )
     p.add_argument("--model", required=True, help="cost-model file (.json with its .meta.json)")
     p.add_argument("--reps", type=int, default=200, help="timed repetitions (default 200)")
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK (bf16, nt)")
-    p.add_argument("--contend", action="store_true",
-                   help="also time with one busy Python thread (as inside a compile), with and "
-                        "without the selector's short GIL switch interval")
-    p.add_argument("--decision", action="store_true",
-                   help="also time predict mode's whole per-GEMM decision: Inductor's choices "
-                        "mapped to candidates, cache key and miss, ranking, policy")
+    p.add_argument(
+        "--contend",
+        action="store_true",
+        help="also time with one busy Python thread (as inside a compile), with and "
+        "without the selector's short GIL switch interval",
+    )
+    p.add_argument(
+        "--decision",
+        action="store_true",
+        help="also time predict mode's whole per-GEMM decision: Inductor's choices "
+        "mapped to candidates, cache key and miss, ranking, policy",
+    )
     p.set_defaults(func=run)
 
 

@@ -1,4 +1,5 @@
 """`kselect collect`: measure candidates of shapes on this machine's GPUs into a dataset."""
+
 from __future__ import annotations
 
 import json
@@ -12,20 +13,26 @@ def add_parser(sub) -> None:
     add_shape_args(p)
     p.add_argument("--out", required=True, help="dataset directory (created or resumed)")
     p.add_argument("--backends", default="aten,triton", help="comma-separated backend names")
-    p.add_argument("--space", default="sample:240",
-                   help="exhaustive | default | sample:N (DEFAULT + seeded sample up to N per backend)")
+    p.add_argument(
+        "--space",
+        default="sample:240",
+        help="exhaustive | default | sample:N (DEFAULT + seeded sample up to N per backend)",
+    )
     p.add_argument("--shard", default="0/1", help="i/n: measure every n-th shape starting at i")
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new shapes after this")
     p.add_argument("--gpus", help="comma-separated GPU indices (default: all visible)")
-    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                   help="cpu: measure CPU backends with host timing (tests, debugging)")
+    p.add_argument(
+        "--device",
+        default="cuda",
+        choices=("cuda", "cpu"),
+        help="cpu: measure CPU backends with host timing (tests, debugging)",
+    )
     p.add_argument("--target-ms", type=float, default=0.25, help="GPU time per timed graph replay")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from kselect.kernels.backend import parse_backends
-
     from kselect.training.measure.collect import collect, parse_shard, parse_space
 
     parse_shard(args.shard)
@@ -33,9 +40,18 @@ def run(args) -> int:
     backends = [b.name for b in parse_backends(args.backends)]
     problems, tags = shapes_from_args(args)
     gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
-    result = collect(problems, args.out, backends=backends, space=args.space, shard=args.shard,
-                     max_minutes=args.max_minutes, gpus=gpus, workloads=tags, target_ms=args.target_ms,
-                     device=args.device)
+    result = collect(
+        problems,
+        args.out,
+        backends=backends,
+        space=args.space,
+        shard=args.shard,
+        max_minutes=args.max_minutes,
+        gpus=gpus,
+        workloads=tags,
+        target_ms=args.target_ms,
+        device=args.device,
+    )
     print(json.dumps(result))
     if not result["ok"]:
         print(failure_summary(result), file=sys.stderr)
@@ -47,10 +63,14 @@ def failure_summary(result: dict) -> str:
     """What a collection left undone, for the user (the JSON line has the details)."""
     lines = [f"kselect collect: {result['shapes_complete']} of {result['problems']} shapes complete"]
     if result["shapes_failed"]:
-        lines.append(f"  {len(result['shapes_failed'])} shape(s) failed before their first candidate "
-                     f"(recorded, skipped on rerun): {', '.join(result['shapes_failed'][:10])}")
+        lines.append(
+            f"  {len(result['shapes_failed'])} shape(s) failed before their first candidate "
+            f"(recorded, skipped on rerun): {', '.join(result['shapes_failed'][:10])}"
+        )
     if result["shapes_lost"]:
-        lines.append(f"  {len(result['shapes_lost'])} shape(s) not measured: the worker kept dying "
-                     f"({result['crashes']} crashes); rerun the same command to resume: "
-                     f"{', '.join(result['shapes_lost'][:10])}")
+        lines.append(
+            f"  {len(result['shapes_lost'])} shape(s) not measured: the worker kept dying "
+            f"({result['crashes']} crashes); rerun the same command to resume: "
+            f"{', '.join(result['shapes_lost'][:10])}"
+        )
     return "\n".join(lines)

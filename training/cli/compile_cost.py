@@ -1,5 +1,6 @@
 """`kselect compile-cost`: measure Triton candidates' compile cost on this CPU (collect) and
 fit the model verify uses to price a kept template's compile (fit)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,12 @@ def add_parser(sub) -> None:
     c.add_argument("--shard", default="0/1", help="i/n: compile every n-th plan (by plan id) starting at i")
     c.add_argument("--workers", type=int, default=0, help="compile children at once (default: one per core)")
     c.add_argument("--limit", type=int, default=0, help="compile at most this many plans (0 = all)")
-    c.add_argument("--repeat", type=int, default=0,
-                   help="pass number: a second pass (1) re-times plans already timed, for the noise")
+    c.add_argument(
+        "--repeat",
+        type=int,
+        default=0,
+        help="pass number: a second pass (1) re-times plans already timed, for the noise",
+    )
     c.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new compiles after this")
     c.set_defaults(func=run_collect)
 
@@ -33,9 +38,21 @@ def run_collect(args) -> int:
     from kselect.training.compile_cost.collect import collect_compile_costs
 
     console = Console.of(args)
-    print(json.dumps(collect_compile_costs(args.out, args.arch, args.shard, args.workers, args.limit,
-                                           args.repeat, args.max_minutes, log=console.log,
-                                           progress=console.progress)))
+    print(
+        json.dumps(
+            collect_compile_costs(
+                args.out,
+                args.arch,
+                args.shard,
+                args.workers,
+                args.limit,
+                args.repeat,
+                args.max_minutes,
+                log=console.log,
+                progress=console.progress,
+            )
+        )
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """`kselect dataset summary|compact`: inspect and maintain a measured dataset."""
+
 from __future__ import annotations
 
 import json
@@ -34,23 +35,33 @@ def run_summary(args) -> int:
         print(json.dumps(summary, sort_keys=True))
         return 0
     fp = summary["fingerprint"]
-    print(f"{summary['path']}: {summary['shapes']} shapes, {summary['rows']} rows "
-          f"({summary['failed_rows']} failed, {summary['noisy_rows']} noisy)")
-    print(f"  candidates per shape: min {summary['candidates_per_shape_min']}, "
-          f"median {summary['candidates_per_shape_median']:.0f}; oracle shapes {summary['oracle_shapes']}")
+    print(
+        f"{summary['path']}: {summary['shapes']} shapes, {summary['rows']} rows "
+        f"({summary['failed_rows']} failed, {summary['noisy_rows']} noisy)"
+    )
+    print(
+        f"  candidates per shape: min {summary['candidates_per_shape_min']}, "
+        f"median {summary['candidates_per_shape_median']:.0f}; oracle shapes {summary['oracle_shapes']}"
+    )
     if summary["oracle_shapes"]:
         gap = summary["sample_gap"]["all"]
-        print(f"  oracle shapes by M class: {summary['oracle_shapes_by_class']}; best of sample:"
-              f"{summary['sample_gap']['n_sample']} vs the whole space: geomean {gap['geomean']:.2%}, "
-              f"max {gap['max']:.2%}, over 1 % on {gap['over_1pct']} of {gap['shapes']}")
+        print(
+            f"  oracle shapes by M class: {summary['oracle_shapes_by_class']}; best of sample:"
+            f"{summary['sample_gap']['n_sample']} vs the whole space: geomean {gap['geomean']:.2%}, "
+            f"max {gap['max']:.2%}, over 1 % on {gap['over_1pct']} of {gap['shapes']}"
+        )
     print(f"  templates: {summary['by_template']}")
     print(f"  workloads: {summary['workloads']}")
-    print(f"  measured on: {fp.get('gpu_name')} ({fp.get('sm_count')} SMs), torch {fp.get('torch_version')}, "
-          f"triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')}")
+    print(
+        f"  measured on: {fp.get('gpu_name')} ({fp.get('sm_count')} SMs), torch {fp.get('torch_version')}, "
+        f"triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')}"
+    )
     if summary["retimed"]:
         r = summary["retimed"]
-        print(f"  re-timed as Inductor's kernels ({r['path']}): {r['ok_rows']} of {r['rows']} rows timed, "
-              f"{r['shapes_with_ok_rows']} of {r['shapes']} shapes; training folds them into the labels")
+        print(
+            f"  re-timed as Inductor's kernels ({r['path']}): {r['ok_rows']} of {r['rows']} rows timed, "
+            f"{r['shapes_with_ok_rows']} of {r['shapes']} shapes; training folds them into the labels"
+        )
     if summary["corrupt_files"]:
         print(f"  CORRUPT part files skipped: {summary['corrupt_files']}")
     return 0

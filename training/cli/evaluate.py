@@ -1,5 +1,6 @@
 """`kselect evaluate`: held-out accuracy of a model's recipe and of every baseline on a dataset
 (training/learn/evaluation.py computes it; this prints it)."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ from kselect.training.learn.train import dataset_hash
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("evaluate", help="held-out accuracy of a model on a dataset",
-                              description=__doc__.split("\n\n")[0])
+    p = subparsers.add_parser(
+        "evaluate", help="held-out accuracy of a model on a dataset", description=__doc__.split("\n\n")[0]
+    )
     add_data_model_args(p)
     p.add_argument("--scheme", choices=("both",) + SCHEMES, default="both")
     p.add_argument("--no-baselines", action="store_true", help="evaluate the cost model only")
@@ -25,20 +27,26 @@ def main(args) -> int:
     df, fp, model = data_and_model(args)
     schemes = SCHEMES if args.scheme == "both" else (args.scheme,)
     console = Console.of(args)
-    result, _, _ = run_evaluation(df, fp, model, schemes, args.folds, not args.no_baselines, console.log,
-                                  console.progress)
+    result, _, _ = run_evaluation(
+        df, fp, model, schemes, args.folds, not args.no_baselines, console.log, console.progress
+    )
     result.update({"data": str(args.data), "dataset_hash": dataset_hash(args.data), "model": str(args.model)})
     if args.json:
         print(json.dumps(result, indent=1, default=json_default))
     else:
         g = result["pct_oracle_geomean"]
-        print(f"{result['primary']}: {result['shapes']} shapes; % of oracle " +
-              "  ".join(f"k={k} {100 * g[k]:.2f}" for k in g) + f"; top-1 {100 * result['top1']:.1f}%")
+        print(
+            f"{result['primary']}: {result['shapes']} shapes; % of oracle "
+            + "  ".join(f"k={k} {100 * g[k]:.2f}" for k in g)
+            + f"; top-1 {100 * result['top1']:.1f}%"
+        )
         if "oracle_shapes" in result:
             o = result["oracle_shapes"]
-            print(f"  oracle shapes only (full space measured): {o['shapes']} shapes; % of oracle " +
-                  "  ".join(f"k={k} {100 * v:.2f}" for k, v in o["pct_oracle_geomean"].items()) +
-                  f"; top-1 {100 * o['top1']:.1f}%")
+            print(
+                f"  oracle shapes only (full space measured): {o['shapes']} shapes; % of oracle "
+                + "  ".join(f"k={k} {100 * v:.2f}" for k, v in o["pct_oracle_geomean"].items())
+                + f"; top-1 {100 * o['top1']:.1f}%"
+            )
         for line in headroom_lines(result.get("headroom_capture", {})):
             print(line)
     return 0
@@ -46,8 +54,9 @@ def main(args) -> int:
 
 def headroom_lines(hc: dict) -> list[str]:
     """The headroom capture, one line per scheme, realistic shapes (text output)."""
+
     def pct(v):
-        return "n/a" if v is None else f"{100 * v:.1f}%"   # n/a: no headroom on those shapes
+        return "n/a" if v is None else f"{100 * v:.1f}%"  # n/a: no headroom on those shapes
 
     out = []
     for scheme, sec in hc.items():
@@ -55,10 +64,9 @@ def headroom_lines(hc: dict) -> list[str]:
         ours = r["aten_plus_k"].get("cost_model", {})
         near = r["aten_plus_k"].get("nearest_shape", {})
         pol = "".join(f"; {m} {pct(r[m])}" for m in ("verify", "predict") if m in r)
-        out.append(f"headroom capture ({scheme} held out, {r['shapes']} realistic shapes){pol}; ATen + k templates: "
-                   + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
-                   + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")"
-                      if near else ""))
+        out.append(
+            f"headroom capture ({scheme} held out, {r['shapes']} realistic shapes){pol}; ATen + k templates: "
+            + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
+            + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")" if near else "")
+        )
     return out
-
-

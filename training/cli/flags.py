@@ -1,5 +1,6 @@
 """Flag groups several verbs share: which shapes (`shapes`, `collect`, `bench gemm`) and
 kselect's policy (`bench gemm`, `bench e2e`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,8 +13,12 @@ from kselect.training.workloads.shapes import MODELS, WORKLOADS, select_shapes
 
 def add_shape_args(p) -> None:
     """Shape-selection flags shared by every command that takes shapes."""
-    p.add_argument("--workload", action="append", choices=WORKLOADS,
-                   help="named workload set (repeatable; default: all but the held-out 'unseen')")
+    p.add_argument(
+        "--workload",
+        action="append",
+        choices=WORKLOADS,
+        help="named workload set (repeatable; default: all but the held-out 'unseen')",
+    )
     p.add_argument("--models", help=f"comma-separated model families ({','.join(MODELS)})")
     p.add_argument("--shapes-file", help="CSV with columns M,N,K (optional op,dtype,layout,batch,model)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random workload")
@@ -24,15 +29,23 @@ def add_shape_args(p) -> None:
 
 def shapes_from_args(args) -> tuple[list, dict]:
     """The problems and their workload tags that add_shape_args' flags select."""
-    return select_shapes(workloads=args.workload, models=args.models.split(",") if args.models else None,
-                         shapes_file=args.shapes_file, seed=args.seed, n_random=args.n_random,
-                         dtype=args.dtype, max_gflop=args.max_gflop)
+    return select_shapes(
+        workloads=args.workload,
+        models=args.models.split(",") if args.models else None,
+        shapes_file=args.shapes_file,
+        seed=args.seed,
+        n_random=args.n_random,
+        dtype=args.dtype,
+        max_gflop=args.max_gflop,
+    )
 
 
 def _flag_type(kind):
     """argparse's type for a setting: the kind's parser, named as the kind for its errors."""
+
     def parse(raw: str):
         return kind.parse(raw)
+
     parse.__name__ = kind.describe()
     return parse
 
@@ -46,11 +59,17 @@ def add_policy_args(p) -> None:
         if off_flag:
             if f.default is not True:
                 raise TypeError(f"{off_flag} turns {name} off, which must be a setting on by default")
-            p.add_argument(off_flag, dest=name, action="store_false", default=True,
-                           help=f"kselect, enable({name}=False): {s.help}")
+            p.add_argument(
+                off_flag, dest=name, action="store_false", default=True, help=f"kselect, enable({name}=False): {s.help}"
+            )
         else:
-            p.add_argument("--" + name.replace("_", "-"), dest=name, type=_flag_type(s.kind), default=f.default,
-                           help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}")
+            p.add_argument(
+                "--" + name.replace("_", "-"),
+                dest=name,
+                type=_flag_type(s.kind),
+                default=f.default,
+                help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}",
+            )
 
 
 def add_data_model_args(p) -> None:

@@ -3,6 +3,7 @@
 Works on any machine with flydsl and ld.lld (no GPU): each candidate compiles in its own
 subprocess, results come from / go to the FlyDSL compile cache. `--json` prints one document.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,9 @@ def add_parser(subparsers) -> None:
     c.add_argument("--arch", required=True, choices=ARCHS)
     c.add_argument("--shape", required=True, type=parse_shape, help="MxNxK, e.g. 4096x4096x4096")
     c.add_argument("--dtype", default="bf16", choices=DTYPES)
-    c.add_argument("--layout", default="nt", choices=LAYOUTS,
-                   help="nt: C = A @ B^T with B stored (N, K); nn: C = A @ B")
+    c.add_argument(
+        "--layout", default="nt", choices=LAYOUTS, help="nt: C = A @ B^T with B stored (N, K); nn: C = A @ B"
+    )
     c.add_argument("--search-space", default="default", choices=("default", "exhaustive"))
     c.add_argument("--limit", type=_positive, default=None, help="compile only the first N candidates")
     c.add_argument("--workers", type=_positive, default=None, help="parallel compiles (default KSELECT_FLYDSL_WORKERS)")
@@ -70,10 +72,14 @@ def run_compile(args) -> int:
     problem = Problem(m, n, k, dtype=args.dtype, layout=args.layout)
     explained = space.explain(problem, args.arch, args.search_space)
     cands = [c for c, why in explained if not why]
-    chosen = cands[:args.limit] if args.limit else cands
+    chosen = cands[: args.limit] if args.limit else cands
     try:
-        results = fcompile.compile_many([space.kernel_params(c, problem) for c in chosen], args.arch,
-                                        workers=args.workers, use_cache=not args.no_cache)
+        results = fcompile.compile_many(
+            [space.kernel_params(c, problem) for c in chosen],
+            args.arch,
+            workers=args.workers,
+            use_cache=not args.no_cache,
+        )
         version = flydsl_version()
     except ToolchainError as exc:
         print(f"kselect: error: {exc}", file=sys.stderr)
@@ -81,23 +87,42 @@ def run_compile(args) -> int:
     rejected = collections.Counter(why[0].split(" ")[0] if why else "" for _, why in explained if why)
     status = collections.Counter(r.status for r in results)
     doc = {
-        "arch": args.arch, "problem": problem.to_dict(), "problem_key": problem.key,
-        "flydsl_version": version, "search_space": args.search_space,
-        "space_size": len(explained), "valid": len(cands), "compiled": len(results),
-        "status_counts": dict(status), "rejected_first_reason": dict(rejected.most_common()),
-        "results": [dict(candidate=c.key, params=c.kwargs, status=r.status, reason=r.reason,
-                         compile_s=r.compile_s, wall_s=round(r.wall_s, 3), cached=r.cached,
-                         isa=r.isa.to_dict() if r.isa else None)
-                    for c, r in zip(chosen, results)],
+        "arch": args.arch,
+        "problem": problem.to_dict(),
+        "problem_key": problem.key,
+        "flydsl_version": version,
+        "search_space": args.search_space,
+        "space_size": len(explained),
+        "valid": len(cands),
+        "compiled": len(results),
+        "status_counts": dict(status),
+        "rejected_first_reason": dict(rejected.most_common()),
+        "results": [
+            dict(
+                candidate=c.key,
+                params=c.kwargs,
+                status=r.status,
+                reason=r.reason,
+                compile_s=r.compile_s,
+                wall_s=round(r.wall_s, 3),
+                cached=r.cached,
+                isa=r.isa.to_dict() if r.isa else None,
+            )
+            for c, r in zip(chosen, results)
+        ],
     }
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
-        print(f"{problem.key} on {args.arch}: {len(cands)} valid of {len(explained)}, "
-              f"compiled {len(results)}: {dict(status)}")
+        print(
+            f"{problem.key} on {args.arch}: {len(cands)} valid of {len(explained)}, "
+            f"compiled {len(results)}: {dict(status)}"
+        )
         for row in doc["results"]:
             isa = row["isa"] or {}
-            print(f"  {row['status']:8s} {row['candidate']:72s} "
-                  f"t={row['compile_s'] or 0:5.2f}s vgpr={isa.get('vgpr_count', '-')} "
-                  f"lds={isa.get('lds_bytes', '-')} mfma={isa.get('mfma', '-')} {row['reason']}")
+            print(
+                f"  {row['status']:8s} {row['candidate']:72s} "
+                f"t={row['compile_s'] or 0:5.2f}s vgpr={isa.get('vgpr_count', '-')} "
+                f"lds={isa.get('lds_bytes', '-')} mfma={isa.get('mfma', '-')} {row['reason']}"
+            )
     return 0 if status.get("ok", 0) or not results else 1

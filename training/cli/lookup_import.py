@@ -1,4 +1,5 @@
 """`kselect import-lookup-table`: an Inductor lookup table's measured configs as dataset rows."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("import-lookup-table",
-                       help="read an Inductor lookup table's timed configs into a dataset")
+    p = sub.add_parser("import-lookup-table", help="read an Inductor lookup table's timed configs into a dataset")
     p.add_argument("table", help="the JSON lookup table")
     p.add_argument("--out", required=True, help="dataset directory to append rows to")
     p.add_argument("--fingerprint-id", required=True, help="id of the device that measured the timings")

@@ -5,6 +5,7 @@ Each subcommand module exposes `add_parser(subparsers)` that registers its parse
 typed arguments and prints what it returns (progress on stderr: output.py). Bad input raises a `ValueError` subclass whose message names the
 problem; it is printed as `kselect: error: ...` with exit status 2, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,18 +19,28 @@ SUBCOMMANDS = {
     "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
-    "faithfulness": ("kselect.training.cli.faithfulness", "collector time vs compiled-program time vs Inductor autotune"),
-    "compile-cost": ("kselect.training.cli.compile_cost", "time Triton candidates' compiles on this CPU; fit their model"),
+    "faithfulness": (
+        "kselect.training.cli.faithfulness",
+        "collector time vs compiled-program time vs Inductor autotune",
+    ),
+    "compile-cost": (
+        "kselect.training.cli.compile_cost",
+        "time Triton candidates' compiles on this CPU; fit their model",
+    ),
     "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
     "report": ("kselect.training.cli.report", "write an accuracy report with plots"),
     "retrain": ("kselect.training.cli.retrain", "a cost model for a new GPU in one resumable command"),
     "amd": ("kselect.training.cli.amd", "AMD backend-winner model over tuned-GEMM tables"),
     "flydsl": ("kselect.training.cli.flydsl", "compile FlyDSL GEMM candidates for gfx942/gfx950"),
-    "export-lookup-table": ("kselect.training.cli.lookup_export",
-                            "write kselect's decisions as Inductor's template lookup table"),
-    "import-lookup-table": ("kselect.training.cli.lookup_import",
-                            "read an Inductor lookup table's timed configs into a dataset"),
+    "export-lookup-table": (
+        "kselect.training.cli.lookup_export",
+        "write kselect's decisions as Inductor's template lookup table",
+    ),
+    "import-lookup-table": (
+        "kselect.training.cli.lookup_import",
+        "read an Inductor lookup table's timed configs into a dataset",
+    ),
     "bench": ("kselect.training.cli.bench", "stock max-autotune vs kselect: tuning time and kernel speed"),
 }
 
@@ -45,19 +56,22 @@ def _available_subcommands() -> dict[str, tuple[str, str]]:
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="kselect",
-        description="Learned cost-model guided GEMM kernel selection for TorchInductor.")
+        prog="kselect", description="Learned cost-model guided GEMM kernel selection for TorchInductor."
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress on stderr (bars with an ETA, progress lines); results still print")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (bars with an ETA, progress lines); results still print",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = next((a for a in (argv or []) if a in _available_subcommands()), None)
     add_subcommands(sub, SUBCOMMANDS, wanted)
     return parser
 
 
-def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None = None,
-                    verb: str = "kselect") -> None:
+def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None = None, verb: str = "kselect") -> None:
     """Register under `sub` each entry of `table` (name -> (module, help)) whose module this
     install has: the `wanted` one (every one, when None) through its module's add_parser, the
     others by name and help only, so --help lists them without importing their modules."""
@@ -70,8 +84,9 @@ def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None =
             except ModuleNotFoundError as exc:
                 if exc.name not in TRAINING_DEPENDENCIES:
                     raise
-                raise MissingExtra(f"`{verb} {name}` needs {exc.name}, from the training extra: "
-                                   "pip install 'kselect[train]'") from None
+                raise MissingExtra(
+                    f"`{verb} {name}` needs {exc.name}, from the training extra: pip install 'kselect[train]'"
+                ) from None
         else:
             sub.add_parser(name, help=help_text)
 
@@ -93,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     args.argv = argv  # reports quote the exact command that produced them
-    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2), format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if args.command is None else 2

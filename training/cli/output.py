@@ -6,6 +6,7 @@ on a terminal; `kselect --quiet` silences bars and log lines alike. The logic mo
 print progress themselves: they take a `log(message)` callable and a
 `progress(what, done, total)` callable, which a Console provides.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -48,8 +49,9 @@ class Console:
         if self._bar is None or what != self._what:
             self.close()
             # disable=None: drawn only when stderr is a terminal
-            self._bar = tqdm(desc=what, total=total, unit="step", file=sys.stderr, disable=None,
-                             dynamic_ncols=True, leave=False)
+            self._bar = tqdm(
+                desc=what, total=total, unit="step", file=sys.stderr, disable=None, dynamic_ncols=True, leave=False
+            )
             self._what = what
         bar = self._bar
         if not bar.disable:

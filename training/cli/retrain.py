@@ -1,4 +1,5 @@
 """`kselect retrain`: a cost model for a new GPU in one resumable command (training/learn/retrain.py)."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,17 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    plan = RetrainPlan(out=args.out, gpu_minutes=args.gpu_minutes, sample_shapes=args.sample_shapes,
-                       full_shapes=args.full_shapes, seed=args.seed, nthread=args.nthread, folds=args.folds,
-                       cv_folds=args.cv_folds,
-                       name=args.name)
+    plan = RetrainPlan(
+        out=args.out,
+        gpu_minutes=args.gpu_minutes,
+        sample_shapes=args.sample_shapes,
+        full_shapes=args.full_shapes,
+        seed=args.seed,
+        nthread=args.nthread,
+        folds=args.folds,
+        cv_folds=args.cv_folds,
+        name=args.name,
+    )
     console = Console.of(args)
     state = run(plan, log=console.log, progress=console.progress)
     print(json.dumps(state["done"], sort_keys=True))

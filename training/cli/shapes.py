@@ -1,4 +1,5 @@
 """`kselect shapes`: list or export named workload sets (or validate a shapes CSV)."""
+
 from __future__ import annotations
 
 import sys

@@ -5,6 +5,7 @@
 writes models/h200-bf16.json (XGBoost JSON), models/h200-bf16.meta.json (schema, device,
 dataset hash, command, CV table) and models/h200-bf16.md (the model card).
 """
+
 from __future__ import annotations
 
 import time
@@ -19,18 +20,32 @@ GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1], "headroom": HEADRO
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("train", help="train the gradient-boosted cost model",
-                              description=__doc__.split("\n\n")[0])
+    p = subparsers.add_parser(
+        "train", help="train the gradient-boosted cost model", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--data", required=True, help="dataset directory (measurements.parquet + fingerprint.json)")
     p.add_argument("--out", required=True, help="model path without suffix, e.g. models/h200-bf16")
-    p.add_argument("--objective", default="auto", choices=("auto",) + tuple(OBJECTIVES),
-                   help="auto = cross-validate every objective and keep the best (default)")
-    p.add_argument("--cv-folds", type=int, default=5, help="folds for choosing objective/hyper-parameters "
-                   "(groups = model family when there are that many, else shape); 0 = no CV")
+    p.add_argument(
+        "--objective",
+        default="auto",
+        choices=("auto",) + tuple(OBJECTIVES),
+        help="auto = cross-validate every objective and keep the best (default)",
+    )
+    p.add_argument(
+        "--cv-folds",
+        type=int,
+        default=5,
+        help="folds for choosing objective/hyper-parameters "
+        "(groups = model family when there are that many, else shape); 0 = no CV",
+    )
     p.add_argument("--grid", choices=sorted(GRIDS), default="default", help="hyper-parameter grid")
     p.add_argument("--nthread", type=int, default=2, help="XGBoost threads (default 2)")
-    p.add_argument("--max-rows-per-shape", type=int, default=MAX_ROWS_PER_SHAPE,
-                   help="training rows kept per shape: all near the best + a sample of the rest")
+    p.add_argument(
+        "--max-rows-per-shape",
+        type=int,
+        default=MAX_ROWS_PER_SHAPE,
+        help="training rows kept per shape: all near the best + a sample of the rest",
+    )
     p.set_defaults(func=main)
 
 
@@ -38,11 +53,18 @@ def main(args) -> int:
     t0 = time.perf_counter()
     df, fp = load_data(args.data)
     console = Console.of(args)
-    model, card = train(df, fp, objective=args.objective, cv_folds=args.cv_folds,
-                        grid=GRIDS[args.grid], nthread=args.nthread, max_rows=args.max_rows_per_shape,
-                        log=console.log, progress=console.progress)
+    model, card = train(
+        df,
+        fp,
+        objective=args.objective,
+        cv_folds=args.cv_folds,
+        grid=GRIDS[args.grid],
+        nthread=args.nthread,
+        max_rows=args.max_rows_per_shape,
+        log=console.log,
+        progress=console.progress,
+    )
     model_path, card_path = model_paths(args.out)
     save_trained(model, card, fp, args.data, model_path, invocation(args), card_path)
     console.log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
     return 0
-

@@ -14,6 +14,7 @@ so a stopped run loses nothing and resumes where it stopped. `--workers` compile
 at once (default: one per CPU core); the cost recorded is CPU time, thread plus ptxas, which
 parallel workers disturb far less than wall time.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,18 +35,43 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import LaunchPlan, launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, plan_to_dict
 from kselect.kernels.triton.space import triton_space
-
 from kselect.training.measure.collect import parse_shard
 
 ROW_CLASSES = (16, 32, 64, 128, 4096)
-LAYOUT_SAMPLE = 400        # nn plans (HINT_N on)
-UNEVEN_K_SAMPLE = 300      # K = 4080: EVEN_K off for BLOCK_K >= 32
-H200_SMS = 132             # NUM_SMS of the persistent template: a constant of the kernel, not a size
+LAYOUT_SAMPLE = 400  # nn plans (HINT_N on)
+UNEVEN_K_SAMPLE = 300  # K = 4080: EVEN_K off for BLOCK_K >= 32
+H200_SMS = 132  # NUM_SMS of the persistent template: a constant of the kernel, not a size
 WORKER_MODULE = "kselect.kernels.triton.cross_compile"
-FIELDS = ("plan_id", "candidate", "problem", "template", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M",
-          "num_stages", "num_warps", "dtype", "layout", "EVEN_K", "HINT_M", "HINT_N", "arch", "repeat",
-          "status", "reason", "wall_ms", "thread_cpu_ms", "ptxas_cpu_ms", "cpu_ms", "shared_bytes",
-          "ptx_lines", "cubin_bytes", "triton", "host")
+FIELDS = (
+    "plan_id",
+    "candidate",
+    "problem",
+    "template",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "GROUP_M",
+    "num_stages",
+    "num_warps",
+    "dtype",
+    "layout",
+    "EVEN_K",
+    "HINT_M",
+    "HINT_N",
+    "arch",
+    "repeat",
+    "status",
+    "reason",
+    "wall_ms",
+    "thread_cpu_ms",
+    "ptxas_cpu_ms",
+    "cpu_ms",
+    "shared_bytes",
+    "ptx_lines",
+    "cubin_bytes",
+    "triton",
+    "host",
+)
 TIMEOUT_S = 300.0
 
 
@@ -68,7 +94,7 @@ def _distinct(problem: Problem) -> dict[tuple, PlannedCompile]:
     out = {}
     for c in triton_space(problem, "exhaustive"):
         if c.template == "decompose_k":
-            continue           # split-K runs ATen-style pieces here: no Triton compile of ours
+            continue  # split-K runs ATen-style pieces here: no Triton compile of ours
         plan = launch_plan(c, problem, H200_SMS)
         out.setdefault(plan.compile_key, PlannedCompile(c, problem, plan))
     return out
@@ -81,10 +107,11 @@ def collection_plans(seed: int = 0) -> list[PlannedCompile]:
         for key, pc in _distinct(Problem(m, 4096, 4096, "bf16", "nt")).items():
             plans.setdefault(key, pc)
     rng = random.Random(seed)
-    for problem, n in ((Problem(4096, 4096, 4096, "bf16", "nn"), LAYOUT_SAMPLE),
-                       (Problem(4096, 4096, 4080, "bf16", "nt"), UNEVEN_K_SAMPLE)):
-        extra = [pc for key, pc in sorted(_distinct(problem).items(), key=lambda kv: kv[1].plan_id)
-                 if key not in plans]
+    for problem, n in (
+        (Problem(4096, 4096, 4096, "bf16", "nn"), LAYOUT_SAMPLE),
+        (Problem(4096, 4096, 4080, "bf16", "nt"), UNEVEN_K_SAMPLE),
+    ):
+        extra = [pc for key, pc in sorted(_distinct(problem).items(), key=lambda kv: kv[1].plan_id) if key not in plans]
         for pc in rng.sample(extra, min(n, len(extra))):
             plans[pc.plan.compile_key] = pc
     return sorted(plans.values(), key=lambda pc: pc.plan_id)
@@ -102,19 +129,31 @@ def _host() -> str:
     return f"{cpu} x{os.cpu_count()}"
 
 
-def _row(pc: PlannedCompile, arch: str, repeat: int, status: str, reason: str, rec: dict,
-         provenance: dict) -> dict:
+def _row(pc: PlannedCompile, arch: str, repeat: int, status: str, reason: str, rec: dict, provenance: dict) -> dict:
     const = dict(pc.plan.constexprs)
     cpu = rec.get("thread_cpu_ms", float("nan")) + rec.get("ptxas_cpu_ms", float("nan"))
-    return {"plan_id": pc.plan_id, "candidate": pc.candidate.key, "problem": pc.problem.key,
-            "template": pc.plan.template, **{k: const.get(k, "") for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")},
-            "num_stages": pc.plan.num_stages, "num_warps": pc.plan.num_warps, "dtype": pc.plan.dtype,
-            "layout": pc.problem.layout, "EVEN_K": const.get("EVEN_K", ""), "HINT_M": const.get("HINT_M", ""),
-            "HINT_N": const.get("HINT_N", ""), "arch": arch, "repeat": repeat, "status": status, "reason": reason,
-            **{k: rec.get(k, "") for k in ("wall_ms", "thread_cpu_ms", "ptxas_cpu_ms")},
-            "cpu_ms": cpu if cpu == cpu else "",
-            **{k: rec.get(k, "") for k in ("shared_bytes", "ptx_lines", "cubin_bytes")},
-            **provenance}
+    return {
+        "plan_id": pc.plan_id,
+        "candidate": pc.candidate.key,
+        "problem": pc.problem.key,
+        "template": pc.plan.template,
+        **{k: const.get(k, "") for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")},
+        "num_stages": pc.plan.num_stages,
+        "num_warps": pc.plan.num_warps,
+        "dtype": pc.plan.dtype,
+        "layout": pc.problem.layout,
+        "EVEN_K": const.get("EVEN_K", ""),
+        "HINT_M": const.get("HINT_M", ""),
+        "HINT_N": const.get("HINT_N", ""),
+        "arch": arch,
+        "repeat": repeat,
+        "status": status,
+        "reason": reason,
+        **{k: rec.get(k, "") for k in ("wall_ms", "thread_cpu_ms", "ptxas_cpu_ms")},
+        "cpu_ms": cpu if cpu == cpu else "",
+        **{k: rec.get(k, "") for k in ("shared_bytes", "ptx_lines", "cubin_bytes")},
+        **provenance,
+    }
 
 
 def done_plan_ids(out: Path, repeat: int) -> set[str]:
@@ -128,9 +167,17 @@ def done_plan_ids(out: Path, repeat: int) -> set[str]:
     return done
 
 
-def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/1", workers: int = 0,
-                          limit: int = 0, repeat: int = 0, max_minutes: float = 0.0,
-                          log=print, progress=None) -> dict:
+def collect_compile_costs(
+    out: str | Path,
+    arch: str = "sm_90",
+    shard: str = "0/1",
+    workers: int = 0,
+    limit: int = 0,
+    repeat: int = 0,
+    max_minutes: float = 0.0,
+    log=print,
+    progress=None,
+) -> dict:
     """Compile this shard's plans not yet in `out` and append one row each; returns a summary.
     `log` hears a line of counts every 100 plans; `progress` ("compiles", done, total) after each."""
     import triton
@@ -169,8 +216,7 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
 
         def compile_in(worker: Worker, pc: PlannedCompile) -> None:
             result = Path(scratch) / f"{pc.plan_id}.json"
-            child = worker.request({"plan": plan_to_dict(pc.plan), "arch": arch, "result": str(result)},
-                                   TIMEOUT_S)
+            child = worker.request({"plan": plan_to_dict(pc.plan), "arch": arch, "result": str(result)}, TIMEOUT_S)
             rec: dict = {}
             status_reason = child.failure()
             if status_reason is None:
@@ -191,6 +237,13 @@ def collect_compile_costs(out: str | Path, arch: str = "sm_90", shard: str = "0/
                     log(f"compile-cost: {total}/{len(todo)} plans, {counts}, {time.monotonic() - t0:.0f} s")
 
         drain_with_workers(take, compile_in, WORKER_MODULE, env, Path(scratch), workers)
-    return {"out": str(path), "arch": arch, "shard": shard, "plans_in_shard": len(plans),
-            "already_done": already_done,
-            "compiled": counts, "left": len(queue), "seconds": round(time.monotonic() - t0, 1)}
+    return {
+        "out": str(path),
+        "arch": arch,
+        "shard": shard,
+        "plans_in_shard": len(plans),
+        "already_done": already_done,
+        "compiled": counts,
+        "left": len(queue),
+        "seconds": round(time.monotonic() - t0, 1),
+    }

@@ -13,6 +13,7 @@ after a crash neither loses nor duplicates rows. Should two rows of one identity
 directories merged, a dataset written by an older collector), loading keeps one by a fixed
 rule: a measured `ok` row beats a failure, otherwise the newest.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,19 +39,45 @@ STATUSES = ("ok", "compile_error", "launch_error", "wrong_result", "pruned")
 # column -> pandas dtype. The one definition of a measurement row.
 COLUMNS: dict[str, str] = {
     # problem
-    "problem_key": "string", "op": "string", "M": "int64", "N": "int64", "K": "int64",
-    "batch": "int64", "dtype": "string", "layout": "string", "model": "string",
+    "problem_key": "string",
+    "op": "string",
+    "M": "int64",
+    "N": "int64",
+    "K": "int64",
+    "batch": "int64",
+    "dtype": "string",
+    "layout": "string",
+    "model": "string",
     "workload": "string",
     # candidate
-    "candidate_key": "string", "backend": "string", "template": "string", "params": "string",
-    "BLOCK_M": "int64", "BLOCK_N": "int64", "BLOCK_K": "int64", "GROUP_M": "int64",
-    "num_stages": "int64", "num_warps": "int64", "k_split": "int64",
+    "candidate_key": "string",
+    "backend": "string",
+    "template": "string",
+    "params": "string",
+    "BLOCK_M": "int64",
+    "BLOCK_N": "int64",
+    "BLOCK_K": "int64",
+    "GROUP_M": "int64",
+    "num_stages": "int64",
+    "num_warps": "int64",
+    "k_split": "int64",
     # measurement
-    "status": "string", "error": "string", "time_ms": "float64", "time_min_ms": "float64",
-    "time_max_ms": "float64", "spread": "float64", "noisy": "bool", "reps": "int64",
-    "method": "string", "rel_error": "float64", "compile_s": "float64",
+    "status": "string",
+    "error": "string",
+    "time_ms": "float64",
+    "time_min_ms": "float64",
+    "time_max_ms": "float64",
+    "spread": "float64",
+    "noisy": "bool",
+    "reps": "int64",
+    "method": "string",
+    "rel_error": "float64",
+    "compile_s": "float64",
     # provenance
-    "oracle": "bool", "space": "string", "fingerprint_id": "string", "worker": "string",
+    "oracle": "bool",
+    "space": "string",
+    "fingerprint_id": "string",
+    "worker": "string",
     "collected_at": "float64",
 }
 KEY = ["problem_key", "candidate_key"]
@@ -106,8 +133,10 @@ def preferred_rows(df: pd.DataFrame) -> pd.DataFrame:
     (`collected_at`) wins, then the later file. Rows keep their original order."""
     if not len(df):
         return df
-    rank = pd.DataFrame({"ok": df["status"] == "ok", "at": df["collected_at"].fillna(-np.inf),
-                         "pos": np.arange(len(df))}, index=df.index)
+    rank = pd.DataFrame(
+        {"ok": df["status"] == "ok", "at": df["collected_at"].fillna(-np.inf), "pos": np.arange(len(df))},
+        index=df.index,
+    )
     best = rank.sort_values(["ok", "at", "pos"], ascending=False)
     keep = best.index[~df.loc[best.index].duplicated(KEY, keep="first").to_numpy()]
     return df.loc[sorted(keep)].reset_index(drop=True)
@@ -163,7 +192,8 @@ class DatasetDir:
                 raise DatasetError(
                     f"{self.root} was measured on {old.get('gpu_name')} ({old.get('fingerprint_id')}); "
                     f"this machine is {fingerprint.get('gpu_name')} ({fingerprint.get('fingerprint_id')}): "
-                    "use another --out directory")
+                    "use another --out directory"
+                )
             return
         write_text(self.fingerprint_path, json.dumps(fingerprint, indent=2, sort_keys=True))
 
@@ -211,8 +241,7 @@ class DatasetDir:
             raise ValueError(f"on_corrupt must be raise|skip|quarantine, got {on_corrupt!r}")
         if not self.root.exists():
             raise DatasetError(f"dataset directory {self.root} does not exist")
-        files = ([self.compact_path] if self.compact_path.exists() else []) + \
-            sorted(self.parts_dir.glob("*.parquet"))
+        files = ([self.compact_path] if self.compact_path.exists() else []) + sorted(self.parts_dir.glob("*.parquet"))
         wanted = None if columns is None else list(dict.fromkeys([*KEY, "status", "collected_at", *columns]))
         frames, bad, reasons = [], [], []
         for path in files:
@@ -231,8 +260,11 @@ class DatasetDir:
                 for p in bad:
                     if p != self.compact_path:
                         os.replace(p, qdir / p.name)
-            log.warning("skipped %d corrupt part file(s): %s", len(bad),
-                        "; ".join(f"{p.name} ({r})" for p, r in zip(bad, reasons)))
+            log.warning(
+                "skipped %d corrupt part file(s): %s",
+                len(bad),
+                "; ".join(f"{p.name} ({r})" for p, r in zip(bad, reasons)),
+            )
         if not frames:
             return empty_frame() if wanted is None else empty_frame()[wanted]
         return preferred_rows(pd.concat(frames, ignore_index=True))
@@ -288,8 +320,11 @@ def summarize(root: str | Path) -> dict:
     fingerprint = ds.read_fingerprint() if ds.fingerprint_path.exists() else {}
     ok = df[df["status"] == "ok"]
     per_shape = df.groupby("problem_key")["candidate_key"].nunique() if len(df) else pd.Series(dtype=int)
-    triton_per_shape = (df[df["backend"] == "triton"].groupby("problem_key")["candidate_key"].nunique()
-                        if len(df) else pd.Series(dtype=int))
+    triton_per_shape = (
+        df[df["backend"] == "triton"].groupby("problem_key")["candidate_key"].nunique()
+        if len(df)
+        else pd.Series(dtype=int)
+    )
     oracle_keys = set(df[df["oracle"]]["problem_key"]) if len(df) else set()
     oracle = len(oracle_keys)
     aten_ok = set(df[(df["backend"] == "aten") & (df["status"] == "ok")]["problem_key"]) if len(df) else set()
@@ -327,5 +362,10 @@ def retimed_summary(path: Path) -> dict:
         return {}
     df = again.load(on_corrupt="skip")
     ok = df[df["status"] == "ok"]
-    return {"path": str(path), "shapes": int(df["problem_key"].nunique()), "rows": int(len(df)),
-            "ok_rows": int(len(ok)), "shapes_with_ok_rows": int(ok["problem_key"].nunique())}
+    return {
+        "path": str(path),
+        "shapes": int(df["problem_key"].nunique()),
+        "rows": int(len(df)),
+        "ok_rows": int(len(ok)),
+        "shapes_with_ok_rows": int(ok["problem_key"].nunique()),
+    }

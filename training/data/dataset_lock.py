@@ -7,6 +7,7 @@ process ends, however it ends, so there is never a stale lock to clean up. Shard
 (same n, different i) measure disjoint shapes and may share a directory; a collector whose split
 overlaps a running one (same shard, or another n) is refused with the holder's pid.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,7 +37,8 @@ def _holder(path: Path) -> str:
 def _refuse(root: Path, path: Path, shard: str) -> DatasetLockedError:
     return DatasetLockedError(
         f"{root} is being collected by {_holder(path)} (shard {shard}, lock {path}): "
-        "wait for it to finish or stop it, or collect into another --out directory")
+        "wait for it to finish or stop it, or collect into another --out directory"
+    )
 
 
 def _is_held(path: Path) -> bool:
@@ -50,7 +52,7 @@ def _is_held(path: Path) -> bool:
     except BlockingIOError:
         return True
     finally:
-        os.close(fd)   # closing drops the probe's shared lock, if it got one
+        os.close(fd)  # closing drops the probe's shared lock, if it got one
 
 
 @contextlib.contextmanager
@@ -76,4 +78,4 @@ def collector_lock(root: str | Path, shard: tuple[int, int]):
                 raise _refuse(root, other, f"{m.group(1)}/{m.group(2)}")
         yield path
     finally:
-        os.close(fd)   # releases the lock
+        os.close(fd)  # releases the lock

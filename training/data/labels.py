@@ -11,6 +11,7 @@ Per shape and template with re-timed candidates:
 A re-timed row that failed (Inductor's kernel did not run, or ran wrong) leaves its collector
 row as it is; `retime_summary` counts them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,13 +33,17 @@ def apply_retimed(df: pd.DataFrame, retimed: pd.DataFrame) -> pd.DataFrame:
     src = new.reindex(key[hit])
     ratio = src["time_ms"].to_numpy() / out.loc[hit, "time_ms"].to_numpy()
     # the median ratio per (shape, template) of the re-timed candidates
-    groups = pd.DataFrame({"problem_key": out.loc[hit, "problem_key"].to_numpy(),
-                           "bt": (out.loc[hit, "backend"] + ":" + out.loc[hit, "template"]).to_numpy(),
-                           "ratio": ratio})
+    groups = pd.DataFrame(
+        {
+            "problem_key": out.loc[hit, "problem_key"].to_numpy(),
+            "bt": (out.loc[hit, "backend"] + ":" + out.loc[hit, "template"]).to_numpy(),
+            "ratio": ratio,
+        }
+    )
     med = groups.groupby(["problem_key", "bt"])["ratio"].median()
     for col in TIME_COLUMNS:
         values = src[col].to_numpy(dtype=np.float64)
-        if col != "time_ms":   # a re-timed row without spread stats keeps a scaled collector value
+        if col != "time_ms":  # a re-timed row without spread stats keeps a scaled collector value
             values = np.where(np.isfinite(values), values, out.loc[hit, col].to_numpy() * ratio)
         out.loc[hit, col] = values
     out.loc[hit, "method"] = RETIMED_METHOD_PREFIX + src["method"].astype(str).to_numpy()
@@ -57,28 +62,37 @@ def retime_summary(df: pd.DataFrame, retimed: pd.DataFrame) -> dict:
     shapes whose best label changed backend, and re-timed rows that failed."""
     after = apply_retimed(df, retimed)
     ok = retimed[retimed["status"] == "ok"]
-    merged = ok.merge(df[["problem_key", "candidate_key", "time_ms", "backend", "template"]],
-                      on=["problem_key", "candidate_key"], suffixes=("", "_collector"))
+    merged = ok.merge(
+        df[["problem_key", "candidate_key", "time_ms", "backend", "template"]],
+        on=["problem_key", "candidate_key"],
+        suffixes=("", "_collector"),
+    )
     merged = merged[merged["time_ms_collector"] > 0]
     ratios = merged["time_ms"] / merged["time_ms_collector"]
 
     def best_backend(frame):
         f = frame[(frame["status"] == "ok") & (frame["time_ms"] > 0)]
         idx = f.groupby("problem_key")["time_ms"].idxmin()
-        return (f.loc[idx].set_index("problem_key")["backend"] + ":" + f.loc[idx].set_index("problem_key")["template"])
+        return f.loc[idx].set_index("problem_key")["backend"] + ":" + f.loc[idx].set_index("problem_key")["template"]
 
     b0, b1 = best_backend(df), best_backend(after)
     shapes = sorted(set(retimed["problem_key"]))
     changed = [p for p in shapes if p in b0.index and p in b1.index and b0[p] != b1[p]]
     by_template = {}
     for bt, r in ratios.groupby(merged["backend"] + ":" + merged["template"]):
-        by_template[bt] = {"rows": int(len(r)), "median": float(r.median()),
-                           "p10": float(r.quantile(0.1)), "p90": float(r.quantile(0.9))}
+        by_template[bt] = {
+            "rows": int(len(r)),
+            "median": float(r.median()),
+            "p10": float(r.quantile(0.1)),
+            "p90": float(r.quantile(0.9)),
+        }
     return {
         "shapes": len(shapes),
         "rows_retimed_ok": int(len(merged)),
         "rows_failed": {k: int(v) for k, v in retimed[retimed["status"] != "ok"]["status"].value_counts().items()},
-        "rows_scaled": int(((after["time_ms"] != df["time_ms"]) & ~after["method"].str.startswith(RETIMED_METHOD_PREFIX)).sum()),
+        "rows_scaled": int(
+            ((after["time_ms"] != df["time_ms"]) & ~after["method"].str.startswith(RETIMED_METHOD_PREFIX)).sum()
+        ),
         "ratio_retimed_over_collector": by_template,
         "best_changed": {p: f"{b0[p]} -> {b1[p]}" for p in changed},
     }

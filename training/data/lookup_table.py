@@ -17,6 +17,7 @@ Export sources: kselect's decision cache (what compiles decided), or a shapes fi
 a cost model in predict mode. Import: a table whose entries carry a measured `timing` (ms)
 becomes dataset rows; Inductor's tables hold configs only, and importing one says so.
 """
+
 from __future__ import annotations
 
 import collections
@@ -49,17 +50,22 @@ class NoTimings(LookupTableError):
 @dataclass
 class Export:
     """An Inductor lookup table and how it was made."""
-    table: dict = field(default_factory=dict)          # Inductor key -> [config dict, ...]
-    picks: dict = field(default_factory=dict)          # Inductor key -> kselect candidate keys
+
+    table: dict = field(default_factory=dict)  # Inductor key -> [config dict, ...]
+    picks: dict = field(default_factory=dict)  # Inductor key -> kselect candidate keys
     skipped: collections.Counter = field(default_factory=collections.Counter)  # reason -> GEMMs
-    conflicts: int = 0                                 # keys decided more than once, differently
+    conflicts: int = 0  # keys decided more than once, differently
     source: str = ""
 
     def summary(self) -> dict:
-        return {"source": self.source, "entries": len(self.table),
-                "configs": sum(len(v) for v in self.table.values()),
-                "single_config_entries": sum(len(v) == 1 for v in self.table.values()),
-                "skipped": dict(self.skipped), "conflicts": self.conflicts}
+        return {
+            "source": self.source,
+            "entries": len(self.table),
+            "configs": sum(len(v) for v in self.table.values()),
+            "single_config_entries": sum(len(v) == 1 for v in self.table.values()),
+            "skipped": dict(self.skipped),
+            "conflicts": self.conflicts,
+        }
 
 
 def require_lookup_tables() -> None:
@@ -68,8 +74,9 @@ def require_lookup_tables() -> None:
 
     missing = compat.lookup_table_missing()
     if missing:
-        raise LookupTableError(f"{missing}: Inductor lookup tables need a torch that has "
-                               "torch._inductor.lookup_table (2.11 and 2.13 do)")
+        raise LookupTableError(
+            f"{missing}: Inductor lookup tables need a torch that has torch._inductor.lookup_table (2.11 and 2.13 do)"
+        )
 
 
 # ------------------------------------------------------------------------------ keys
@@ -83,8 +90,7 @@ class _Name(str):
 def inductor_key(op_name: str, inputs, scalars: dict | None = None, device_key: str | None = None) -> str:
     """Inductor's lookup key for a GEMM: `inputs` = [(sizes, strides, "torch.<dtype>"), ...]
     in Inductor's input-node order (the format of LookupTableChoices.make_lookup_key)."""
-    info = tuple((_Name(dtype), [int(s) for s in size], [int(s) for s in stride])
-                 for size, stride, dtype in inputs)
+    info = tuple((_Name(dtype), [int(s) for s in size], [int(s) for s in stride]) for size, stride, dtype in inputs)
     key = str(info)
     if scalars:
         key += "+" + "&".join(f"{k}={v}" for k, v in sorted(scalars.items()))
@@ -99,10 +105,12 @@ def parse_key(key: str) -> tuple[str | None, list, dict, str]:
     start, end = key.find("(("), key.rfind("))")
     if start < 0 or end < 0:
         raise LookupTableError(f"lookup key {key[:120]!r} has no input tuple")
-    device = key[:start - 1] if start > 0 else None
-    nodes = [([int(x) for x in s.split(",") if x.strip()], [int(x) for x in t.split(",") if x.strip()], d)
-             for d, s, t in _NODE.findall(key[start:end + 2])]
-    rest = key[end + 2:].lstrip("+").split("+")
+    device = key[: start - 1] if start > 0 else None
+    nodes = [
+        ([int(x) for x in s.split(",") if x.strip()], [int(x) for x in t.split(",") if x.strip()], d)
+        for d, s, t in _NODE.findall(key[start : end + 2])
+    ]
+    rest = key[end + 2 :].lstrip("+").split("+")
     op = rest[-1]
     scalars = dict(p.split("=", 1) for p in rest[0].split("&")) if len(rest) == 2 else {}
     if not nodes or not op:
@@ -123,9 +131,15 @@ def problem_of_key(key: str) -> Problem:
     (a_size, a_stride, dtype), (b_size, b_stride, _) = nodes[-2], nodes[-1]
     batch = a_size[0] if len(a_size) == 3 else 1
     try:
-        return Problem(M=a_size[-2], N=b_size[-1], K=a_size[-1], dtype=dtype,
-                       layout=_layout_char(a_size, a_stride) + _layout_char(b_size, b_stride),
-                       op={"baddbmm": "bmm"}.get(op, op), batch=batch)
+        return Problem(
+            M=a_size[-2],
+            N=b_size[-1],
+            K=a_size[-1],
+            dtype=dtype,
+            layout=_layout_char(a_size, a_stride) + _layout_char(b_size, b_stride),
+            op={"baddbmm": "bmm"}.get(op, op),
+            batch=batch,
+        )
     except ProblemError as exc:
         raise LookupTableError(f"lookup key {key[:120]!r}: {exc}") from None
 
@@ -147,7 +161,7 @@ def candidate_of_key(key: str) -> Candidate:
     """A kselect candidate key ("triton:mm:BM64-BN64-...") back to its Candidate."""
     backend, template, *rest = key.split(":", 2)
     params = {}
-    for part in (rest[0].split("-") if rest and rest[0] else []):
+    for part in rest[0].split("-") if rest and rest[0] else []:
         m = re.fullmatch(r"([A-Za-z]+)(\d+)", part)
         if not m or m.group(1) not in _LONG:
             raise LookupTableError(f"candidate key {key!r}: knob {part!r} is not one kselect writes")
@@ -202,7 +216,7 @@ def _read_decisions(cache_dir: Path, skipped: collections.Counter) -> dict:
     found: dict = collections.defaultdict(list)
     for path in sorted(cache_dir.rglob("*.json")):
         if path.name.startswith("."):
-            continue   # a writer's temp file
+            continue  # a writer's temp file
         try:
             data = json.loads(path.read_text())
             fields = data["key_fields"]
@@ -216,9 +230,10 @@ def _read_decisions(cache_dir: Path, skipped: collections.Counter) -> dict:
             skipped[f"unreadable cache file ({type(exc).__name__})"] += 1
             continue
         if stage != "templates":
-            continue   # the choices stage sees CPP/CUTLASS/... too: not the table's stage
-        found[(op_name, inputs)].append(_Decision(str(fields.get("device")), bool(fields.get("verified")),
-                                                  mtime, str(path), kept))
+            continue  # the choices stage sees CPP/CUTLASS/... too: not the table's stage
+        found[(op_name, inputs)].append(
+            _Decision(str(fields.get("device")), bool(fields.get("verified")), mtime, str(path), kept)
+        )
     return found
 
 
@@ -254,7 +269,7 @@ def _add(out: Export, op_name: str, inputs: list, kept: list, uids: dict, device
     if op_name not in FAMILY:
         out.skipped[f"op {op_name!r} is not an mm/addmm/bmm/baddbmm"] += 1
         return
-    K = int(inputs[-2][0][-1])   # mat1 (Inductor's MMKernelInputs: the second-to-last input)
+    K = int(inputs[-2][0][-1])  # mat1 (Inductor's MMKernelInputs: the second-to-last input)
     try:
         configs = [table_config(candidate_of_key(k), op_name, K, uids) for k in kept]
     except LookupTableError as exc:
@@ -265,20 +280,23 @@ def _add(out: Export, op_name: str, inputs: list, kept: list, uids: dict, device
     out.picks[key] = list(kept)
 
 
-def export_from_model(problems, model, search_space: str = "default", device_key: str | None = None,
-                      aten_margin: float | None = None) -> Export:
+def export_from_model(
+    problems, model, search_space: str = "default", device_key: str | None = None, aten_margin: float | None = None
+) -> Export:
     """Rank each problem's candidates (ATen + Inductor's Triton templates, kselect's enumeration)
     with a cost model and keep its predict-mode pick, as the selector would (`aten_margin`:
     enable()'s, default the selector's). Only plain mm and bmm: an addmm's key names its bias
     node, which a shapes file does not describe."""
     require_lookup_tables()
     from kselect.kernels.triton.space import triton_space
+    from kselect.selector.decide.policy import RankerUnavailable
     from kselect.selector.inductor import compat
     from kselect.selector.inductor.hook import Selector
-    from kselect.selector.decide.policy import RankerUnavailable
 
-    out = Export(source=f"cost model {getattr(model, 'metadata_', {}).get('dataset_hash', '')[:16]}"
-                        f" ({search_space} space, predict)")
+    out = Export(
+        source=f"cost model {getattr(model, 'metadata_', {}).get('dataset_hash', '')[:16]}"
+        f" ({search_space} space, predict)"
+    )
     # the selector itself decides, so the table holds exactly what predict mode would keep
     selector = Selector("predict", model=model, **({} if aten_margin is None else {"aten_margin": float(aten_margin)}))
     fingerprint = getattr(model, "fingerprint", None) or {}
@@ -340,9 +358,11 @@ def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Coun
     table = read_table(path)
     timed = sum(_timing(c) is not None for v in table.values() for c in v if isinstance(c, dict))
     if not timed:
-        raise NoTimings(f"{path}: none of its {sum(len(v) for v in table.values())} configs carries a "
-                        "measured time ('timing' ms); Inductor's lookup tables hold configs only, so "
-                        "there is nothing to learn from: nothing imported")
+        raise NoTimings(
+            f"{path}: none of its {sum(len(v) for v in table.values())} configs carries a "
+            "measured time ('timing' ms); Inductor's lookup tables hold configs only, so "
+            "there is nothing to learn from: nothing imported"
+        )
     require_lookup_tables()
     uids = compat.lookup_template_uids()
     rows, skipped = [], collections.Counter()
@@ -362,9 +382,18 @@ def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Coun
             except (LookupTableError, KeyError, TypeError, ValueError):
                 skipped["config not understood"] += 1
                 continue
-            rows.append(row_for(problem, cand, time_ms=ms, time_min_ms=ms, time_max_ms=ms,
-                                method="lookup_table", fingerprint_id=fingerprint_id,
-                                worker="import-lookup-table"))
+            rows.append(
+                row_for(
+                    problem,
+                    cand,
+                    time_ms=ms,
+                    time_min_ms=ms,
+                    time_max_ms=ms,
+                    method="lookup_table",
+                    fingerprint_id=fingerprint_id,
+                    worker="import-lookup-table",
+                )
+            )
     return rows, skipped
 
 
@@ -378,8 +407,10 @@ def import_table(path, out_dir, fingerprint_id: str) -> dict:
     rows, skipped = import_rows(path, fingerprint_id)
     ds = DatasetDir(out_dir)
     if ds.fingerprint_path.exists() and ds.read_fingerprint().get("fingerprint_id") != fingerprint_id:
-        raise LookupTableError(f"{out_dir} was measured on {ds.read_fingerprint().get('fingerprint_id')}, "
-                               f"not {fingerprint_id}: use another output directory")
+        raise LookupTableError(
+            f"{out_dir} was measured on {ds.read_fingerprint().get('fingerprint_id')}, "
+            f"not {fingerprint_id}: use another output directory"
+        )
     have = set()
     if ds.exists():
         old = ds.load()

@@ -6,12 +6,12 @@ complete without that flag (its space is smaller than a sample) or flagged yet i
 column from coverage: True on every row of a shape whose full EXHAUSTIVE + persistent-TMA
 + decompose-k (+ ATen) candidate list is measured (ok or failed, all recorded), else False.
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
 from kselect.kernels.problem import Problem
-
 from kselect.training.measure.collect import candidate_list
 
 BACKENDS = ("aten", "triton")
@@ -21,7 +21,9 @@ def complete_shapes(df: pd.DataFrame, backends=BACKENDS) -> set[str]:
     """Problem keys whose full candidate space has a row in `df`."""
     done = set()
     for key, sub in df.groupby("problem_key", sort=False):
-        space = {c.key for c in candidate_list(Problem.from_dict(sub.iloc[0].to_dict()), list(backends), "exhaustive", 0)}
+        space = {
+            c.key for c in candidate_list(Problem.from_dict(sub.iloc[0].to_dict()), list(backends), "exhaustive", 0)
+        }
         if space and space <= set(sub["candidate_key"]):
             done.add(key)
     return done
@@ -75,10 +77,18 @@ def sample_gap(df: pd.DataFrame, n_sample: int = 200, backends=BACKENDS) -> dict
         if not values:
             return {"shapes": 0}
         v = np.asarray(values)
-        return {"shapes": int(len(v)), "geomean": float(gmean(1.0 + v) - 1.0),
-                "median": float(np.median(v)), "max": float(v.max()),
-                "over_1pct": int((v > 0.01).sum())}
+        return {
+            "shapes": int(len(v)),
+            "geomean": float(gmean(1.0 + v) - 1.0),
+            "median": float(np.median(v)),
+            "max": float(v.max()),
+            "over_1pct": int((v > 0.01).sum()),
+        }
 
     every = [g for values in gaps.values() for g in values]
-    return {"n_sample": n_sample, "all": stats(every), "by_class": {c: stats(v) for c, v in gaps.items()},
-            "worst": [{"problem_key": k, "gap": g} for g, k in sorted(worst, reverse=True)[:5]]}
+    return {
+        "n_sample": n_sample,
+        "all": stats(every),
+        "by_class": {c: stats(v) for c, v in gaps.items()},
+        "worst": [{"problem_key": k, "gap": g} for g, k in sorted(worst, reverse=True)[:5]],
+    }

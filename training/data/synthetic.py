@@ -6,6 +6,7 @@ real candidate spaces of `triton_space`, so every code path of training and eval
 runs without a GPU. It is NOT a stand-in for measurements: no result on it means anything
 about real hardware.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,13 +17,16 @@ import pandas as pd
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
-
 from kselect.training.data.dataset import COLUMNS, conform
 
 FINGERPRINT = {
-    "gpu_name": "SYNTHETIC H200-like", "sm_count": 132, "shared_memory_per_block_optin": 232448,
-    "l2_cache_bytes": 60 * 2**20, "compute_capability": "9.0",
-    "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}, "mem_bandwidth_gbs": 4800.0,
+    "gpu_name": "SYNTHETIC H200-like",
+    "sm_count": 132,
+    "shared_memory_per_block_optin": 232448,
+    "l2_cache_bytes": 60 * 2**20,
+    "compute_capability": "9.0",
+    "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0},
+    "mem_bandwidth_gbs": 4800.0,
     "fingerprint_id": "synthetic0000000",
 }
 FAMILIES = {  # family -> (N, K) pairs of its Linear layers
@@ -98,21 +102,44 @@ def synthetic_dataset(n_shapes: int = 24, n_oracle: int = 6, sample: int = 120, 
         for c in cands:
             t = synthetic_time_ms(p, c)
             kw = c.kwargs
-            rows.append({
-                "problem_key": p.key, "op": p.op, "M": p.M, "N": p.N, "K": p.K, "batch": p.batch,
-                "dtype": p.dtype, "layout": p.layout, "model": p.model, "workload": "synthetic",
-                "candidate_key": c.key, "backend": c.backend, "template": c.template,
-                "params": c.to_json(), **{k: kw.get(k, 0) for k in
-                                         ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages",
-                                          "num_warps", "k_split")},
-                "status": "ok" if t is not None else "pruned",
-                "error": "" if t is not None else "needs more shared memory than the device has",
-                "time_ms": t if t is not None else np.nan, "time_min_ms": t, "time_max_ms": t,
-                "spread": 0.0, "noisy": False, "reps": 10, "method": "synthetic", "rel_error": 0.0,
-                "compile_s": 0.0, "oracle": oracle, "space": "exhaustive" if oracle else "sampled",
-                "fingerprint_id": FINGERPRINT["fingerprint_id"], "worker": "synthetic",
-                "collected_at": 0.0,
-            })
+            rows.append(
+                {
+                    "problem_key": p.key,
+                    "op": p.op,
+                    "M": p.M,
+                    "N": p.N,
+                    "K": p.K,
+                    "batch": p.batch,
+                    "dtype": p.dtype,
+                    "layout": p.layout,
+                    "model": p.model,
+                    "workload": "synthetic",
+                    "candidate_key": c.key,
+                    "backend": c.backend,
+                    "template": c.template,
+                    "params": c.to_json(),
+                    **{
+                        k: kw.get(k, 0)
+                        for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
+                    },
+                    "status": "ok" if t is not None else "pruned",
+                    "error": "" if t is not None else "needs more shared memory than the device has",
+                    "time_ms": t if t is not None else np.nan,
+                    "time_min_ms": t,
+                    "time_max_ms": t,
+                    "spread": 0.0,
+                    "noisy": False,
+                    "reps": 10,
+                    "method": "synthetic",
+                    "rel_error": 0.0,
+                    "compile_s": 0.0,
+                    "oracle": oracle,
+                    "space": "exhaustive" if oracle else "sampled",
+                    "fingerprint_id": FINGERPRINT["fingerprint_id"],
+                    "worker": "synthetic",
+                    "collected_at": 0.0,
+                }
+            )
     df = pd.DataFrame(rows)
     assert set(COLUMNS) <= set(df.columns)
     return conform(df)

@@ -7,6 +7,7 @@
 - NearestShapeRanker: a lookup: rank by how each candidate did on the nearest training
   shape (log-space distance of M, N, K; same layout preferred).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,12 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from kselect.selector.model.features import FEATURE_NAMES, infeasible
-
 from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.train import REG_CAP, log_rel_target, sample_rows
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
-ATEN_EFFICIENCY = 0.80       # assumed fraction of roofline cuBLAS reaches
+ATEN_EFFICIENCY = 0.80  # assumed fraction of roofline cuBLAS reaches
 DECOMPOSE_K_EFFICIENCY = 0.6  # split-K partial products + a reduction
 LAUNCH_MS = 0.004
 
@@ -44,10 +44,15 @@ class RooflineRanker:
         stages, warps = _col(X, "num_stages"), _col(X, "num_warps")
         pipe = 1.0 + 0.15 * np.clip(3 - stages, 0, None) + 0.05 * (warps < 4)
         over = infeasible(X)
-        t = np.where(_col(X, "tmpl_aten") > 0, t_roof / ATEN_EFFICIENCY,
-                     np.where(_col(X, "tmpl_decompose_k") > 0,
-                              t_roof / DECOMPOSE_K_EFFICIENCY * (1 + 0.02 * _col(X, "k_split")),
-                              t_tile * pipe))
+        t = np.where(
+            _col(X, "tmpl_aten") > 0,
+            t_roof / ATEN_EFFICIENCY,
+            np.where(
+                _col(X, "tmpl_decompose_k") > 0,
+                t_roof / DECOMPOSE_K_EFFICIENCY * (1 + 0.02 * _col(X, "k_split")),
+                t_tile * pipe,
+            ),
+        )
         return np.where(over, np.inf, t + LAUNCH_MS)
 
 
@@ -67,8 +72,13 @@ class ForestRanker:
 
         idx = sample_rows(shapes, self.max_rows, seed=1, X=X)
         self.forest_ = RandomForestRegressor(
-            n_estimators=self.n_estimators, max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf,
-            max_features=0.5, n_jobs=self.n_jobs, random_state=0).fit(X[idx], log_rel_target(shapes.rel[idx]))
+            n_estimators=self.n_estimators,
+            max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf,
+            max_features=0.5,
+            n_jobs=self.n_jobs,
+            random_state=0,
+        ).fit(X[idx], log_rel_target(shapes.rel[idx]))
         return self
 
     def cost(self, shapes: ShapeSet, X: np.ndarray) -> np.ndarray:

@@ -15,14 +15,15 @@ k is the best measured time among them. Metrics (per shape, then summarised):
 - DEFAULT = what stock max-autotune DEFAULT benchmarks: ATen + triton_space(p, 'default');
   its outcome is the best measured among them, whatever k.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
-from scipy.stats import gmean
 import pandas as pd
+from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES, frame_arrays
 
@@ -40,19 +41,19 @@ class ShapeSet:
     """Dataset rows grouped by shape (rows sorted so each shape is one contiguous block)."""
 
     rows: pd.DataFrame
-    sid: np.ndarray          # shape index of each row
-    starts: np.ndarray       # first row of each shape
-    keys: np.ndarray         # problem_key of each shape
-    family: np.ndarray       # model family of each shape (a shape belongs to exactly one)
-    oracle: np.ndarray       # bool: full space measured
-    time: np.ndarray         # per row ms, inf for failures
-    best: np.ndarray         # per shape best ok ms
-    tmpl: np.ndarray         # per row template class index into TEMPLATE_CLASSES
-    is_default: np.ndarray   # per row: stock DEFAULT would benchmark it
-    aten_time: np.ndarray    # per shape, inf if ATen failed / absent
+    sid: np.ndarray  # shape index of each row
+    starts: np.ndarray  # first row of each shape
+    keys: np.ndarray  # problem_key of each shape
+    family: np.ndarray  # model family of each shape (a shape belongs to exactly one)
+    oracle: np.ndarray  # bool: full space measured
+    time: np.ndarray  # per row ms, inf for failures
+    best: np.ndarray  # per shape best ok ms
+    tmpl: np.ndarray  # per row template class index into TEMPLATE_CLASSES
+    is_default: np.ndarray  # per row: stock DEFAULT would benchmark it
+    aten_time: np.ndarray  # per shape, inf if ATen failed / absent
     default_count: np.ndarray  # per shape: DEFAULT candidates measured (ATen + Triton default)
-    list_count: np.ndarray   # per shape: DEFAULT list size by this torch's triton_space (+ ATen)
-    dropped: int = 0         # shapes without any ok row
+    list_count: np.ndarray  # per shape: DEFAULT list size by this torch's triton_space (+ ATen)
+    dropped: int = 0  # shapes without any ok row
 
     @property
     def n_shapes(self) -> int:
@@ -69,8 +70,11 @@ class ShapeSet:
         ok = (df["status"] == "ok") & np.isfinite(df["time_ms"].to_numpy(dtype=float)) & (df["time_ms"] > 0)
         good = set(df.loc[ok, "problem_key"].unique())
         dropped = df["problem_key"].nunique() - len(good)
-        df = df[df["problem_key"].isin(good)].sort_values(["problem_key", "candidate_key"],
-                                                          kind="stable").reset_index(drop=True)
+        df = (
+            df[df["problem_key"].isin(good)]
+            .sort_values(["problem_key", "candidate_key"], kind="stable")
+            .reset_index(drop=True)
+        )
         if len(df) == 0:
             raise EvaluationError("no shape has a single ok measurement")
         keys, sid = np.unique(df["problem_key"].to_numpy(dtype=str), return_inverse=True)
@@ -95,8 +99,22 @@ class ShapeSet:
             list_count[s] = len(wanted) + 1  # + ATen
             is_default[a:b] = np.isin(cand_keys[a:b], list(wanted)) | is_aten[a:b]
         default_count = np.add.reduceat(is_default.astype(np.int64), starts)
-        return cls(df, sid, starts, keys, family, oracle, time, best, tmpl, is_default, aten_time,
-                   default_count, list_count, dropped)
+        return cls(
+            df,
+            sid,
+            starts,
+            keys,
+            family,
+            oracle,
+            time,
+            best,
+            tmpl,
+            is_default,
+            aten_time,
+            default_count,
+            list_count,
+            dropped,
+        )
 
     def subset(self, shape_mask: np.ndarray) -> "ShapeSet":
         """The shapes where `shape_mask` is True (rows follow)."""
@@ -105,11 +123,22 @@ class ShapeSet:
         new_sid_of = np.cumsum(shape_mask) - 1
         sid = new_sid_of[self.sid[idx]]
         starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if len(sid) else np.zeros(0, int)
-        return ShapeSet(self.rows.iloc[idx].reset_index(drop=True), sid, starts, self.keys[shape_mask],
-                        self.family[shape_mask], self.oracle[shape_mask], self.time[idx],
-                        self.best[shape_mask], self.tmpl[idx], self.is_default[idx],
-                        self.aten_time[shape_mask], self.default_count[shape_mask],
-                        self.list_count[shape_mask], 0)
+        return ShapeSet(
+            self.rows.iloc[idx].reset_index(drop=True),
+            sid,
+            starts,
+            self.keys[shape_mask],
+            self.family[shape_mask],
+            self.oracle[shape_mask],
+            self.time[idx],
+            self.best[shape_mask],
+            self.tmpl[idx],
+            self.is_default[idx],
+            self.aten_time[shape_mask],
+            self.default_count[shape_mask],
+            self.list_count[shape_mask],
+            0,
+        )
 
 
 def default_candidate_keys(row) -> set[str]:
@@ -117,8 +146,15 @@ def default_candidate_keys(row) -> set[str]:
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
 
-    p = Problem(int(row["M"]), int(row["N"]), int(row["K"]), str(row["dtype"]), str(row["layout"]),
-                str(row["op"]), int(row["batch"]) if str(row["op"]) == "bmm" else 1)
+    p = Problem(
+        int(row["M"]),
+        int(row["N"]),
+        int(row["K"]),
+        str(row["dtype"]),
+        str(row["layout"]),
+        str(row["op"]),
+        int(row["batch"]) if str(row["op"]) == "bmm" else 1,
+    )
     return {c.key for c in triton_space(p, "default")}
 
 
@@ -146,21 +182,34 @@ def outcomes(shapes: ShapeSet, cost: np.ndarray, ks: Iterable[int] = KS) -> dict
 def summarize_pct(pct: np.ndarray) -> dict:
     pct = np.asarray(pct, dtype=np.float64)
     safe = np.maximum(pct, 1e-12)
-    return {"geomean": float(gmean(safe)) if len(pct) else float("nan"),
-            "p1": float(np.percentile(pct, 1)) if len(pct) else float("nan"),
-            "p5": float(np.percentile(pct, 5)) if len(pct) else float("nan"),
-            "min": float(pct.min()) if len(pct) else float("nan")}
+    return {
+        "geomean": float(gmean(safe)) if len(pct) else float("nan"),
+        "p1": float(np.percentile(pct, 1)) if len(pct) else float("nan"),
+        "p5": float(np.percentile(pct, 5)) if len(pct) else float("nan"),
+        "min": float(pct.min()) if len(pct) else float("nan"),
+    }
 
 
-def metrics_from_times(shapes: ShapeSet, times: dict, top1_template: np.ndarray | None = None,
-                       all_failed: dict | None = None) -> dict:
+def metrics_from_times(
+    shapes: ShapeSet, times: dict, top1_template: np.ndarray | None = None, all_failed: dict | None = None
+) -> dict:
     """Summary metrics from per-shape outcome times keyed by k."""
     best = shapes.best
     default_t = default_outcome_times(shapes)
-    m: dict = {"shapes": int(shapes.n_shapes), "oracle_shapes": int(shapes.oracle.sum()),
-               "pct_oracle_geomean": {}, "pct_oracle_p1": {}, "pct_oracle_min": {}, "recall": {},
-               "regret_p50": {}, "regret_p95": {}, "regret_p99": {}, "regret_max": {},
-               "default_beats_ours": {}, "all_failed": {}}
+    m: dict = {
+        "shapes": int(shapes.n_shapes),
+        "oracle_shapes": int(shapes.oracle.sum()),
+        "pct_oracle_geomean": {},
+        "pct_oracle_p1": {},
+        "pct_oracle_min": {},
+        "recall": {},
+        "regret_p50": {},
+        "regret_p95": {},
+        "regret_p99": {},
+        "regret_max": {},
+        "default_beats_ours": {},
+        "all_failed": {},
+    }
     for k, t in times.items():
         pct = np.where(np.isfinite(t), best / t, 0.0)
         regret = np.where(np.isfinite(t), t / best - 1.0, np.inf)
@@ -189,9 +238,12 @@ def evaluate_costs(shapes: ShapeSet, cost: np.ndarray, ks: Iterable[int] = KS) -
     if shapes.oracle.any():
         mask = shapes.oracle
         sub = shapes.subset(mask)
-        res["oracle"] = metrics_from_times(sub, {k: v[mask] for k, v in o["time"].items()},
-                                           o["top1_template"][mask],
-                                           {k: v[mask] for k, v in o["all_failed"].items()})
+        res["oracle"] = metrics_from_times(
+            sub,
+            {k: v[mask] for k, v in o["time"].items()},
+            o["top1_template"][mask],
+            {k: v[mask] for k, v in o["all_failed"].items()},
+        )
     return res
 
 
@@ -220,15 +272,22 @@ def default_metrics(shapes: ShapeSet) -> dict:
         pct = np.where(np.isfinite(sub_t), sub_best / sub_t, 0.0)
         s = summarize_pct(pct)
         regret = sub_t / sub_best - 1
-        return {"shapes": int(mask.sum()), "pct_oracle_geomean": s["geomean"], "pct_oracle_p1": s["p1"],
-                "pct_oracle_min": s["min"], "top1": float(np.mean(sub_t <= TIE * sub_best)),
-                "regret_p50": float(np.percentile(regret, 50)), "regret_p95": float(np.percentile(regret, 95)),
-                "regret_p99": float(np.percentile(regret, 99)), "regret_max": float(regret.max()),
-                "candidates_median": float(np.median(shapes.default_count[mask])),
-                "candidates_max": int(shapes.default_count[mask].max()),
-                "list_size_median": float(np.median(shapes.list_count[mask])),
-                "measured_of_list_min_fraction": float(np.min(shapes.default_count[mask] / shapes.list_count[mask])),
-                "aten_only_fraction": float(np.mean(t[mask] == shapes.aten_time[mask]))}
+        return {
+            "shapes": int(mask.sum()),
+            "pct_oracle_geomean": s["geomean"],
+            "pct_oracle_p1": s["p1"],
+            "pct_oracle_min": s["min"],
+            "top1": float(np.mean(sub_t <= TIE * sub_best)),
+            "regret_p50": float(np.percentile(regret, 50)),
+            "regret_p95": float(np.percentile(regret, 95)),
+            "regret_p99": float(np.percentile(regret, 99)),
+            "regret_max": float(regret.max()),
+            "candidates_median": float(np.median(shapes.default_count[mask])),
+            "candidates_max": int(shapes.default_count[mask].max()),
+            "list_size_median": float(np.median(shapes.list_count[mask])),
+            "measured_of_list_min_fraction": float(np.min(shapes.default_count[mask] / shapes.list_count[mask])),
+            "aten_only_fraction": float(np.mean(t[mask] == shapes.aten_time[mask])),
+        }
 
     res = {"all": one(np.ones(shapes.n_shapes, dtype=bool))}
     if shapes.oracle.any():
@@ -272,9 +331,15 @@ def folds(shapes: ShapeSet, scheme: str, n_folds: int = 5, seed: int = 0) -> lis
     raise EvaluationError(f"unknown CV scheme {scheme!r}: expected 'shape', 'family' or 'family-kfold'")
 
 
-def held_out_costs(shapes: ShapeSet, X: np.ndarray, make_ranker: Callable, scheme: str,
-                   n_folds: int = 5, progress: Callable[[int, int], None] | None = None,
-                   raw_out: np.ndarray | None = None) -> np.ndarray:
+def held_out_costs(
+    shapes: ShapeSet,
+    X: np.ndarray,
+    make_ranker: Callable,
+    scheme: str,
+    n_folds: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+    raw_out: np.ndarray | None = None,
+) -> np.ndarray:
     """Cost of every row from a ranker that never saw the row's shape (retrained per fold).
     Rankers with `raw_cost` (the model's plain prediction) also fill `raw_out`; `progress`
     hears (folds done, folds) after each fold."""

@@ -7,6 +7,7 @@ as shipped ('in_sample' -- optimistic when the dataset is the one it was trained
 The top-level keys summarise leave-one-family-out over all shapes. `kselect evaluate` and
 `kselect report` print and plot what this computes.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,17 +16,16 @@ from typing import Callable
 
 import numpy as np
 
-from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame, infeasible
 from kselect.selector.model.cost_model import CostModel
-
-from kselect.training.learn.baselines import baseline_rankers
+from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame, infeasible
 from kselect.training.data.dataset import DatasetDir, DatasetError, load_dataset
+from kselect.training.data.labels import apply_retimed
+from kselect.training.learn.baselines import baseline_rankers
 from kselect.training.learn.evaluate import KS, ShapeSet, default_metrics, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.headroom import headroom_section
-from kselect.training.data.labels import apply_retimed
 from kselect.training.learn.nearest_table import LOOKUP, NearestTemplatesRanker
-from kselect.training.measure.retime import default_out
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker, per_shape_selection_cost
+from kselect.training.measure.retime import default_out
 
 SCHEMES = ("family", "shape")
 BASELINES = ("roofline", "random_forest", "nearest_shape", "default")
@@ -42,16 +42,24 @@ def load_data(data: str | Path, retimed: bool = True) -> tuple:
     fp = ds.read_fingerprint()
     again = DatasetDir(default_out(data))
     if retimed and Path(data).is_dir() and again.exists():
-        if again.fingerprint_path.exists() and \
-                again.read_fingerprint().get("fingerprint_id") != fp.get("fingerprint_id"):
+        if again.fingerprint_path.exists() and again.read_fingerprint().get("fingerprint_id") != fp.get(
+            "fingerprint_id"
+        ):
             raise DatasetError(f"{again.root} was re-timed on another device than {data} was measured on")
         df = apply_retimed(df, again.load())
     return df, fp
 
 
-def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_folds: int = 5,
-                   baselines: bool = True, log: Callable = print,
-                   progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, dict, ShapeSet]:
+def run_evaluation(
+    df,
+    fingerprint: dict,
+    model: CostModel,
+    schemes=SCHEMES,
+    n_folds: int = 5,
+    baselines: bool = True,
+    log: Callable = print,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict, dict, ShapeSet]:
     """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports;
     the costs also hold 'raw' (the model's plain predictions) and, for an ATen-relative model,
     LOOKUP (verify's nearest-shape lookup), each {scheme: array}. `progress` hears
@@ -60,13 +68,19 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
     shapes = ShapeSet.from_frame(df)
     X = featurize_frame(shapes.rows, fingerprint)
     params = model.get_params()
-    max_rows = int(((getattr(model, "metadata_", {}) or {}).get("training") or {}).get(
-        "max_rows_per_shape", MAX_ROWS_PER_SHAPE))
+    max_rows = int(
+        ((getattr(model, "metadata_", {}) or {}).get("training") or {}).get("max_rows_per_shape", MAX_ROWS_PER_SHAPE)
+    )
     rankers = {"cost_model": lambda: ModelRanker(params, max_rows)}
     if baselines:
         rankers.update(baseline_rankers())
-    result: dict = {"ks": list(KS), "schemes": {}, "dropped_shapes": int(shapes.dropped),
-                    "objective": params["objective"], "hyper_parameters": params}
+    result: dict = {
+        "ks": list(KS),
+        "schemes": {},
+        "dropped_shapes": int(shapes.dropped),
+        "objective": params["objective"],
+        "hyper_parameters": params,
+    }
     costs: dict = {}
     timings: dict = {}
     n_splits = {scheme: len(folds(shapes, scheme, n_folds)) for scheme in schemes}
@@ -77,8 +91,7 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
             t = time.perf_counter()
             log(f"{scheme}: {name} ...")
             raw = np.full(len(X), np.nan) if name == "cost_model" else None
-            tick = (lambda done, _, before=fitted: progress("held-out fits", before + done, fits)) \
-                if progress else None
+            tick = (lambda done, _, before=fitted: progress("held-out fits", before + done, fits)) if progress else None
             c = held_out_costs(shapes, X, make, scheme, n_folds, progress=tick, raw_out=raw)
             fitted += n_splits[scheme]
             costs[scheme][name] = c
@@ -88,7 +101,8 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
                 full = evaluate_costs(shapes, np.where(infeasible(X), np.inf, raw), KS)
                 result.setdefault("cascade_check", {})[scheme] = {
                     "with_cascade": res[name]["all"]["pct_oracle_geomean"],
-                    "all_trees_on_every_row": full["all"]["pct_oracle_geomean"]}
+                    "all_trees_on_every_row": full["all"]["pct_oracle_geomean"],
+                }
             timings[f"{scheme}/{name}_s"] = round(time.perf_counter() - t, 1)
             g = res[name]["all"]["pct_oracle_geomean"]
             log(f"  {name}: " + "  ".join(f"k={k} {g[k]:.4f}" for k in KS))
@@ -100,11 +114,11 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         result["schemes"][scheme] = res
         rankers_only = {k: v for k, v in costs[scheme].items() if k != "cost_model_aten_first"}
         aten_gap = bool(getattr(model, "aten_relative", False))
-        if aten_gap:   # verify's nearest-shape slot: the shipped table, rebuilt on each training fold
+        if aten_gap:  # verify's nearest-shape slot: the shipped table, rebuilt on each training fold
             costs.setdefault(LOOKUP, {})[scheme] = held_out_costs(shapes, X, NearestTemplatesRanker, scheme, n_folds)
         result.setdefault("headroom_capture", {})[scheme] = headroom_section(
-            shapes, rankers_only, folds(shapes, scheme, n_folds), aten_gap,
-            near_cost=costs.get(LOOKUP, {}).get(scheme))
+            shapes, rankers_only, folds(shapes, scheme, n_folds), aten_gap, near_cost=costs.get(LOOKUP, {}).get(scheme)
+        )
     in_sample = per_shape_selection_cost(model, shapes.sid, X)
     result["in_sample"] = evaluate_costs(shapes, in_sample, KS)
     costs["in_sample"] = {"cost_model": in_sample}
@@ -113,8 +127,9 @@ def run_evaluation(df, fingerprint: dict, model: CostModel, schemes=SCHEMES, n_f
         result[key] = main["all"][key]
     result["primary"] = f"{schemes[0]} held-out, all shapes"
     if "oracle" in main:
-        result["oracle_shapes"] = {k: main["oracle"][k] for k in
-                                   ("shapes", "pct_oracle_geomean", "top1", "regret_p99", "pct_oracle_p1")}
+        result["oracle_shapes"] = {
+            k: main["oracle"][k] for k in ("shapes", "pct_oracle_geomean", "top1", "regret_p99", "pct_oracle_p1")
+        }
     result["targets"] = check_targets(result["schemes"][schemes[0]])
     if "oracle" in main:
         # the strict reading: the oracle is the best of the full space, not of a sample

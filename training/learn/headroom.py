@@ -23,6 +23,7 @@ Selections, all on the measured rows of the same shapes:
 - verify_with_nearest: the same with one slot for the nearest-shape lookup's pick;
 - a single pick per shape (predict).
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -31,12 +32,11 @@ import numpy as np
 from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES
-
 from kselect.training.learn.evaluate import ShapeSet, default_outcome_times, outcomes
 
 HEADROOM_KS = (1, 2, 4, 8)
-SLOWER = 1.01                 # "slower than ATen": the pick runs > 1 % longer
-ALIGN_ELEMENTS = {1: 16, 2: 8, 4: 4, 8: 2}   # dtype bytes -> Inductor's pad alignment (16 bytes)
+SLOWER = 1.01  # "slower than ATen": the pick runs > 1 % longer
+ALIGN_ELEMENTS = {1: 16, 2: 8, 4: 4, 8: 2}  # dtype bytes -> Inductor's pad alignment (16 bytes)
 M_CLASSES = (("M<=16", 0, 16), ("16<M<=256", 16, 256), ("M>256", 256, np.inf))
 _ATEN = TEMPLATE_CLASSES.index("aten")
 
@@ -56,8 +56,7 @@ def shape_table(shapes: ShapeSet) -> dict:
     b_ld = np.where(np.char.endswith(layout.astype(str), "t"), K, N)
     aligned = ((a_ld * eb) % 16 == 0) & ((b_ld * eb) % 16 == 0) & ((N * eb) % 16 == 0)
     m_class = np.select([M <= hi for _, _, hi in M_CLASSES], np.arange(len(M_CLASSES)))
-    return {"M": M, "N": N, "K": K, "decision_free": (M == 1) | padded, "m_class": m_class,
-            "aligned": aligned}
+    return {"M": M, "N": N, "K": K, "decision_free": (M == 1) | padded, "m_class": m_class, "aligned": aligned}
 
 
 def headroom(shapes: ShapeSet) -> np.ndarray:
@@ -71,26 +70,34 @@ def capture_stats(aten: np.ndarray, best: np.ndarray, pick: np.ndarray) -> dict:
     if not (len(aten) == len(best) == len(pick)):
         raise ValueError(f"aten, best and pick differ in length: {len(aten)}, {len(best)}, {len(pick)}")
     if len(aten) == 0:
-        return {"shapes": 0, "capture": None, "geomean_pick_over_aten": None,
-                "worst_pick_over_aten": None, "share_slower_1pct": None}
-    pick = np.where(np.isfinite(pick), pick, aten)   # a failed pick falls back to ATen
+        return {
+            "shapes": 0,
+            "capture": None,
+            "geomean_pick_over_aten": None,
+            "worst_pick_over_aten": None,
+            "share_slower_1pct": None,
+        }
+    pick = np.where(np.isfinite(pick), pick, aten)  # a failed pick falls back to ATen
     room = np.log(aten / best)
     gain = np.log(aten / pick)
     ratio = pick / aten
     total = float(room.sum())
-    return {"shapes": int(len(aten)),
-            "capture": float(gain.sum() / total) if total > 0 else None,
-            "geomean_pick_over_aten": float(gmean(ratio)),
-            "worst_pick_over_aten": float(ratio.max()),
-            "share_slower_1pct": float(np.mean(ratio > SLOWER))}
+    return {
+        "shapes": int(len(aten)),
+        "capture": float(gain.sum() / total) if total > 0 else None,
+        "geomean_pick_over_aten": float(gmean(ratio)),
+        "worst_pick_over_aten": float(ratio.max()),
+        "share_slower_1pct": float(np.mean(ratio > SLOWER)),
+    }
 
 
 def tile_family_ids(shapes: ShapeSet) -> np.ndarray:
     """Per row: an id of its tile family (template, BLOCK_M/N/K, split), as verify's
     one-per-family rule groups candidates (selector/decide/policy.py tile_family)."""
     rows = shapes.rows
-    cols = [shapes.tmpl.astype(np.float64)] + [rows[c].fillna(0).to_numpy(dtype=np.float64)
-                                               for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "k_split")]
+    cols = [shapes.tmpl.astype(np.float64)] + [
+        rows[c].fillna(0).to_numpy(dtype=np.float64) for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "k_split")
+    ]
     _, ids = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
     return ids.ravel()
 
@@ -114,8 +121,9 @@ def template_order(shapes: ShapeSet, cost: np.ndarray, one_per_family: bool = Tr
     return order, rank
 
 
-def templates_plus_aten(shapes: ShapeSet, cost: np.ndarray, n: int | np.ndarray,
-                        one_per_family: bool = True) -> np.ndarray:
+def templates_plus_aten(
+    shapes: ShapeSet, cost: np.ndarray, n: int | np.ndarray, one_per_family: bool = True
+) -> np.ndarray:
     """Per shape: the measured-fastest of ATen and the first `n` templates by `cost` (n a
     number or one per shape) -- verify's outcome, ATen always timed."""
     order, rank = template_order(shapes, cost, one_per_family)
@@ -142,8 +150,12 @@ def split_stats(shapes: ShapeSet, pick: np.ndarray, table: Mapping | None = None
     def on(mask):
         return capture_stats(shapes.aten_time[mask], shapes.best[mask], pick[mask])
 
-    out = {"realistic": on(real), "decision_free": on(table["decision_free"]), "classes": {},
-           "alignment": {"aligned": on(real & table["aligned"]), "unaligned": on(real & ~table["aligned"])}}
+    out = {
+        "realistic": on(real),
+        "decision_free": on(table["decision_free"]),
+        "classes": {},
+        "alignment": {"aligned": on(real & table["aligned"]), "unaligned": on(real & ~table["aligned"])},
+    }
     for i, (name, _, _) in enumerate(M_CLASSES):
         out["classes"][name] = on(real & (table["m_class"] == i))
     return out
@@ -154,15 +166,19 @@ def ranker_curves(shapes: ShapeSet, cost: np.ndarray, ks=HEADROOM_KS, table: Map
     first k rows on their own (`top_k`), each as split_stats."""
     table = table or shape_table(shapes)
     plain = outcomes(shapes, cost, ks)["time"]
-    return {"aten_plus_k": {k: split_stats(shapes, templates_plus_aten(shapes, cost, k), table) for k in ks},
-            "top_k": {k: split_stats(shapes, plain[k], table) for k in ks}}
+    return {
+        "aten_plus_k": {k: split_stats(shapes, templates_plus_aten(shapes, cost, k), table) for k in ks},
+        "top_k": {k: split_stats(shapes, plain[k], table) for k in ks},
+    }
 
 
 def fixed_selections(shapes: ShapeSet, table: Mapping | None = None) -> dict:
     """Selections that do not depend on k: always ATen, stock DEFAULT's list timed faithfully."""
     table = table or shape_table(shapes)
-    return {"always_aten": split_stats(shapes, shapes.aten_time.copy(), table),
-            "default_idealised": split_stats(shapes, default_outcome_times(shapes), table)}
+    return {
+        "always_aten": split_stats(shapes, shapes.aten_time.copy(), table),
+        "default_idealised": split_stats(shapes, default_outcome_times(shapes), table),
+    }
 
 
 def shape_counts(shapes: ShapeSet, table: Mapping | None = None) -> dict:
@@ -173,13 +189,19 @@ def shape_counts(shapes: ShapeSet, table: Mapping | None = None) -> dict:
 
     def one(mask):
         r = room[mask]
-        return {"shapes": int(mask.sum()), "headroom_log_sum": float(r.sum()),
-                "best_over_aten_geomean": float(np.exp(-r.mean())) if len(r) else None,
-                "shapes_gain_ge_5pct": int((r >= np.log(1.05)).sum())}
+        return {
+            "shapes": int(mask.sum()),
+            "headroom_log_sum": float(r.sum()),
+            "best_over_aten_geomean": float(np.exp(-r.mean())) if len(r) else None,
+            "shapes_gain_ge_5pct": int((r >= np.log(1.05)).sum()),
+        }
 
-    out = {"realistic": one(real), "decision_free": one(table["decision_free"]),
-           "classes": {name: one(real & (table["m_class"] == i)) for i, (name, _, _) in enumerate(M_CLASSES)},
-           "alignment": {"aligned": one(real & table["aligned"]), "unaligned": one(real & ~table["aligned"])}}
+    out = {
+        "realistic": one(real),
+        "decision_free": one(table["decision_free"]),
+        "classes": {name: one(real & (table["m_class"] == i)) for i, (name, _, _) in enumerate(M_CLASSES)},
+        "alignment": {"aligned": one(real & table["aligned"]), "unaligned": one(real & ~table["aligned"])},
+    }
     return out
 
 
@@ -193,9 +215,11 @@ def fold_spread(shapes: ShapeSet, pick: np.ndarray, fold_masks, table: Mapping |
         m = mask & real
         per[name] = capture_stats(shapes.aten_time[m], shapes.best[m], pick[m])["capture"]
     vals = np.array([v for v in per.values() if v is not None])
-    return {"per_fold": per, "spread": float(vals.max() - vals.min()) if len(vals) else None,
-            "sd": float(vals.std(ddof=1)) if len(vals) > 1 else None}
-
+    return {
+        "per_fold": per,
+        "spread": float(vals.max() - vals.min()) if len(vals) else None,
+        "sd": float(vals.std(ddof=1)) if len(vals) > 1 else None,
+    }
 
 
 def best_template_gaps(shapes: ShapeSet, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +233,9 @@ def best_template_gaps(shapes: ShapeSet, cost: np.ndarray) -> tuple[np.ndarray, 
     return row, gap
 
 
-def verify_with_nearest(shapes: ShapeSet, cost: np.ndarray, near_cost: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def verify_with_nearest(
+    shapes: ShapeSet, cost: np.ndarray, near_cost: np.ndarray, n: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """verify's outcome when the nearest-shape lookup takes a slot (selector/decide/policy.py
     with_nearest_slot, the selector's own rule): per shape the measured-fastest of ATen and the
     templates it times -- the model's first n - 1 tile families by `cost` and the first row by
@@ -225,18 +251,21 @@ def verify_with_nearest(shapes: ShapeSet, cost: np.ndarray, near_cost: np.ndarra
         if len(rows):
             model_rows[shapes.sid[rows[0]]] = rows
     near_cost = np.asarray(near_cost, dtype=np.float64)
-    listed = np.flatnonzero(np.isfinite(near_cost) & (shapes.tmpl != _ATEN) & np.isfinite(np.asarray(cost, dtype=np.float64)))
+    listed = np.flatnonzero(
+        np.isfinite(near_cost) & (shapes.tmpl != _ATEN) & np.isfinite(np.asarray(cost, dtype=np.float64))
+    )
     listed = listed[np.lexsort((near_cost[listed], shapes.sid[listed]))]
     near_rows = [np.zeros(0, np.int64)] * shapes.n_shapes
-    for rows in (np.split(listed, np.flatnonzero(np.diff(shapes.sid[listed])) + 1) if len(listed) else []):
+    for rows in np.split(listed, np.flatnonzero(np.diff(shapes.sid[listed])) + 1) if len(listed) else []:
         if len(rows):
             near_rows[shapes.sid[rows[0]]] = rows
     pick = shapes.aten_time.copy()
     timed = np.zeros(shapes.n_shapes, dtype=np.int64)
     for s in range(shapes.n_shapes):
         rows_m = model_rows[s]
-        kept, _ = with_nearest_slot(lambda m: [int(r) for r in rows_m[:m]], int(n[s]), near_rows[s],
-                                    lambda r: fam[r], lambda r: True)
+        kept, _ = with_nearest_slot(
+            lambda m: [int(r) for r in rows_m[:m]], int(n[s]), near_rows[s], lambda r: fam[r], lambda r: True
+        )
         timed[s] = len(kept)
         if kept:
             pick[s] = min(pick[s], float(np.min(shapes.time[kept])))
@@ -261,17 +290,27 @@ def simulate_policies(shapes: ShapeSet, cost: np.ndarray, cap: int = 4, near_cos
         verify, timed = templates_plus_aten(shapes, cost, n), np.minimum(n, families)
     else:
         verify, timed = verify_with_nearest(shapes, cost, near_cost, n)
-    return {"verify": verify, "verify_templates": timed,
-            "predict": pick_times(shapes, np.where(confident & (row >= 0), row, -1)),
-            "predict_templates": (confident & (row >= 0)).astype(np.int64), "gap": gap}
+    return {
+        "verify": verify,
+        "verify_templates": timed,
+        "predict": pick_times(shapes, np.where(confident & (row >= 0), row, -1)),
+        "predict_templates": (confident & (row >= 0)).astype(np.int64),
+        "gap": gap,
+    }
 
 
 def _caps(section: Mapping) -> float | None:
     return section["capture"]
 
 
-def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_masks, aten_gap: bool,
-                     ks=HEADROOM_KS, near_cost: np.ndarray | None = None) -> dict:
+def headroom_section(
+    shapes: ShapeSet,
+    costs: Mapping[str, np.ndarray],
+    fold_masks,
+    aten_gap: bool,
+    ks=HEADROOM_KS,
+    near_cost: np.ndarray | None = None,
+) -> dict:
     """`kselect evaluate`'s headroom_capture for one CV scheme: per selection the split stats,
     with the realistic and decision-free captures flattened on top for reading.
 
@@ -279,8 +318,11 @@ def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_mas
     costs are predicted gaps to ATen, so its verify and predict policies are simulated;
     `near_cost`: the held-out nearest-shape lookup's preference per row (verify's lookup slot)."""
     table = shape_table(shapes)
-    detail: dict = {"shapes": shape_counts(shapes, table), "fixed": fixed_selections(shapes, table),
-                    "rankers": {name: ranker_curves(shapes, c, ks, table) for name, c in costs.items()}}
+    detail: dict = {
+        "shapes": shape_counts(shapes, table),
+        "fixed": fixed_selections(shapes, table),
+        "rankers": {name: ranker_curves(shapes, c, ks, table) for name, c in costs.items()},
+    }
     if aten_gap and "cost_model" in costs:
         sim = simulate_policies(shapes, costs["cost_model"], near_cost=near_cost)
         real = ~table["decision_free"]
@@ -288,18 +330,22 @@ def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_mas
         for mode in ("verify", "predict"):
             stats = split_stats(shapes, sim[mode], table)
             stats["templates_timed_mean"] = float(sim[f"{mode}_templates"][real].mean()) if real.any() else None
-            stats["templates_timed_counts"] = {int(v): int(c) for v, c in zip(*np.unique(
-                sim[f"{mode}_templates"][real], return_counts=True))}
+            stats["templates_timed_counts"] = {
+                int(v): int(c) for v, c in zip(*np.unique(sim[f"{mode}_templates"][real], return_counts=True))
+            }
             detail["policies"][mode] = stats
     out: dict = {}
     for part in ("realistic", "decision_free"):
-        flat: dict = {"shapes": detail["shapes"][part]["shapes"],
-                      "headroom_log_sum": detail["shapes"][part]["headroom_log_sum"]}
+        flat: dict = {
+            "shapes": detail["shapes"][part]["shapes"],
+            "headroom_log_sum": detail["shapes"][part]["headroom_log_sum"],
+        }
         for mode in ("verify", "predict"):
             pol = detail.get("policies", {}).get(mode)
             flat[mode] = _caps(pol[part]) if pol else None
-        flat["aten_plus_k"] = {name: {k: _caps(r["aten_plus_k"][k][part]) for k in ks}
-                               for name, r in detail["rankers"].items()}
+        flat["aten_plus_k"] = {
+            name: {k: _caps(r["aten_plus_k"][k][part]) for k in ks} for name, r in detail["rankers"].items()
+        }
         flat["top_k"] = {name: {k: _caps(r["top_k"][k][part]) for k in ks} for name, r in detail["rankers"].items()}
         flat["fixed"] = {name: _caps(r[part]) for name, r in detail["fixed"].items()}
         out[part] = flat
@@ -309,9 +355,12 @@ def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_mas
         out["realistic"]["classes"][cls] = {
             "shapes": detail["shapes"]["classes"][cls]["shapes"],
             **{mode: (pol[mode]["classes"][cls]["capture"] if mode in pol else None) for mode in ("verify", "predict")},
-            "aten_plus_k": {name: {k: r["aten_plus_k"][k]["classes"][cls]["capture"] for k in ks}
-                            for name, r in detail["rankers"].items()},
-            "fixed": {name: r["classes"][cls]["capture"] for name, r in detail["fixed"].items()}}
+            "aten_plus_k": {
+                name: {k: r["aten_plus_k"][k]["classes"][cls]["capture"] for k in ks}
+                for name, r in detail["rankers"].items()
+            },
+            "fixed": {name: r["classes"][cls]["capture"] for name, r in detail["fixed"].items()},
+        }
     spread = {}
     for name, c in costs.items():
         for k in (1, 4):
@@ -320,9 +369,11 @@ def headroom_section(shapes: ShapeSet, costs: Mapping[str, np.ndarray], fold_mas
         spread["verify"] = fold_spread(shapes, sim["verify"], fold_masks, table)
         spread["predict"] = fold_spread(shapes, sim["predict"], fold_masks, table)
     out["realistic"]["fold_spread"] = spread
-    out["definition"] = ("capture = sum log(t_ATen / t_pick) / sum log(t_ATen / t_best) over the shapes; "
-                         "realistic = shapes Inductor autotunes as measured (M >= 2, N and K not padded); "
-                         "aten_plus_k = ATen + the ranker's first k templates timed, one per tile family; "
-                         "top_k = the ranker's first k rows alone")
+    out["definition"] = (
+        "capture = sum log(t_ATen / t_pick) / sum log(t_ATen / t_best) over the shapes; "
+        "realistic = shapes Inductor autotunes as measured (M >= 2, N and K not padded); "
+        "aten_plus_k = ATen + the ranker's first k templates timed, one per tile family; "
+        "top_k = the ranker's first k rows alone"
+    )
     out["detail"] = detail
     return out

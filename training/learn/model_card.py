@@ -1,5 +1,6 @@
 """A trained model's files: where they go, the sidecar's provenance, and the Markdown card
 rendered from the sidecar (again after an evaluation adds its held-out metrics)."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,6 @@ from pathlib import Path
 from kselect.selector.jsonable import json_default
 from kselect.selector.model import artifact
 from kselect.selector.model.cost_model import meta_path
-
 from kselect.training.learn.train import dataset_hash
 
 
@@ -21,13 +21,21 @@ def model_paths(out: str | Path) -> tuple[Path, Path]:
     return out.with_name(out.name + ".json"), out.with_name(out.name + ".md")
 
 
-def save_trained(model, card: dict, fingerprint: dict, data, model_path: Path, command: str,
-                 card_path: Path | None = None) -> None:
+def save_trained(
+    model, card: dict, fingerprint: dict, data, model_path: Path, command: str, card_path: Path | None = None
+) -> None:
     """Save the booster and its sidecar (device, dataset and its hash, labels, command, the
     training card), then render the Markdown card."""
-    meta = {"fingerprint": fingerprint, "dataset": str(data), "dataset_hash": dataset_hash(data),
-            "labels": labels_description(data), "command": command,
-            "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "training": card, "metrics": {}}
+    meta = {
+        "fingerprint": fingerprint,
+        "dataset": str(data),
+        "dataset_hash": dataset_hash(data),
+        "labels": labels_description(data),
+        "command": command,
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "training": card,
+        "metrics": {},
+    }
     model.save(model_path, meta)
     write_card(model_path, card_path)
 
@@ -40,8 +48,10 @@ def labels_description(data: str | Path) -> str:
     r = retimed_summary(Path(data) / RETIMED_DIR)
     if not r:
         return "collector times"
-    return (f"collector times, with {r['ok_rows']} rows of {r['shapes_with_ok_rows']} shapes re-timed as "
-            f"Inductor's kernels ({r['path']}; training/data/labels.py)")
+    return (
+        f"collector times, with {r['ok_rows']} rows of {r['shapes_with_ok_rows']} shapes re-timed as "
+        f"Inductor's kernels ({r['path']}; training/data/labels.py)"
+    )
 
 
 def _pct(x) -> str:
@@ -55,52 +65,79 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     card_path = card_path or model_path.with_suffix(".md")
     fp = meta.get("fingerprint", {})
     tr = meta.get("training", {})
-    lines = [f"# Model card: {model_path.stem}", "",
-             "Gradient-boosted trees (XGBoost) that rank TorchInductor's GEMM candidates for one shape.",
-             "",
-             *(["It predicts each candidate's log(time / cuBLAS's time) for the shape (`reg:aten`): verify "
+    lines = [
+        f"# Model card: {model_path.stem}",
+        "",
+        "Gradient-boosted trees (XGBoost) that rank TorchInductor's GEMM candidates for one shape.",
+        "",
+        *(
+            [
+                "It predicts each candidate's log(time / cuBLAS's time) for the shape (`reg:aten`): verify "
                 "times as many templates as the best predicted gap calls for (0-4, ATen always; the last of "
                 "them the nearest measured shape's pick, from the table in the sidecar), predict "
-                "takes a template only when it is predicted well ahead of cuBLAS (selector/decide/policy.py).", ""]
-               if meta.get("objective") == "reg:aten" else []),
-             "| field | value |", "| --- | --- |",
-             f"| booster | `{model_path.name}` (XGBoost {meta.get('xgboost_version')} JSON; sidecar `{meta_path(model_path).name}`) |",
-             f"| objective | `{meta.get('objective')}` |",
-             f"| feature schema | v{meta.get('feature_schema_version')} ({len(meta.get('feature_names', []))} features) |",
-             f"| device | {fp.get('gpu_name')}, {fp.get('sm_count')} SMs, fingerprint `{fp.get('fingerprint_id')}` |",
-             f"| software | torch {fp.get('torch_version')}, triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')} |",
-             f"| dataset | `{meta.get('dataset')}`, sha256 `{meta.get('dataset_hash')}` |",
-             f"| labels | {meta.get('labels', 'collector times')} |",
-             f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
-             f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
-             f"| families | {', '.join(tr.get('families', []))} |",
-             f"| training command | `{artifact.provenance(meta)['command']}` |",
-             f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
-             f"| trained at | {meta.get('trained_at')} |",
-             f"| hyper-parameters | `{json.dumps(meta.get('hyper_parameters'), sort_keys=True)}` |", ""]
+                "takes a template only when it is predicted well ahead of cuBLAS (selector/decide/policy.py).",
+                "",
+            ]
+            if meta.get("objective") == "reg:aten"
+            else []
+        ),
+        "| field | value |",
+        "| --- | --- |",
+        f"| booster | `{model_path.name}` (XGBoost {meta.get('xgboost_version')} JSON; sidecar `{meta_path(model_path).name}`) |",
+        f"| objective | `{meta.get('objective')}` |",
+        f"| feature schema | v{meta.get('feature_schema_version')} ({len(meta.get('feature_names', []))} features) |",
+        f"| device | {fp.get('gpu_name')}, {fp.get('sm_count')} SMs, fingerprint `{fp.get('fingerprint_id')}` |",
+        f"| software | torch {fp.get('torch_version')}, triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')} |",
+        f"| dataset | `{meta.get('dataset')}`, sha256 `{meta.get('dataset_hash')}` |",
+        f"| labels | {meta.get('labels', 'collector times')} |",
+        f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
+        f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
+        f"| families | {', '.join(tr.get('families', []))} |",
+        f"| training command | `{artifact.provenance(meta)['command']}` |",
+        f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
+        f"| trained at | {meta.get('trained_at')} |",
+        f"| hyper-parameters | `{json.dumps(meta.get('hyper_parameters'), sort_keys=True)}` |",
+        "",
+    ]
     if tr.get("cv_table"):
-        lines += [f"## Objective and hyper-parameter choice ({tr.get('cv_scheme')}-grouped CV)", "",
-                  f"Selection metric: {tr.get('selection_metric')}.", "",
-                  "| objective | depth | eta | trees | min child w | k=1 | k=4 | top-1 | p99 regret k=4 | s |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            f"## Objective and hyper-parameter choice ({tr.get('cv_scheme')}-grouped CV)",
+            "",
+            f"Selection metric: {tr.get('selection_metric')}.",
+            "",
+            "| objective | depth | eta | trees | min child w | k=1 | k=4 | top-1 | p99 regret k=4 | s |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for r in tr["cv_table"]:
             g = {int(k): v for k, v in r["pct_oracle_geomean"].items()}
             p99 = {int(k): v for k, v in r["regret_p99"].items()}
-            lines.append(f"| {r['objective']} | {r.get('max_depth')} | {r.get('learning_rate')} | "
-                         f"{r.get('n_estimators')} | {r.get('min_child_weight')} | {_pct(g[1])} | {_pct(g[4])} | "
-                         f"{_pct(r['top1'])} | {_pct(p99[4])} | {r['seconds']} |")
+            lines.append(
+                f"| {r['objective']} | {r.get('max_depth')} | {r.get('learning_rate')} | "
+                f"{r.get('n_estimators')} | {r.get('min_child_weight')} | {_pct(g[1])} | {_pct(g[4])} | "
+                f"{_pct(r['top1'])} | {_pct(p99[4])} | {r['seconds']} |"
+            )
         best = max(tr["cv_table"], key=lambda r: r["score"])
-        lines += ["", f"Kept **{best['objective']}** (depth {best.get('max_depth')}): highest held-out "
-                  f"score {best['score']:.4f}. {tr.get('objective_reason', '')}", ""]
+        lines += [
+            "",
+            f"Kept **{best['objective']}** (depth {best.get('max_depth')}): highest held-out "
+            f"score {best['score']:.4f}. {tr.get('objective_reason', '')}",
+            "",
+        ]
     ev = meta.get("metrics") or {}
     if ev:
         lines += ["## Held-out metrics (retrained per fold)", "", ev.get("summary_markdown", ""), ""]
-    lines += ["## Use", "", "```python",
-              "from kselect.selector.model.cost_model import load_shipped",
-              f"model = load_shipped({model_path.name!r}, fingerprint=device_fingerprint)  # refuses other GPUs",
-              "```", "",
-              "Loading never unpickles; it refuses a feature-schema mismatch always and another GPU "
-              "(name or SM count) unless `force=True`.", ""]
+    lines += [
+        "## Use",
+        "",
+        "```python",
+        "from kselect.selector.model.cost_model import load_shipped",
+        f"model = load_shipped({model_path.name!r}, fingerprint=device_fingerprint)  # refuses other GPUs",
+        "```",
+        "",
+        "Loading never unpickles; it refuses a feature-schema mismatch always and another GPU "
+        "(name or SM count) unless `force=True`.",
+        "",
+    ]
     card_path.write_text("\n".join(lines))
     return card_path
 
@@ -117,20 +154,36 @@ def update_card(model_path: Path, result: dict) -> None:
         lines += ["", "Oracle shapes only:", "", *summary_table(fam, "oracle")]
     shp = result["schemes"]["shape"]
     lines += ["", "GroupKFold by shape, all shapes:", "", *summary_table(shp, "all")]
-    lines += ["", "Targets, all shapes: " + "; ".join(f"{k}: {'met' if v[1] else 'NOT met'}" for k, v in result["targets"].items())]
+    lines += [
+        "",
+        "Targets, all shapes: "
+        + "; ".join(f"{k}: {'met' if v[1] else 'NOT met'}" for k, v in result["targets"].items()),
+    ]
     if "targets_oracle_shapes" in result:
-        lines += ["", "Targets, oracle shapes only: " + "; ".join(
-            f"{k}: {'met' if v[1] else 'NOT met'}" for k, v in result["targets_oracle_shapes"].items())]
+        lines += [
+            "",
+            "Targets, oracle shapes only: "
+            + "; ".join(f"{k}: {'met' if v[1] else 'NOT met'}" for k, v in result["targets_oracle_shapes"].items()),
+        ]
     from kselect.training.learn.headroom_report import card_lines
 
     lines = card_lines(result)[1:] + [""] + lines if card_lines(result) else lines
-    meta["metrics"] = {"headroom_capture": {k: result["headroom_capture"]["family"]["realistic"][k]
-                                            for k in ("verify", "predict", "aten_plus_k", "fixed")}
-                       if "headroom_capture" in result else None,
-                       "pct_oracle_geomean": result["pct_oracle_geomean"], "top1": result["top1"],
-                       "regret_p99": result["regret_p99"], "shapes": result["shapes"],
-                       "oracle_shapes": result.get("oracle_shapes"), "targets": result["targets"],
-                       "targets_oracle_shapes": result.get("targets_oracle_shapes"),
-                       "scheme": result["primary"], "summary_markdown": "\n".join(lines)}
+    meta["metrics"] = {
+        "headroom_capture": {
+            k: result["headroom_capture"]["family"]["realistic"][k]
+            for k in ("verify", "predict", "aten_plus_k", "fixed")
+        }
+        if "headroom_capture" in result
+        else None,
+        "pct_oracle_geomean": result["pct_oracle_geomean"],
+        "top1": result["top1"],
+        "regret_p99": result["regret_p99"],
+        "shapes": result["shapes"],
+        "oracle_shapes": result.get("oracle_shapes"),
+        "targets": result["targets"],
+        "targets_oracle_shapes": result.get("targets_oracle_shapes"),
+        "scheme": result["primary"],
+        "summary_markdown": "\n".join(lines),
+    }
     mp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=json_default) + "\n")
     write_card(model_path)

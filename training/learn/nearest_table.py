@@ -5,6 +5,7 @@ The table holds the shapes Inductor autotunes as measured (the ones the model tr
 with its TEMPLATES_PER_SHAPE fastest measured templates, one per tile family (ATen and failed
 rows left out), with each one's log(time / the shape's best time).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,18 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from kselect.selector.decide.nearest import NearestTemplates, shape_kind
-
 from kselect.training.learn.evaluate import ShapeSet
 
 TEMPLATES_PER_SHAPE = 8
-LOOKUP = "nearest_templates"   # the lookup's held-out costs in an evaluation's costs (not a ranker)
+LOOKUP = "nearest_templates"  # the lookup's held-out costs in an evaluation's costs (not a ranker)
 
 
 def _shape_rows(shapes: ShapeSet) -> list[tuple[int, int, int, str]]:
     first = shapes.rows.iloc[shapes.starts]
-    return [(int(m), int(n), int(k), shape_kind(str(lay), str(op), str(dt)))
-            for m, n, k, lay, op, dt in zip(first["M"], first["N"], first["K"], first["layout"],
-                                             first["op"], first["dtype"])]
+    return [
+        (int(m), int(n), int(k), shape_kind(str(lay), str(op), str(dt)))
+        for m, n, k, lay, op, dt in zip(
+            first["M"], first["N"], first["K"], first["layout"], first["op"], first["dtype"]
+        )
+    ]
 
 
 def nearest_table(shapes: ShapeSet, per_shape: int = TEMPLATES_PER_SHAPE) -> NearestTemplates:

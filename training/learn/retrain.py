@@ -10,6 +10,7 @@ a collection stage that reaches its share stops starting shapes and counts as do
 card says how many shapes were measured. Every stage prints a line with the time spent and an
 estimate of what remains.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Callable
 
 from kselect.kernels.problem import Problem
-
 from kselect.training.workloads.shapes import (
     MODELS,
     backward_shapes,
@@ -51,10 +51,10 @@ class RetrainPlan:
     sample_space: str = "sample:200"
     seed: int = 0
     nthread: int = 2
-    folds: int = 5                 # evaluation: GroupKFold-by-shape folds
-    cv_folds: int = 5              # training: folds choosing objective and hyper-parameters (0: none)
+    folds: int = 5  # evaluation: GroupKFold-by-shape folds
+    cv_folds: int = 5  # training: folds choosing objective and hyper-parameters (0: none)
     name: str = "model"
-    done: dict = field(default_factory=dict)      # stage -> {"seconds": ..., ...}
+    done: dict = field(default_factory=dict)  # stage -> {"seconds": ..., ...}
 
     def __post_init__(self):
         if self.gpu_minutes <= 0:
@@ -89,9 +89,8 @@ def choose_shapes(seed: int, n_sample: int, n_full: int) -> tuple[list[Problem],
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    pool = dedup([p for m in MODELS for p in forward_shapes(m) + backward_shapes(m)] +
-                 random_shapes(200, seed))
-    pool = [p for p in pool if p.flops <= 2e12]   # the largest backward shapes cost minutes each
+    pool = dedup([p for m in MODELS for p in forward_shapes(m) + backward_shapes(m)] + random_shapes(200, seed))
+    pool = [p for p in pool if p.flops <= 2e12]  # the largest backward shapes cost minutes each
     order = rng.permutation(len(pool))
     picked = [pool[i] for i in order]
     full = [p for p in picked if p.M <= 256 and p.layout == "nt"][:n_full]
@@ -114,8 +113,10 @@ def load_or_start(plan: RetrainPlan) -> RetrainPlan:
         raise RetrainError(f"{state} is not a retrain state file: {exc}") from None
     if recorded.settings() != plan.settings():
         diff = {k: (v, plan.settings()[k]) for k, v in recorded.settings().items() if plan.settings()[k] != v}
-        raise RetrainError(f"{plan.root} was started with other settings {diff} (recorded, asked): "
-                           "use the same flags to resume, or a new --out")
+        raise RetrainError(
+            f"{plan.root} was started with other settings {diff} (recorded, asked): "
+            "use the same flags to resume, or a new --out"
+        )
     # a run directory may have moved (copied back from a GPU machine): it resumes where it is now
     recorded.out = plan.out
     return recorded
@@ -130,7 +131,7 @@ def save(plan: RetrainPlan) -> None:
 def _eta(plan: RetrainPlan, stage: str, rows: int) -> float:
     """Seconds the stages from `stage` on should still take (collection: its GPU budget)."""
     left = 0.0
-    for s in STAGES[STAGES.index(stage):]:
+    for s in STAGES[STAGES.index(stage) :]:
         if s in plan.done:
             continue
         if s == "collect-sample":
@@ -148,8 +149,13 @@ def _rows_expected(plan: RetrainPlan) -> int:
     return plan.sample_shapes * 200 + plan.full_shapes * 450
 
 
-def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, device: str = "cuda",
-        progress: Callable[[str, int, int], None] | None = None) -> dict:
+def run(
+    plan: RetrainPlan,
+    log: Callable[[str], None] = print,
+    collect_fn=None,
+    device: str = "cuda",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Run every unfinished stage; returns the recorded state. `progress` hears the loops of
     training and evaluation (their `progress`)."""
     from kselect.training.measure.collect import collect
@@ -164,8 +170,10 @@ def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, 
         if stage in plan.done:
             log(f"[{i}/{len(STAGES)}] {stage}: done earlier")
             continue
-        log(f"[{i}/{len(STAGES)}] {stage}: starting; {time.time() - t_start:.0f} s so far, about "
-            f"{_eta(plan, stage, rows) / 60:.1f} min left")
+        log(
+            f"[{i}/{len(STAGES)}] {stage}: starting; {time.time() - t_start:.0f} s so far, about "
+            f"{_eta(plan, stage, rows) / 60:.1f} min left"
+        )
         t0 = time.time()
         info: dict = {}
         if stage == "shapes":
@@ -178,9 +186,14 @@ def run(plan: RetrainPlan, log: Callable[[str], None] = print, collect_fn=None, 
             problems = read_shapes_csv(sample_csv if sampled else full_csv)
             share = SAMPLE_SHARE if sampled else 1 - SAMPLE_SHARE
             if problems:
-                info = collect_fn(problems, plan.data, space=plan.sample_space if sampled else "exhaustive",
-                                  max_minutes=plan.gpu_minutes * share, device=device,
-                                  workloads={p.key: "retrain" for p in problems})
+                info = collect_fn(
+                    problems,
+                    plan.data,
+                    space=plan.sample_space if sampled else "exhaustive",
+                    max_minutes=plan.gpu_minutes * share,
+                    device=device,
+                    workloads={p.key: "retrain" for p in problems},
+                )
         elif stage == "compact":
             from kselect.training.data.dataset import DatasetDir
             from kselect.training.data.oracle import mark_oracle
@@ -208,14 +221,19 @@ def _train(plan: RetrainPlan, log, progress=None) -> dict:
 
     df, fp = load_data(plan.data)
     model, card = train(df, fp, cv_folds=plan.cv_folds, nthread=plan.nthread, log=log, progress=progress)
-    save_trained(model, card, fp, plan.data, plan.model_path,
-                 f"kselect retrain --out {plan.out} --gpu-minutes {plan.gpu_minutes:g}")
+    save_trained(
+        model,
+        card,
+        fp,
+        plan.data,
+        plan.model_path,
+        f"kselect retrain --out {plan.out} --gpu-minutes {plan.gpu_minutes:g}",
+    )
     return {"model": str(plan.model_path), "shapes": card["shapes"], "rows": card["dataset_rows"]}
 
 
 def _evaluate(plan: RetrainPlan, log, progress=None) -> dict:
     from kselect.selector.model.cost_model import CostModel
-
     from kselect.training.learn.evaluation import load_data, run_evaluation
     from kselect.training.learn.model_card import update_card
 
@@ -223,5 +241,4 @@ def _evaluate(plan: RetrainPlan, log, progress=None) -> dict:
     model = CostModel.load(plan.model_path, fingerprint=fp)
     result, _, _ = run_evaluation(df, fp, model, n_folds=plan.folds, log=log, progress=progress)
     update_card(plan.model_path, result)
-    return {"pct_oracle_geomean": result.get("pct_oracle_geomean"),
-            "headroom_capture": result.get("headroom_capture")}
+    return {"pct_oracle_geomean": result.get("pct_oracle_geomean"), "headroom_capture": result.get("headroom_capture")}

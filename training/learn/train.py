@@ -20,6 +20,7 @@ x log(t_ATen / t_best) / 0.05), so the shapes where a template beats cuBLAS domi
 Held out by family this captured 0.84 of the headroom at ATen + 4 templates (0.85-0.90 over
 other row samples) against 0.80 for the rank:ndcg recipe (reports/2026-12-05-headroom-h200-bf16).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,9 +31,8 @@ from typing import Callable
 
 import numpy as np
 
-from kselect.selector.model.features import featurize_frame, infeasible
 from kselect.selector.model.cost_model import OBJECTIVES, CostModel
-
+from kselect.selector.model.features import featurize_frame, infeasible
 from kselect.training.data.dataset import RETIMED_DIR
 from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, folds, held_out_costs
 
@@ -57,8 +57,9 @@ FAR_FRACTION = 0.3
 HEADROOM_WEIGHT = 3.0
 # 30 trees pre-screen every row for the cascade: with 5 (the ranking recipe's) the held-out capture
 # at ATen + 4 fell from 0.84 to 0.81; from 30 on it equals all trees on every row at k <= 4
-HEADROOM_GRID = ({"max_depth": 5, "learning_rate": 0.1, "n_estimators": 300, "min_child_weight": 2.0,
-                  "cascade_trees": 30},)
+HEADROOM_GRID = (
+    {"max_depth": 5, "learning_rate": 0.1, "n_estimators": 300, "min_child_weight": 2.0, "cascade_trees": 30},
+)
 
 
 class TrainingError(ValueError):
@@ -75,8 +76,13 @@ def log_rel_target(rel: np.ndarray) -> np.ndarray:
     return np.minimum(np.log(np.where(np.isfinite(rel), rel, np.inf)), REG_CAP).astype(np.float32)
 
 
-def sample_rows(shapes: ShapeSet, max_rows: int = MAX_ROWS_PER_SHAPE, keep_rel: float = KEEP_REL,
-                seed: int = 0, X: np.ndarray | None = None) -> np.ndarray:
+def sample_rows(
+    shapes: ShapeSet,
+    max_rows: int = MAX_ROWS_PER_SHAPE,
+    keep_rel: float = KEEP_REL,
+    seed: int = 0,
+    X: np.ndarray | None = None,
+) -> np.ndarray:
     """Row indices for training: every row within `keep_rel` of its shape's best, plus a
     random sample of the rest up to `max_rows` per shape (deterministic for a seed).
     Given X, infeasible rows (shared memory; see features.infeasible) are left out:
@@ -163,12 +169,14 @@ def per_shape_selection_cost(model: CostModel, sid: np.ndarray, X: np.ndarray) -
     return cost
 
 
-def fit_model(shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict,
-              progress: Callable | None = None) -> CostModel:
+def fit_model(
+    shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict, progress: Callable | None = None
+) -> CostModel:
     model = CostModel(**params)
     if model.aten_relative:
-        return model.fit(X[idx], aten_gap_target(shapes, idx), sample_weight=headroom_weights(shapes, idx),
-                         progress=progress)
+        return model.fit(
+            X[idx], aten_gap_target(shapes, idx), sample_weight=headroom_weights(shapes, idx), progress=progress
+        )
     rel = shapes.rel[idx]
     if model.is_ranking:
         return model.fit(X[idx], relevance(rel), qid=shapes.sid[idx], progress=progress)
@@ -205,17 +213,34 @@ def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick=None) ->
     t0 = time.perf_counter()
     cost = held_out_costs(shapes, X, lambda: ModelRanker(params, max_rows), scheme, n_folds, progress=tick)
     m = evaluate_costs(shapes, cost, KS)
-    row = {"objective": params["objective"], **hp, "scheme": scheme, "score": cv_score(m),
-           "pct_oracle_geomean": m["all"]["pct_oracle_geomean"], "top1": m["all"]["top1"],
-           "regret_p99": m["all"]["regret_p99"], "seconds": round(time.perf_counter() - t0, 1)}
-    log(f"  cv {row['objective']:<14} {hp}  k=1 {row['pct_oracle_geomean'][1]:.4f}  "
-        f"k=4 {row['pct_oracle_geomean'][4]:.4f}  top1 {row['top1']:.3f}  ({row['seconds']} s)")
+    row = {
+        "objective": params["objective"],
+        **hp,
+        "scheme": scheme,
+        "score": cv_score(m),
+        "pct_oracle_geomean": m["all"]["pct_oracle_geomean"],
+        "top1": m["all"]["top1"],
+        "regret_p99": m["all"]["regret_p99"],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    log(
+        f"  cv {row['objective']:<14} {hp}  k=1 {row['pct_oracle_geomean'][1]:.4f}  "
+        f"k=4 {row['pct_oracle_geomean'][4]:.4f}  top1 {row['top1']:.3f}  ({row['seconds']} s)"
+    )
     return row
 
 
-def select(shapes: ShapeSet, X: np.ndarray, objectives, grid, n_folds: int, base: dict,
-           log: Callable = print, max_rows: int = MAX_ROWS_PER_SHAPE,
-           progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, list[dict]]:
+def select(
+    shapes: ShapeSet,
+    X: np.ndarray,
+    objectives,
+    grid,
+    n_folds: int,
+    base: dict,
+    log: Callable = print,
+    max_rows: int = MAX_ROWS_PER_SHAPE,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict, list[dict]]:
     """Two stages, to fit the time budget: every objective with grid[0], then the winning
     objective with the rest of the grid. Returns (winning params, CV table). `progress`
     hears ("cross-validation fits", done, total), one fit per fold and setting."""
@@ -225,8 +250,9 @@ def select(shapes: ShapeSet, X: np.ndarray, objectives, grid, n_folds: int, base
 
     def row(params, hp):
         before = len(table) * splits
-        tick = (lambda done, _: progress("cross-validation fits", before + done, settings * splits)) \
-            if progress else None
+        tick = (
+            (lambda done, _: progress("cross-validation fits", before + done, settings * splits)) if progress else None
+        )
         return _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick)
 
     table: list[dict] = []
@@ -240,9 +266,17 @@ def select(shapes: ShapeSet, X: np.ndarray, objectives, grid, n_folds: int, base
     return params, table
 
 
-def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, grid=DEFAULT_GRID,
-          nthread: int = 2, max_rows: int = MAX_ROWS_PER_SHAPE, log: Callable = print,
-          progress: Callable[[str, int, int], None] | None = None) -> tuple[CostModel, dict]:
+def train(
+    df,
+    fingerprint: dict,
+    objective: str = "auto",
+    cv_folds: int = 5,
+    grid=DEFAULT_GRID,
+    nthread: int = 2,
+    max_rows: int = MAX_ROWS_PER_SHAPE,
+    log: Callable = print,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[CostModel, dict]:
     """Choose objective + hyper-parameters by CV, refit on all rows; returns (model, card data).
     `progress` hears (loop, done, total) for the cross-validation's fits and the final
     fit's boosting rounds; without it the rounds go to `log`."""
@@ -252,36 +286,50 @@ def train(df, fingerprint: dict, objective: str = "auto", cv_folds: int = 5, gri
     shapes = ShapeSet.from_frame(df)
     if shapes.n_shapes < 2:
         raise TrainingError(f"need at least 2 shapes with ok measurements, have {shapes.n_shapes}")
-    log(f"{len(shapes.rows)} rows, {shapes.n_shapes} shapes ({int(shapes.oracle.sum())} oracle), "
-        f"{len(np.unique(shapes.family))} families; featurising ...")
+    log(
+        f"{len(shapes.rows)} rows, {shapes.n_shapes} shapes ({int(shapes.oracle.sum())} oracle), "
+        f"{len(np.unique(shapes.family))} families; featurising ..."
+    )
     X = featurize_frame(shapes.rows, fingerprint)
     objectives = AUTO_OBJECTIVES if objective == "auto" else (objective,)
     base = {"nthread": nthread, "subsample": 0.8, "colsample_bytree": 0.8}
     max_rows = int(max_rows)
     table: list[dict] = []
     if cv_folds and cv_folds >= 2 and (len(objectives) > 1 or len(grid) > 1):
-        log(f"cross-validating {len(objectives)} objective(s), then {len(grid) - 1} more setting(s) "
-            f"of the best, {cv_folds} folds by {cv_groups_scheme(shapes, cv_folds)} ...")
+        log(
+            f"cross-validating {len(objectives)} objective(s), then {len(grid) - 1} more setting(s) "
+            f"of the best, {cv_folds} folds by {cv_groups_scheme(shapes, cv_folds)} ..."
+        )
         params, table = select(shapes, X, objectives, list(grid), cv_folds, base, log, max_rows, progress)
     else:
         params = {**base, **grid[0], "objective": objectives[0]}
     log(f"fitting final model: {params}")
     idx = training_rows(shapes, X, params["objective"], max_rows)
-    rounds = (lambda d, t: progress("final fit, boosting rounds", d, t)) if progress else \
-        (lambda d, t: log(f"  round {d}/{t}"))
+    rounds = (
+        (lambda d, t: progress("final fit, boosting rounds", d, t))
+        if progress
+        else (lambda d, t: log(f"  round {d}/{t}"))
+    )
     model = fit_model(shapes, X, idx, params, progress=rounds)
-    if model.aten_relative:   # verify's nearest-shape slot reads it (selector/decide/nearest.py)
+    if model.aten_relative:  # verify's nearest-shape slot reads it (selector/decide/nearest.py)
         from kselect.training.learn.nearest_table import nearest_table
 
         model.nearest_templates_ = nearest_table(shapes)
     seconds = time.perf_counter() - t_start
-    card = {"cv_table": table, "cv_scheme": cv_groups_scheme(shapes, cv_folds) if table else None,
-            "train_rows": int(len(idx)), "dataset_rows": int(len(shapes.rows)),
-            "shapes": int(shapes.n_shapes), "max_rows_per_shape": max_rows, "oracle_shapes": int(shapes.oracle.sum()),
-            "families": sorted(map(str, np.unique(shapes.family))), "train_seconds": round(seconds, 1),
-            # what the model has seen: the selector never trusts its scores for other backends
-            "backends": sorted(map(str, np.unique(shapes.rows["backend"].astype(str)))),
-            "selection_metric": f"mean held-out geomean % of oracle at k in {SELECTION_KS}"}
+    card = {
+        "cv_table": table,
+        "cv_scheme": cv_groups_scheme(shapes, cv_folds) if table else None,
+        "train_rows": int(len(idx)),
+        "dataset_rows": int(len(shapes.rows)),
+        "shapes": int(shapes.n_shapes),
+        "max_rows_per_shape": max_rows,
+        "oracle_shapes": int(shapes.oracle.sum()),
+        "families": sorted(map(str, np.unique(shapes.family))),
+        "train_seconds": round(seconds, 1),
+        # what the model has seen: the selector never trusts its scores for other backends
+        "backends": sorted(map(str, np.unique(shapes.rows["backend"].astype(str)))),
+        "selection_metric": f"mean held-out geomean % of oracle at k in {SELECTION_KS}",
+    }
     if table:
         card["objective_reason"] = objective_reason(table)
     log(f"trained in {seconds:.1f} s")
@@ -296,7 +344,12 @@ def objective_reason(table: list[dict]) -> str:
             best_of[r["objective"]] = r
     ranked = sorted(best_of.values(), key=lambda r: -r["score"])
     win = ranked[0]
-    parts = [f"{r['objective']} {100 * r['pct_oracle_geomean'][1]:.2f}% / {100 * r['pct_oracle_geomean'][4]:.2f}%"
-             for r in ranked]
-    return ("Held-out geomean % of oracle at k=1 / k=4: " + ", ".join(parts) +
-            f". {win['objective']} wins on the mean of the two.")
+    parts = [
+        f"{r['objective']} {100 * r['pct_oracle_geomean'][1]:.2f}% / {100 * r['pct_oracle_geomean'][4]:.2f}%"
+        for r in ranked
+    ]
+    return (
+        "Held-out geomean % of oracle at k=1 / k=4: "
+        + ", ".join(parts)
+        + f". {win['objective']} wins on the mean of the two."
+    )

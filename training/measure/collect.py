@@ -13,6 +13,7 @@ first candidate is recorded as a shape-level failure and skipped. The worker die
 supervisor, and one collector at a time holds a dataset directory (training/data/dataset_lock.py).
 Rerunning the same command after a kill resumes: every run skips identities already on disk.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,6 @@ from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import shared_memory_bytes
 from kselect.selector.model.features import DEFAULT_SMEM_OPTIN
-
 from kselect.training.data.dataset import KEY, DatasetDir
 from kselect.training.data.dataset_lock import collector_lock
 from kselect.training.measure.worker_process import (
@@ -42,8 +42,8 @@ from kselect.training.measure.worker_process import (
 )
 
 log = logging.getLogger(__name__)
-MAX_RESTARTS = 100          # worker deaths one supervisor handles (each unit is tried twice)
-MAX_IDLE_CRASHES = 3        # deaths in a row that no unit of work can be charged with
+MAX_RESTARTS = 100  # worker deaths one supervisor handles (each unit is tried twice)
+MAX_IDLE_CRASHES = 3  # deaths in a row that no unit of work can be charged with
 SHAPE_FAILED = "shape failed before its first candidate: "
 CANDIDATE_DIED = "worker died while running this candidate"
 FLUSH_ROWS = 400
@@ -88,7 +88,7 @@ def _stable_hash(text: str) -> str:
 def shard_problems(problems: list[Problem], shard: tuple[int, int]) -> list[Problem]:
     """Deterministic split; hashed order so a time-limited run still spans every family."""
     ordered = sorted({p.key: p for p in problems}.values(), key=lambda p: _stable_hash(p.key))
-    return ordered[shard[0]::shard[1]]
+    return ordered[shard[0] :: shard[1]]
 
 
 def candidate_list(problem: Problem, backend_names: list[str], space: str, n_sample: int) -> list[Candidate]:
@@ -112,18 +112,44 @@ def candidate_list(problem: Problem, backend_names: list[str], space: str, n_sam
 
 
 def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
-    row = {"problem_key": problem.key, "op": problem.op, "M": problem.M, "N": problem.N,
-           "K": problem.K, "batch": problem.batch, "dtype": problem.dtype,
-           "layout": problem.layout, "model": problem.model,
-           "candidate_key": cand.key, "backend": cand.backend, "template": cand.template,
-           "params": json.dumps(cand.kwargs, sort_keys=True)}
+    row = {
+        "problem_key": problem.key,
+        "op": problem.op,
+        "M": problem.M,
+        "N": problem.N,
+        "K": problem.K,
+        "batch": problem.batch,
+        "dtype": problem.dtype,
+        "layout": problem.layout,
+        "model": problem.model,
+        "candidate_key": cand.key,
+        "backend": cand.backend,
+        "template": cand.template,
+        "params": json.dumps(cand.kwargs, sort_keys=True),
+    }
     knobs = shared_knobs(cand)  # e.g. FlyDSL's TILE_M as BLOCK_M, as the features read it
     row.update({k: int(knobs.get(k, 0) or 0) for k in KNOBS})
-    row.update({"status": "ok", "error": "", "time_ms": float("nan"), "time_min_ms": float("nan"),
-                "time_max_ms": float("nan"), "spread": float("nan"), "noisy": False, "reps": 0,
-                "method": "", "rel_error": float("nan"), "compile_s": 0.0, "oracle": False,
-                "space": "", "fingerprint_id": "", "worker": "", "workload": "",
-                "collected_at": time.time()})
+    row.update(
+        {
+            "status": "ok",
+            "error": "",
+            "time_ms": float("nan"),
+            "time_min_ms": float("nan"),
+            "time_max_ms": float("nan"),
+            "spread": float("nan"),
+            "noisy": False,
+            "reps": 0,
+            "method": "",
+            "rel_error": float("nan"),
+            "compile_s": 0.0,
+            "oracle": False,
+            "space": "",
+            "fingerprint_id": "",
+            "worker": "",
+            "workload": "",
+            "collected_at": time.time(),
+        }
+    )
     row.update(measured)
     return row
 
@@ -131,13 +157,14 @@ def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
 @dataclass
 class CollectPlan:
     """What one worker measures; serialised to JSON for the worker process."""
+
     out: str
     problems: list[dict]
-    workloads: dict = field(default_factory=dict)   # problem key -> workload tag
+    workloads: dict = field(default_factory=dict)  # problem key -> workload tag
     backends: list[str] = field(default_factory=lambda: ["aten", "triton"])
     space: str = "sample"
     n_sample: int = 240
-    deadline: float = 0.0          # unix time; 0 = none
+    deadline: float = 0.0  # unix time; 0 = none
     worker: str = "w0"
     fingerprint_id: str = ""
     target_ms: float = 0.25
@@ -222,8 +249,7 @@ def run_worker(plan: CollectPlan) -> int:
     problems = [Problem.from_dict(d) for d in plan.problems]
     work = []
     for p in problems:
-        cands = [c for c in candidate_list(p, plan.backends, plan.space, plan.n_sample)
-                 if (p.key, c.key) not in done]
+        cands = [c for c in candidate_list(p, plan.backends, plan.space, plan.n_sample) if (p.key, c.key) not in done]
         if cands:
             work.append((p, cands))
     total = sum(len(c) for _, c in work)
@@ -231,6 +257,7 @@ def run_worker(plan: CollectPlan) -> int:
         return 0
     try:
         from tqdm import tqdm
+
         bar = tqdm(total=total, desc=f"collect {plan.worker}", unit="cand", mininterval=10, smoothing=0.05)
     except ImportError:  # pragma: no cover
         bar = None
@@ -247,7 +274,7 @@ def run_worker(plan: CollectPlan) -> int:
     def save(batch: list[dict]) -> None:
         ds.append(batch, plan.worker, before_publish=lambda: fault.point("write", plan.worker))
         fault.point("written", plan.worker)
-        inflight.unlink(missing_ok=True)   # the unit in flight has its row on disk now
+        inflight.unlink(missing_ok=True)  # the unit in flight has its row on disk now
 
     def flush(force=False):
         nonlocal rows, last_flush
@@ -255,8 +282,12 @@ def run_worker(plan: CollectPlan) -> int:
             save(rows)
             rows, last_flush = [], time.time()
 
-    common = {"oracle": plan.space == "exhaustive", "space": plan.space,
-              "fingerprint_id": plan.fingerprint_id, "worker": plan.worker}
+    common = {
+        "oracle": plan.space == "exhaustive",
+        "space": plan.space,
+        "fingerprint_id": plan.fingerprint_id,
+        "worker": plan.worker,
+    }
     for p, cands in work:
         if plan.deadline and time.time() > plan.deadline:
             log.warning("deadline reached; stopping before %s", p.key)
@@ -269,7 +300,7 @@ def run_worker(plan: CollectPlan) -> int:
             ref = reference(p, sets[0])
         except Exception as exc:  # noqa: BLE001 -- e.g. operands too large to allocate
             if not _device_usable(plan.device):
-                raise   # a poisoned CUDA context: die, so a fresh worker retries this shape
+                raise  # a poisoned CUDA context: die, so a fresh worker retries this shape
             why = f"{type(exc).__name__}: {exc}"
             log.warning("%s: %s%s", p.key, SHAPE_FAILED, why)
             save(shape_failure_rows(p, cands, why, common_p))
@@ -281,8 +312,20 @@ def run_worker(plan: CollectPlan) -> int:
         for cand in sorted(cands, key=lambda c: c.backend != "aten"):
             write_inflight(inflight, {"problem": p.to_dict(), "candidate": cand.to_json()})
             fault.tick(f"{p.key} {cand.key}")
-            rows.append(_measure(p, cand, backends[cand.backend], sets, ref, smem_limit,
-                                 plan.target_ms, aten_ms, common_p, plan.device))
+            rows.append(
+                _measure(
+                    p,
+                    cand,
+                    backends[cand.backend],
+                    sets,
+                    ref,
+                    smem_limit,
+                    plan.target_ms,
+                    aten_ms,
+                    common_p,
+                    plan.device,
+                )
+            )
             if cand.backend == "aten" and rows[-1]["status"] == "ok":
                 aten_ms = rows[-1]["time_ms"]
             if bar is not None:
@@ -325,14 +368,18 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
     # minus its 128-byte barrier allowance, per stage).
     smem_needed = (smem - 128) // stages * max(1, stages - 1) if smem else 0
     if smem_needed > smem_limit:
-        return row_for(p, cand, status="pruned", error=f"needs >= {smem_needed} B "
-                       f"shared memory, device has {smem_limit} B", **common)
+        return row_for(
+            p,
+            cand,
+            status="pruned",
+            error=f"needs >= {smem_needed} B shared memory, device has {smem_limit} B",
+            **common,
+        )
     t0 = time.time()
     try:
         compiled = backend.compile(cand, p)
     except CandidateError as exc:
-        return row_for(p, cand, status="compile_error", error=exc.reason[:500],
-                       compile_s=time.time() - t0, **common)
+        return row_for(p, cand, status="compile_error", error=exc.reason[:500], compile_s=time.time() - t0, **common)
     compile_s = time.time() - t0
     try:
         runners = [backend.runner(compiled, s) for s in sets]
@@ -340,22 +387,48 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
         runners[0]()
         sync()
     except Exception as exc:
-        return row_for(p, cand, status="launch_error", error=f"{type(exc).__name__}: {exc}"[:500],
-                       compile_s=compile_s, **common)
+        return row_for(
+            p, cand, status="launch_error", error=f"{type(exc).__name__}: {exc}"[:500], compile_s=compile_s, **common
+        )
     err = relative_error(sets[0].out, ref)
     if not err <= TOLERANCE[p.dtype]:
-        return row_for(p, cand, status="wrong_result", rel_error=err,
-                       error=f"relative error {err:.3g} > {TOLERANCE[p.dtype]}", compile_s=compile_s, **common)
+        return row_for(
+            p,
+            cand,
+            status="wrong_result",
+            rel_error=err,
+            error=f"relative error {err:.3g} > {TOLERANCE[p.dtype]}",
+            compile_s=compile_s,
+            **common,
+        )
     # A hopeless candidate gets 3 replays, not a full measurement: bound its GPU time.
     budget = None if aten_ms is None else 2.0 + 30 * aten_ms
     try:
         t = time_runners(runners, target_ms=target_ms, max_total_ms=budget, device=device)
     except Exception as exc:
-        return row_for(p, cand, status="launch_error", error=f"timing: {type(exc).__name__}: {exc}"[:500],
-                       rel_error=err, compile_s=compile_s, **common)
-    return row_for(p, cand, time_ms=t.median_ms, time_min_ms=t.min_ms, time_max_ms=t.max_ms,
-                   spread=t.spread, noisy=t.noisy, reps=t.reps, method=t.method, rel_error=err,
-                   compile_s=compile_s, **common)
+        return row_for(
+            p,
+            cand,
+            status="launch_error",
+            error=f"timing: {type(exc).__name__}: {exc}"[:500],
+            rel_error=err,
+            compile_s=compile_s,
+            **common,
+        )
+    return row_for(
+        p,
+        cand,
+        time_ms=t.median_ms,
+        time_min_ms=t.min_ms,
+        time_max_ms=t.max_ms,
+        spread=t.spread,
+        noisy=t.noisy,
+        reps=t.reps,
+        method=t.method,
+        rel_error=err,
+        compile_s=compile_s,
+        **common,
+    )
 
 
 FAULT_ENV = "KSELECT_COLLECT_FAULT"
@@ -424,12 +497,20 @@ def exit_reason(code: int) -> str:
 class SupervisedRun:
     """How one supervised worker ended: its crash count, and whether it ran to its end
     (exit 0; a worker also exits 0 when it stops at the plan's deadline)."""
+
     crashes: int
     finished: bool
 
 
-def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
-                   max_restarts: int = MAX_RESTARTS, max_idle_crashes: int = MAX_IDLE_CRASHES) -> SupervisedRun:
+def run_supervised(
+    module: str,
+    plan,
+    gpu: int | None,
+    env: dict,
+    on_crash,
+    max_restarts: int = MAX_RESTARTS,
+    max_idle_crashes: int = MAX_IDLE_CRASHES,
+) -> SupervisedRun:
     """Write `plan` (a dataclass with `out`, `worker`, `deadline`) to `plan_path(plan)` and run
     `python -m module <that file>` in a child process on `gpu` until it exits 0; after each
     crash call `on_crash(exit code)` and restart. `on_crash` charges the crash to the work in
@@ -458,8 +539,9 @@ def run_supervised(module: str, plan, gpu: int | None, env: dict, on_crash,
             crashes += 1
             idle = idle + 1 if on_crash(code) is False else 0
             if crashes > max_restarts or idle >= max_idle_crashes or (plan.deadline and time.time() > plan.deadline):
-                log.error("%s: giving up after %d crashes (%d in a row with no work in flight)",
-                          plan.worker, crashes, idle)
+                log.error(
+                    "%s: giving up after %d crashes (%d in a row with no work in flight)", plan.worker, crashes, idle
+                )
                 return SupervisedRun(crashes, finished=False)
 
 
@@ -476,8 +558,11 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
     in a fresh worker, and record it as failed (both exit reasons) if it dies again."""
     inflight = inflight_path(plan)
     if (stale := inflight_unit(read_inflight(inflight))) is not None:
-        log.warning("%s: a previous collector stopped while %s was in flight; measuring it again",
-                    plan.worker, f"{stale[0].key} {stale[1].key}" if stale[1] else stale[0].key)
+        log.warning(
+            "%s: a previous collector stopped while %s was in flight; measuring it again",
+            plan.worker,
+            f"{stale[0].key} {stale[1].key}" if stale[1] else stale[0].key,
+        )
     inflight.unlink(missing_ok=True)
     DatasetDir(Path(plan.out)).remove_temp_files(plan.worker)
     deaths: dict[tuple[str, str], list[str]] = {}
@@ -488,26 +573,36 @@ def supervise(plan: CollectPlan, gpu: int | None, max_restarts: int = MAX_RESTAR
         unit = inflight_unit(read_inflight(inflight))
         inflight.unlink(missing_ok=True)
         if unit is None:
-            log.warning("%s: worker died (%s) with no unit in flight; restarting it",
-                        plan.worker, exit_reason(code))
+            log.warning("%s: worker died (%s) with no unit in flight; restarting it", plan.worker, exit_reason(code))
             return False
         p, cand = unit
         ds = DatasetDir(Path(plan.out))
         on_disk = _identities(ds, p.key)
         if cand is not None and cand.key in on_disk:
-            log.warning("%s: worker died (%s) after %s was saved; restarting it",
-                        plan.worker, exit_reason(code), cand.key)
+            log.warning(
+                "%s: worker died (%s) after %s was saved; restarting it", plan.worker, exit_reason(code), cand.key
+            )
             return True
         died = CANDIDATE_DIED if cand is not None else "worker died while setting up this shape"
         tries = deaths.setdefault((p.key, cand.key if cand else ""), [])
         tries.append(exit_reason(code))
         if len(tries) < 2:
-            log.warning("%s: %s (%s): %s; retrying it once in a fresh worker",
-                        plan.worker, died, f"{p.key} {cand.key}" if cand else p.key, tries[0])
+            log.warning(
+                "%s: %s (%s): %s; retrying it once in a fresh worker",
+                plan.worker,
+                died,
+                f"{p.key} {cand.key}" if cand else p.key,
+                tries[0],
+            )
             return True
         why = f"{died} ({tries[0]}), and again in a fresh worker ({tries[1]})"
-        common = dict(oracle=plan.space == "exhaustive", space=plan.space, fingerprint_id=plan.fingerprint_id,
-                      worker=plan.worker, workload=plan.workloads.get(p.key, ""))
+        common = dict(
+            oracle=plan.space == "exhaustive",
+            space=plan.space,
+            fingerprint_id=plan.fingerprint_id,
+            worker=plan.worker,
+            workload=plan.workloads.get(p.key, ""),
+        )
         if cand is not None:
             rows = [row_for(p, cand, status="launch_error", error=why, **common)]
         else:
@@ -531,10 +626,19 @@ def supervise_all(plans: list, gpus: list, supervisor) -> list:
         return list(pool.map(lambda a: supervisor(*a), zip(plans, gpus)))
 
 
-def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "triton"),
-            space: str = "sample:240", shard: str = "0/1", max_minutes: float = 0.0,
-            gpus: list[int] | None = None, workloads: dict | None = None,
-            target_ms: float = 0.25, device: str = "cuda") -> dict:
+def collect(
+    problems: list[Problem],
+    out: str | Path,
+    *,
+    backends=("aten", "triton"),
+    space: str = "sample:240",
+    shard: str = "0/1",
+    max_minutes: float = 0.0,
+    gpus: list[int] | None = None,
+    workloads: dict | None = None,
+    target_ms: float = 0.25,
+    device: str = "cuda",
+) -> dict:
     """Measure `problems` (this shard of them) into dataset directory `out`.
 
     device="cpu" measures CPU backends (ATen/MKL) with host timing in one worker: for
@@ -555,8 +659,9 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
         if gpus is None:
             gpus = list(range(torch.cuda.device_count()))
         if not gpus:
-            raise CollectError("no GPU visible: collection measures real kernels and needs CUDA "
-                               "(use --device cpu for CPU backends)")
+            raise CollectError(
+                "no GPU visible: collection measures real kernels and needs CUDA (use --device cpu for CPU backends)"
+            )
         for name in backend_names:
             avail = get_backend(name).availability("cuda")
             if not avail:
@@ -565,27 +670,50 @@ def collect(problems: list[Problem], out: str | Path, *, backends=("aten", "trit
     ds = DatasetDir(Path(out))
     ds.write_fingerprint(fp)
     deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
-    plans = [CollectPlan(out=str(out), problems=[p.to_dict() for p in mine[w::len(gpus)]],
-                         workloads=dict(workloads or {}), backends=backend_names, space=space_name,
-                         n_sample=n_sample, deadline=deadline, worker=f"s{shard.replace('/', 'of')}g{g if g is not None else 'cpu'}",
-                         fingerprint_id=fp["fingerprint_id"], target_ms=target_ms, device=device,
-                         precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1))
-             for w, g in enumerate(gpus)]
+    plans = [
+        CollectPlan(
+            out=str(out),
+            problems=[p.to_dict() for p in mine[w :: len(gpus)]],
+            workloads=dict(workloads or {}),
+            backends=backend_names,
+            space=space_name,
+            n_sample=n_sample,
+            deadline=deadline,
+            worker=f"s{shard.replace('/', 'of')}g{g if g is not None else 'cpu'}",
+            fingerprint_id=fp["fingerprint_id"],
+            target_ms=target_ms,
+            device=device,
+            precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1),
+        )
+        for w, g in enumerate(gpus)
+    ]
     t0 = time.time()
     with collector_lock(out, parse_shard(shard)), workers_die_with_this_process():
         runs = supervise_all(plans, gpus, supervise)
     timed_out = bool(deadline) and time.time() > deadline
     # A worker that ran to its end measured every shape of its plan, unless the deadline stopped it.
-    unsure = [Problem.from_dict(d) for plan, run in zip(plans, runs) if timed_out or not run.finished
-              for d in plan.problems]
-    result = {"problems": len(mine), "workers": len(plans), "crashes": sum(r.crashes for r in runs),
-              "seconds": time.time() - t0}
+    unsure = [
+        Problem.from_dict(d) for plan, run in zip(plans, runs) if timed_out or not run.finished for d in plan.problems
+    ]
+    result = {
+        "problems": len(mine),
+        "workers": len(plans),
+        "crashes": sum(r.crashes for r in runs),
+        "seconds": time.time() - t0,
+    }
     result.update(outcome(ds, mine, unsure, backend_names, space_name, n_sample, timed_out))
     return result
 
 
-def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], backend_names: list[str],
-            space: str, n_sample: int, timed_out: bool) -> dict:
+def outcome(
+    ds: DatasetDir,
+    problems: list[Problem],
+    unsure: list[Problem],
+    backend_names: list[str],
+    space: str,
+    n_sample: int,
+    timed_out: bool,
+) -> dict:
     """Per-shape result of a collection: complete (a row for every candidate, measured or
     failed), failed before its first candidate (SHAPE_FAILED rows), or unfinished -- left by the
     time limit, else lost (the worker gave up); only the `unsure` shapes (those of a worker that
@@ -602,12 +730,20 @@ def outcome(ds: DatasetDir, problems: list[Problem], unsure: list[Problem], back
         crashed_candidates = int(df["error"].str.startswith(CANDIDATE_DIED).sum())
     else:
         crashed_candidates = 0
-    unfinished = [p.key for p in unsure
-                  if not {c.key for c in candidate_list(p, backend_names, space, n_sample)} <= have.get(p.key, set())]
+    unfinished = [
+        p.key
+        for p in unsure
+        if not {c.key for c in candidate_list(p, backend_names, space, n_sample)} <= have.get(p.key, set())
+    ]
     lost = [] if timed_out else sorted(unfinished)
-    return {"shapes_complete": len(problems) - len(unfinished) - len(failed), "shapes_failed": sorted(failed),
-            "shapes_unfinished_time_limit": len(unfinished) if timed_out else 0, "shapes_lost": lost,
-            "candidates_failed_by_crash": crashed_candidates, "ok": not (failed or lost)}
+    return {
+        "shapes_complete": len(problems) - len(unfinished) - len(failed),
+        "shapes_failed": sorted(failed),
+        "shapes_unfinished_time_limit": len(unfinished) if timed_out else 0,
+        "shapes_lost": lost,
+        "candidates_failed_by_crash": crashed_candidates,
+        "ok": not (failed or lost),
+    }
 
 
 if __name__ == "__main__":  # worker entry point: python -m kselect.training.measure.collect PLAN.json

@@ -12,6 +12,7 @@ Writes a CSV and a Markdown summary: collector/compiled ratio (median, p10-p90),
 Spearman rank correlation within each shape, and where Inductor's number disagrees
 with the real runtime.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,15 @@ from kselect.kernels.problem import Problem
 log = logging.getLogger(__name__)
 
 # Shapes from the H200 baseline notes (stock mis-picks) plus decompose-k and TMA-friendly ones.
-DEFAULT_SHAPES = ["333x7168x5120", "64x18176x4544", "7x3584x14336", "1024x9216x3072",
-                  "4096x3584x4096", "32x4096x4096", "16x4096x131072"]
+DEFAULT_SHAPES = [
+    "333x7168x5120",
+    "64x18176x4544",
+    "7x3584x14336",
+    "1024x9216x3072",
+    "4096x3584x4096",
+    "32x4096x4096",
+    "16x4096x131072",
+]
 
 
 def pick_candidates(problem: Problem, per_template: int = 3, large_per_template: int = 0) -> list[Candidate]:
@@ -50,11 +58,22 @@ def pick_candidates(problem: Problem, per_template: int = 3, large_per_template:
         wide = triton_space(problem, "exhaustive")
         for template in ("mm", "persistent_tma"):
             # tiles an H100/H200 can launch (232,448 B of shared memory per block)
-            cs = [c for c in wide if c.template == template and c.key not in taken
-                  and shared_memory_bytes(c, problem.dtype_bytes) <= DEFAULT_SMEM_OPTIN]
+            cs = [
+                c
+                for c in wide
+                if c.template == template
+                and c.key not in taken
+                and shared_memory_bytes(c, problem.dtype_bytes) <= DEFAULT_SMEM_OPTIN
+            ]
             # the widest tile, then the deepest K pipeline (BLOCK_K x stages) it fits
-            cs.sort(key=lambda c: (-c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"],
-                                   -c.kwargs["BLOCK_K"] * c.kwargs["num_stages"], -c.kwargs["num_stages"], c.key))
+            cs.sort(
+                key=lambda c: (
+                    -c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"],
+                    -c.kwargs["BLOCK_K"] * c.kwargs["num_stages"],
+                    -c.kwargs["num_stages"],
+                    c.key,
+                )
+            )
             out += cs[:large_per_template]
     return out
 
@@ -69,9 +88,14 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
         return a @ b
 
     torch._dynamo.reset()
-    patches = {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON",
-               "max_autotune_gemm_search_space": "EXHAUSTIVE", "force_disable_caches": True,
-               "triton.enable_persistent_tma_matmul": True, "benchmark_epilogue_fusion": False}
+    patches = {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "ATEN,TRITON",
+        "max_autotune_gemm_search_space": "EXHAUSTIVE",
+        "force_disable_caches": True,
+        "triton.enable_persistent_tma_matmul": True,
+        "benchmark_epilogue_fusion": False,
+    }
     handler = make_filtering_choices(keep, record)
     remove = add_feedback_saver(feedback) if feedback else (lambda: None)
     try:
@@ -87,8 +111,9 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
     return compiled, ops
 
 
-def collector_times(problem: Problem, cands: list[Candidate], rows: dict, backends=None,
-                    column: str = "collector") -> None:
+def collector_times(
+    problem: Problem, cands: list[Candidate], rows: dict, backends=None, column: str = "collector"
+) -> None:
     """Our harness on our kernels: `<column>_ms` and `<column>_rel_error` per candidate row.
     `backends` maps a backend name to the instance to use (default: the registry's)."""
     import torch
@@ -150,18 +175,19 @@ def compiled_times(problem: Problem, cands: list[Candidate], rows: dict) -> None
             # mode="max-autotune" runs it) with cold-L2 rotating inputs ...
             sets = rotating_operands(problem, l2, first=ops)
             rows[c.key]["compiled_ms"] = time_runners(
-                [lambda o=o: fn(o.a, o.b) for o in sets], target_ms=0.5, replays=9).median_ms
+                [lambda o=o: fn(o.a, o.b) for o in sets], target_ms=0.5, replays=9
+            ).median_ms
             del sets
             # ... and the plain do_bench number, launch overhead included, for reference.
             rows[c.key]["compiled_dobench_ms"] = triton.testing.do_bench(
-                lambda: fn(ops.a, ops.b), warmup=50, rep=200, return_mode="median")
+                lambda: fn(ops.a, ops.b), warmup=50, rep=200, return_mode="median"
+            )
         except Exception as exc:
             rows[c.key]["compiled_error"] = f"{type(exc).__name__}: {exc}"[:300]
 
 
 def candidate_rows(problem: Problem, cands: list[Candidate]) -> dict:
-    return {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"}
-            for c in cands}
+    return {c.key: {"problem": problem.key, "candidate": c.key, "template": f"{c.backend}:{c.template}"} for c in cands}
 
 
 def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
@@ -188,23 +214,30 @@ def summarize(df) -> dict:
     ok = df.dropna(subset=["collector_ms", "compiled_ms"]).copy()
     ok["ratio"] = ok["collector_ms"] / ok["compiled_ms"]
     per_shape = {p: spearman(g["collector_ms"], g["compiled_ms"]) for p, g in ok.groupby("problem")}
-    res = {"pairs": int(len(ok)), "shapes": int(ok["problem"].nunique()),
-           "ratio_median": float(ok["ratio"].median()) if len(ok) else float("nan"),
-           "ratio_p10": float(ok["ratio"].quantile(0.1)) if len(ok) else float("nan"),
-           "ratio_p90": float(ok["ratio"].quantile(0.9)) if len(ok) else float("nan"),
-           "abs_dev_median": float((ok["ratio"] - 1).abs().median()) if len(ok) else float("nan"),
-           "spearman_by_shape": per_shape,
-           "spearman_min": float(np.nanmin(list(per_shape.values()))) if per_shape else float("nan")}
+    res = {
+        "pairs": int(len(ok)),
+        "shapes": int(ok["problem"].nunique()),
+        "ratio_median": float(ok["ratio"].median()) if len(ok) else float("nan"),
+        "ratio_p10": float(ok["ratio"].quantile(0.1)) if len(ok) else float("nan"),
+        "ratio_p90": float(ok["ratio"].quantile(0.9)) if len(ok) else float("nan"),
+        "abs_dev_median": float((ok["ratio"] - 1).abs().median()) if len(ok) else float("nan"),
+        "spearman_by_shape": per_shape,
+        "spearman_min": float(np.nanmin(list(per_shape.values()))) if per_shape else float("nan"),
+    }
     if "inductor_ms" in ok:
         ind = ok.dropna(subset=["inductor_ms"])
-        res["inductor_vs_compiled_median"] = float((ind["inductor_ms"] / ind["compiled_ms"]).median()) if len(ind) else float("nan")
-        res["inductor_spearman_by_shape"] = {p: spearman(g["inductor_ms"], g["compiled_ms"])
-                                             for p, g in ind.groupby("problem")}
+        res["inductor_vs_compiled_median"] = (
+            float((ind["inductor_ms"] / ind["compiled_ms"]).median()) if len(ind) else float("nan")
+        )
+        res["inductor_spearman_by_shape"] = {
+            p: spearman(g["inductor_ms"], g["compiled_ms"]) for p, g in ind.groupby("problem")
+        }
     return res
 
 
-def measure_faithfulness(shapes: list[str], out: str | Path, per_template: int = 3,
-                         large_per_template: int = 0, log=print, progress=None) -> dict:
+def measure_faithfulness(
+    shapes: list[str], out: str | Path, per_template: int = 3, large_per_template: int = 0, log=print, progress=None
+) -> dict:
     """Measure each `MxNxK` shape (bf16, x @ W^T) of `shapes` on this GPU into
     out/faithfulness.csv (rewritten after every shape) and out/summary.json; returns the summary.
     `log` hears a line per shape; `progress` ("shapes", done, total) after each."""

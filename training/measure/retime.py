@@ -21,6 +21,7 @@ split like collection: `--shard i/n` of the shapes, one worker process per visib
 worker writes each shape's rows atomically as it finishes it, a rerun skips finished shapes,
 and a worker that dies is restarted past the shape it was on (recorded as failed).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from kselect.kernels.problem import Problem
-
+from kselect.training.data.dataset import RETIMED_DIR, DatasetDir, load_dataset
 from kselect.training.measure.collect import (
     FAULT_ENV,
     CollectError,
@@ -49,7 +50,6 @@ from kselect.training.measure.collect import (
     supervise_all,
     write_inflight,
 )
-from kselect.training.data.dataset import RETIMED_DIR, DatasetDir, load_dataset
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,24 @@ RETIME_SPACE = "retime"
 TEMPLATES = ("triton:mm", "triton:persistent_tma")
 UNTIMEABLE = ("decompose_k",)
 MAX_RESTARTS = 20
-_MEASURED = ("status", "error", "time_ms", "time_min_ms", "time_max_ms", "spread", "noisy", "reps",
-             "method", "rel_error", "compile_s", "oracle", "space", "fingerprint_id", "worker",
-             "collected_at")
+_MEASURED = (
+    "status",
+    "error",
+    "time_ms",
+    "time_min_ms",
+    "time_max_ms",
+    "spread",
+    "noisy",
+    "reps",
+    "method",
+    "rel_error",
+    "compile_s",
+    "oracle",
+    "space",
+    "fingerprint_id",
+    "worker",
+    "collected_at",
+)
 
 
 class RetimeError(ValueError):
@@ -73,13 +88,15 @@ class RetimeError(ValueError):
 class ShapeWork:
     """One shape to re-time: its problem, the candidate rows to time (ATen first), and how much
     faster than ATen the collector timed its best Triton candidate (the priority)."""
+
     problem: Problem
     rows: list[dict]
     claimed_speedup: float
 
 
-def plan_shapes(df: pd.DataFrame, top: int = 6, within: float = 1.05, templates=TEMPLATES,
-                all_shapes: bool = False) -> list[ShapeWork]:
+def plan_shapes(
+    df: pd.DataFrame, top: int = 6, within: float = 1.05, templates=TEMPLATES, all_shapes: bool = False
+) -> list[ShapeWork]:
     """The shapes whose labels decide template-vs-ATen picks, most claimed Triton gain first.
 
     A shape qualifies when the collector timed one of its `templates` (backend:template)
@@ -89,8 +106,10 @@ def plan_shapes(df: pd.DataFrame, top: int = 6, within: float = 1.05, templates=
         raise RetimeError(f"--top must be >= 1, got {top}")
     bad = [t for t in templates if t.count(":") != 1 or t.split(":")[1] in UNTIMEABLE]
     if bad or not templates:
-        raise RetimeError(f"templates must be backend:template pairs verify can time (not "
-                          f"{', '.join(UNTIMEABLE)}), e.g. {','.join(TEMPLATES)}; got {list(templates) or bad}")
+        raise RetimeError(
+            f"templates must be backend:template pairs verify can time (not "
+            f"{', '.join(UNTIMEABLE)}), e.g. {','.join(TEMPLATES)}; got {list(templates) or bad}"
+        )
     ok = df[(df["status"] == "ok") & (df["time_ms"] > 0)]
     if not len(ok):
         raise RetimeError("the dataset has no successful measurements to re-time")
@@ -106,8 +125,16 @@ def plan_shapes(df: pd.DataFrame, top: int = 6, within: float = 1.05, templates=
         if not all_shapes and speedup < 1.0 / within:
             continue
         first = rows.iloc[0]
-        problem = Problem(int(first["M"]), int(first["N"]), int(first["K"]), str(first["dtype"]),
-                          str(first["layout"]), str(first["op"]), int(first["batch"]), str(first["model"]))
+        problem = Problem(
+            int(first["M"]),
+            int(first["N"]),
+            int(first["K"]),
+            str(first["dtype"]),
+            str(first["layout"]),
+            str(first["op"]),
+            int(first["batch"]),
+            str(first["model"]),
+        )
         if problem.key != key:
             raise RetimeError(f"dataset row key {key!r} does not match its columns ({problem.key})")
         picked = pd.concat([aten.iloc[:1], best])
@@ -120,8 +147,9 @@ def plan_shapes(df: pd.DataFrame, top: int = 6, within: float = 1.05, templates=
 @dataclass
 class RetimePlan:
     """What one worker re-times; serialised to JSON for the worker process."""
+
     out: str
-    shapes: list[dict]             # [{"problem": {...}, "rows": [dataset rows]}]
+    shapes: list[dict]  # [{"problem": {...}, "rows": [dataset rows]}]
     deadline: float = 0.0
     worker: str = "w0"
     fingerprint_id: str = ""
@@ -140,24 +168,43 @@ def result_rows(rows: list[dict], record: dict | None, reason: str, common: dict
     for r in rows:
         key = r["candidate_key"]
         new = {k: v for k, v in r.items() if k not in _MEASURED}
-        new.update(status="ok", error="", time_ms=float("nan"), time_min_ms=float("nan"),
-                   time_max_ms=float("nan"), spread=float("nan"), noisy=False, reps=0, method="",
-                   rel_error=float("nan"), compile_s=0.0, collected_at=time.time(), oracle=False,
-                   space=RETIME_SPACE, fingerprint_id="", worker="")
+        new.update(
+            status="ok",
+            error="",
+            time_ms=float("nan"),
+            time_min_ms=float("nan"),
+            time_max_ms=float("nan"),
+            spread=float("nan"),
+            noisy=False,
+            reps=0,
+            method="",
+            rel_error=float("nan"),
+            compile_s=0.0,
+            collected_at=time.time(),
+            oracle=False,
+            space=RETIME_SPACE,
+            fingerprint_id="",
+            worker="",
+        )
         new.update(common)
         ms = (record or {}).get("ms", {}).get(key)
         dropped = (record or {}).get("dropped", {}).get(key)
         if dropped:
-            status = "wrong_result" if dropped.startswith("wrong result") else (
-                "compile_error" if dropped.startswith("compile failed") else "launch_error")
+            status = (
+                "wrong_result"
+                if dropped.startswith("wrong result")
+                else ("compile_error" if dropped.startswith("compile failed") else "launch_error")
+            )
             new.update(status=status, error=dropped[:500])
         elif ms is None or not ms == ms or ms == float("inf"):
             new.update(status="launch_error", error=(reason or "Inductor did not generate this choice")[:500])
         else:
             stats = (record or {}).get("stats", {}).get(key, {})
-            new.update(time_ms=float(ms), method=record.get("method", ""),
-                       **{k: stats[k] for k in ("time_min_ms", "time_max_ms", "spread", "reps", "noisy")
-                          if k in stats})
+            new.update(
+                time_ms=float(ms),
+                method=record.get("method", ""),
+                **{k: stats[k] for k in ("time_min_ms", "time_max_ms", "spread", "reps", "noisy") if k in stats},
+            )
         out.append(new)
     return out
 
@@ -169,15 +216,17 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
     from torch._inductor import config as ic
 
     from kselect.kernels.operands import make_operands
-
     from kselect.training.bench.gemm import _args, _gemm_fn
 
     torch._dynamo.reset()
     n_meas = len(selector.measurements)
     ops = make_operands(problem, device, seed=1)
-    patches = {"force_disable_caches": True, "max_autotune": True,
-               "max_autotune_gemm_backends": "ATEN,TRITON" if device == "cuda" else "ATEN,CPP",
-               "triton.enable_persistent_tma_matmul": True}
+    patches = {
+        "force_disable_caches": True,
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "ATEN,TRITON" if device == "cuda" else "ATEN,CPP",
+        "triton.enable_persistent_tma_matmul": True,
+    }
     with warnings.catch_warnings(record=True) as caught, ic.patch(patches):
         warnings.simplefilter("always")
         fn = torch.compile(_gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
@@ -195,8 +244,8 @@ def run_worker(plan: RetimePlan) -> int:
     """Re-time the plan's shapes on this process's device; 0 when done or out of time."""
     import torch
 
-    from kselect.selector.inductor import hook as ksi
     from kselect.selector.decide.policy import MeasuredRanker
+    from kselect.selector.inductor import hook as ksi
 
     ds = DatasetDir(Path(plan.out))
     done = set(ds.load(on_corrupt="quarantine")["problem_key"]) if ds.exists() else set()
@@ -209,15 +258,22 @@ def run_worker(plan: RetimePlan) -> int:
         from kselect.kernels.timing import warm_gpu
 
         warm_gpu()
-    torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device=plan.device))   # process start-up, once
-    table = {Problem.from_dict(s["problem"]).key: {r["candidate_key"]: float(r["time_ms"]) for r in s["rows"]}
-             for s in todo}
+    torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device=plan.device))  # process start-up, once
+    table = {
+        Problem.from_dict(s["problem"]).key: {r["candidate_key"]: float(r["time_ms"]) for r in s["rows"]} for s in todo
+    }
     k = max(len(row) for row in table.values())
     from torch._inductor import config as ic
 
-    ic.max_autotune_gemm_search_space = "DEFAULT"   # as a user configures it; enable() widens it
-    selector = ksi.enable("verify", k=k, ranker=MeasuredRanker(table, name="retime"), adaptive_k=False,
-                          verify_timing="kselect", keep_aten=True)
+    ic.max_autotune_gemm_search_space = "DEFAULT"  # as a user configures it; enable() widens it
+    selector = ksi.enable(
+        "verify",
+        k=k,
+        ranker=MeasuredRanker(table, name="retime"),
+        adaptive_k=False,
+        verify_timing="kselect",
+        keep_aten=True,
+    )
     fault = FaultInjector.from_env()
     try:
         for s in todo:
@@ -237,8 +293,11 @@ def run_worker(plan: RetimePlan) -> int:
             ds.append(rows, plan.worker)
             inflight.unlink(missing_ok=True)
             timed = sum(1 for r in rows if r["status"] == "ok")
-            print(f"[retime {plan.worker}] {problem.key}: {timed}/{len(rows)} timed in "
-                  f"{time.time() - t0:.1f} s" + (f" ({why})" if why and not timed else ""), flush=True)
+            print(
+                f"[retime {plan.worker}] {problem.key}: {timed}/{len(rows)} timed in "
+                f"{time.time() - t0:.1f} s" + (f" ({why})" if why and not timed else ""),
+                flush=True,
+            )
     finally:
         ksi.disable()
     return 0
@@ -274,9 +333,20 @@ def default_out(data: str | Path) -> Path:
     return Path(data) / RETIMED_DIR
 
 
-def retime(data: str | Path, out: str | Path | None = None, *, top: int = 6, within: float = 1.05,
-           templates=TEMPLATES, all_shapes: bool = False, shard: str = "0/1", max_minutes: float = 0.0,
-           gpus: list[int] | None = None, device: str = "cuda", max_shapes: int = 0) -> dict:
+def retime(
+    data: str | Path,
+    out: str | Path | None = None,
+    *,
+    top: int = 6,
+    within: float = 1.05,
+    templates=TEMPLATES,
+    all_shapes: bool = False,
+    shard: str = "0/1",
+    max_minutes: float = 0.0,
+    gpus: list[int] | None = None,
+    device: str = "cuda",
+    max_shapes: int = 0,
+) -> dict:
     """Re-time this shard of the dataset's qualifying shapes into `out` (default <data>/retimed)."""
     import torch
 
@@ -286,7 +356,7 @@ def retime(data: str | Path, out: str | Path | None = None, *, top: int = 6, wit
     src = DatasetDir(Path(data))
     work = plan_shapes(load_dataset(data), top=top, within=within, templates=templates, all_shapes=all_shapes)
     mine = {p.key for p in shard_problems([w.problem for w in work], parse_shard(shard))}
-    work = [w for w in work if w.problem.key in mine]          # keeps the priority order
+    work = [w for w in work if w.problem.key in mine]  # keeps the priority order
     if max_shapes:
         work = work[:max_shapes]
     if device == "cpu":
@@ -299,22 +369,37 @@ def retime(data: str | Path, out: str | Path | None = None, *, top: int = 6, wit
             raise CollectError("no GPU visible: re-timing runs Inductor's kernels and needs CUDA")
     fp = collect_fingerprint(gpus[0] or 0) if device == "cuda" else src.read_fingerprint()
     if src.fingerprint_path.exists() and src.read_fingerprint().get("fingerprint_id") != fp.get("fingerprint_id"):
-        raise CollectError(f"{data} was measured on another device ({src.read_fingerprint().get('fingerprint_id')}, "
-                           f"this one is {fp.get('fingerprint_id')}): re-time it where it was collected")
+        raise CollectError(
+            f"{data} was measured on another device ({src.read_fingerprint().get('fingerprint_id')}, "
+            f"this one is {fp.get('fingerprint_id')}): re-time it where it was collected"
+        )
     DatasetDir(out).write_fingerprint(fp)
     deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
     shapes = [{"problem": w.problem.to_dict(), "rows": [_jsonable(r) for r in w.rows]} for w in work]
-    plans = [RetimePlan(out=str(out), shapes=shapes[i::len(gpus)], deadline=deadline,
-                        worker=f"retime-s{shard.replace('/', 'of')}g{g if g is not None else 'cpu'}",
-                        fingerprint_id=fp["fingerprint_id"], device=device)
-             for i, g in enumerate(gpus)]
+    plans = [
+        RetimePlan(
+            out=str(out),
+            shapes=shapes[i :: len(gpus)],
+            deadline=deadline,
+            worker=f"retime-s{shard.replace('/', 'of')}g{g if g is not None else 'cpu'}",
+            fingerprint_id=fp["fingerprint_id"],
+            device=device,
+        )
+        for i, g in enumerate(gpus)
+    ]
     t0 = time.time()
     crashes = supervise_all(plans, gpus, _supervise)
     have = DatasetDir(out).load(on_corrupt="skip")
     mine_done = have[have["problem_key"].isin(mine)]
-    return {"shapes_planned": len(work), "shapes_done": int(mine_done["problem_key"].nunique()),
-            "rows_timed": int((mine_done["status"] == "ok").sum()), "workers": len(plans),
-            "crashes": sum(crashes), "seconds": round(time.time() - t0, 1), "out": str(out)}
+    return {
+        "shapes_planned": len(work),
+        "shapes_done": int(mine_done["problem_key"].nunique()),
+        "rows_timed": int((mine_done["status"] == "ok").sum()),
+        "workers": len(plans),
+        "crashes": sum(crashes),
+        "seconds": round(time.time() - t0, 1),
+        "out": str(out),
+    }
 
 
 def _jsonable(row: dict) -> dict:

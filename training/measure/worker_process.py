@@ -11,6 +11,7 @@ card). Three mechanisms rule that out:
 - the supervisor kills every live worker group when it exits, normally, by an exception, or
   on SIGTERM / SIGINT / SIGHUP.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,7 +29,7 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
-_stopping = threading.Event()     # a stop signal arrived: supervisor threads start no new worker
+_stopping = threading.Event()  # a stop signal arrived: supervisor threads start no new worker
 
 
 class WorkersStopped(SystemExit):
@@ -126,5 +127,5 @@ def die_with_supervisor() -> None:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != int(expected):   # the parent died before the prctl took effect
+    if os.getppid() != int(expected):  # the parent died before the prctl took effect
         os._exit(137)

@@ -5,6 +5,7 @@ forward (x @ W^T: layout 'nt') and backward (dX = dY @ W: 'nn'; dW = dY^T @ X: '
 attention bmm shapes, and log-uniform random shapes. Token counts M run from 1 to 16384
 and include non-powers of two. Everything is deterministic for a given seed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -69,7 +70,7 @@ WORKLOADS = TRAINING_WORKLOADS + ("unseen",)
 # M of the "large" workload: decode batches and prefill/training token counts above 16.
 LARGE_MID_M = (17, 24, 40, 64, 96, 128, 200, 256)
 LARGE_BIG_M = (333, 512, 1000, 2048, 4096, 8192)
-BF16_ALIGNMENT = 8   # elements: Inductor pads a compute-bound bf16 GEMM's dims to this
+BF16_ALIGNMENT = 8  # elements: Inductor pads a compute-bound bf16 GEMM's dims to this
 
 
 def forward_shapes(model: str, token_counts=TOKEN_COUNTS, dtype="bf16") -> list[Problem]:
@@ -155,9 +156,12 @@ def large_shapes(seed: int = 0, mid: int = 32, big: int = 40, dtype="bf16") -> l
         out = []
         for i in range(count):
             m = int(ms[i % len(ms)])
-            if i % 10 == 9:    # one in ten: GPT-2's lm_head, N as compiled (forward)
-                out.append(Problem(m, padded_as_compiled(m, gpt2.vocab, gpt2.hidden), gpt2.hidden, dtype,
-                                   "nt", "mm", model="gpt2"))
+            if i % 10 == 9:  # one in ten: GPT-2's lm_head, N as compiled (forward)
+                out.append(
+                    Problem(
+                        m, padded_as_compiled(m, gpt2.vocab, gpt2.hidden), gpt2.hidden, dtype, "nt", "mm", model="gpt2"
+                    )
+                )
                 continue
             name, n, k = pool[int(rng.integers(len(pool)))]
             # dW's M is the layer's width, not a token count: only in the M > 256 class, and
@@ -168,7 +172,7 @@ def large_shapes(seed: int = 0, mid: int = 32, big: int = 40, dtype="bf16") -> l
                 out.append(Problem(m, n, k, dtype, "nt", "mm", model=name))
             elif layout == "nn":
                 out.append(Problem(m, k, n, dtype, "nn", "mm", model=name))
-            else:       # dW = dY^T @ X: N x K over m tokens
+            else:  # dW = dY^T @ X: N x K over m tokens
                 out.append(Problem(n, k, m, dtype, "tn", "mm", model=name))
         return out
 
@@ -176,7 +180,7 @@ def large_shapes(seed: int = 0, mid: int = 32, big: int = 40, dtype="bf16") -> l
     bigs = draw(rng.permutation(LARGE_BIG_M), big)
     out = []
     for i in range(max(len(mids), len(bigs))):
-        out += bigs[i:i + 1] + mids[i:i + 1]
+        out += bigs[i : i + 1] + mids[i : i + 1]
     # Grouped by layout (a stable sort keeps the classes alternating inside each group): each
     # layout compiles its own ~2,400 kernels, which every later shape of the group reuses.
     return sorted(dedup(out), key=lambda p: ("nt", "nn", "tn").index(p.layout))
@@ -193,8 +197,9 @@ def unseen_shapes(dtype="bf16") -> list[Problem]:
     return out
 
 
-def workload(name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16",
-             token_counts=TOKEN_COUNTS) -> list[Problem]:
+def workload(
+    name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16", token_counts=TOKEN_COUNTS
+) -> list[Problem]:
     """One named workload set; `models` restricts the model families."""
     models = list(models or MODELS)
     unknown = [m for m in models if m not in MODELS]
@@ -268,8 +273,15 @@ def write_shapes_csv(problems: list[Problem], path) -> None:
             fh.close()
 
 
-def select_shapes(workloads=None, models=None, shapes_file=None, seed: int = 0, n_random: int = 200,
-                  dtype: str = "bf16", max_gflop: float = 0.0) -> tuple[list[Problem], dict[str, str]]:
+def select_shapes(
+    workloads=None,
+    models=None,
+    shapes_file=None,
+    seed: int = 0,
+    n_random: int = 200,
+    dtype: str = "bf16",
+    max_gflop: float = 0.0,
+) -> tuple[list[Problem], dict[str, str]]:
     """Problems and a problem-key -> workload-name map: the rows of `shapes_file`, else the
     named `workloads` (default: the training ones) of the given model families; without
     duplicates and, with `max_gflop`, without shapes above that many GFLOP."""

@@ -1,6 +1,7 @@
 """Run inside a venv that has only kselect's runtime dependencies (torch, numpy): a stock
 max-autotune compile of a frozen Linear records what Inductor measured, then kselect in
 predict mode decides the same GEMM from those measurements. Prints one JSON line."""
+
 import json
 import sys
 import warnings
@@ -8,8 +9,8 @@ import warnings
 import torch
 
 import kselect.selector as ks
-from kselect.selector.inductor import compat
 from kselect.selector.decide.policy import MeasuredRanker
+from kselect.selector.inductor import compat
 
 
 def compile_once():
@@ -40,9 +41,18 @@ remove()
 from kselect.training.cli.main import main as cli  # noqa: E402
 
 cli_status = cli(["dataset", "summary", "nowhere"])
-heavy = sorted(m for m in ("pandas", "pyarrow", "sklearn", "scipy", "xgboost", "matplotlib", "tqdm")
-               if m in sys.modules)
-print(json.dumps({"decisions": sel.stats["decisions"], "fallbacks": sel.stats["fallbacks"],
-                  "problems": sorted(table), "warnings": [str(w.message) for w in caught
-                                                           if "kselect" in str(w.message)],
-                  "heavy_modules": heavy, "cli_status": cli_status}))
+heavy = sorted(
+    m for m in ("pandas", "pyarrow", "sklearn", "scipy", "xgboost", "matplotlib", "tqdm") if m in sys.modules
+)
+print(
+    json.dumps(
+        {
+            "decisions": sel.stats["decisions"],
+            "fallbacks": sel.stats["fallbacks"],
+            "problems": sorted(table),
+            "warnings": [str(w.message) for w in caught if "kselect" in str(w.message)],
+            "heavy_modules": heavy,
+            "cli_status": cli_status,
+        }
+    )
+)

@@ -2,6 +2,7 @@
 
 Everything here acts on real processes (`/proc`) and real dataset files; nothing is mocked.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,9 @@ import pandas as pd
 KEY = ["problem_key", "candidate_key"]
 
 
-def write_shapes(path: Path, n: int, seed: int, extra: list[tuple[int, int, int]] = (),
-                 sizes: tuple[int, int] = (1, 64)) -> list[str]:
+def write_shapes(
+    path: Path, n: int, seed: int, extra: list[tuple[int, int, int]] = (), sizes: tuple[int, int] = (1, 64)
+) -> list[str]:
     """A CSV of `n` distinct fp32 shapes with M, N, K in `sizes` (plus `extra`); returns their
     problem keys. Small sizes measure in milliseconds; (256, 320) takes about a second a shape."""
     from kselect.kernels import Problem
@@ -34,9 +36,26 @@ def write_shapes(path: Path, n: int, seed: int, extra: list[tuple[int, int, int]
 
 
 def collect_cmd(shapes: Path, out: Path, target_ms: float = 0.02, shard: str = "0/1") -> list[str]:
-    return [sys.executable, "-m", "kselect.training.cli.main", "collect", "--device", "cpu", "--backends", "aten",
-            "--space", "default", "--shapes-file", str(shapes), "--out", str(out), "--target-ms", str(target_ms),
-            "--shard", shard]
+    return [
+        sys.executable,
+        "-m",
+        "kselect.training.cli.main",
+        "collect",
+        "--device",
+        "cpu",
+        "--backends",
+        "aten",
+        "--space",
+        "default",
+        "--shapes-file",
+        str(shapes),
+        "--out",
+        str(out),
+        "--target-ms",
+        str(target_ms),
+        "--shard",
+        shard,
+    ]
 
 
 def start(cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:

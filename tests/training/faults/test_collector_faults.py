@@ -1,4 +1,5 @@
 """One probe per failure mode of the collector, on real `kselect collect` processes (CPU, ATen)."""
+
 import json
 import os
 import signal
@@ -7,18 +8,30 @@ import sys
 import time
 
 import pytest
-from fault_harness import (PartRows, alive, collect_cmd, descendants, kill, start, stop_tree, stop_worker, wait_for,
-                           worker_of, write_shapes)
 
 from kselect.kernels import Problem
 from kselect.kernels.backend import get_backend
-from kselect.training.measure.collect import FAULT_ENV, SHAPE_FAILED, row_for
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.measure.collect import FAULT_ENV, SHAPE_FAILED, row_for
 
-BIG = (10**12, 64, 64)          # operands that cannot be allocated: dies before its first candidate
-SETUP_CRASH = (5, 7, 9)         # the worker dies (exit 137) every time it sets this shape up
-UNIT_CRASH = (6, 7, 9)          # ... every time it runs this shape's candidate
-SLOW = (256, 320)               # shapes that keep a collection running for tens of seconds
+from fault_harness import (
+    PartRows,
+    alive,
+    collect_cmd,
+    descendants,
+    kill,
+    start,
+    stop_tree,
+    stop_worker,
+    wait_for,
+    worker_of,
+    write_shapes,
+)
+
+BIG = (10**12, 64, 64)  # operands that cannot be allocated: dies before its first candidate
+SETUP_CRASH = (5, 7, 9)  # the worker dies (exit 137) every time it sets this shape up
+UNIT_CRASH = (6, 7, 9)  # ... every time it runs this shape's candidate
+SLOW = (256, 320)  # shapes that keep a collection running for tens of seconds
 
 
 def _key(shape) -> str:
@@ -92,9 +105,11 @@ def test_shape_failures_are_recorded_skipped_and_reported(tmp_path):
     assert df.loc[_key(BIG), "error"].startswith(SHAPE_FAILED + "RuntimeError")
     assert df.loc[_key(SETUP_CRASH), "error"] == (
         SHAPE_FAILED + "worker died while setting up this shape (exit code 137), "
-        "and again in a fresh worker (exit code 137)")
+        "and again in a fresh worker (exit code 137)"
+    )
     assert df.loc[_key(UNIT_CRASH), "error"] == (
-        "worker died while running this candidate (exit code 137), and again in a fresh worker (exit code 137)")
+        "worker died while running this candidate (exit code 137), and again in a fresh worker (exit code 137)"
+    )
     ok = [k for k in keys if k not in (_key(BIG), _key(SETUP_CRASH), _key(UNIT_CRASH))]
     assert (df.loc[ok, "status"] == "ok").all()
 
@@ -114,7 +129,7 @@ def test_a_second_collector_on_a_locked_dataset_is_refused(tmp_path):
         second = subprocess.run(collect_cmd(shapes, out), capture_output=True, text=True, timeout=120)
         assert second.returncode == 2, second.stderr[-2000:]
         assert f"is being collected by process {first.pid}" in second.stderr
-        assert worker_of(first.pid) == worker                   # the first one carries on
+        assert worker_of(first.pid) == worker  # the first one carries on
     finally:
         stop_tree(first)
     assert not PartRows(out).rows().duplicated(["problem_key", "candidate_key"]).any()
@@ -135,16 +150,16 @@ def test_shards_of_one_split_share_a_directory_others_are_refused(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with collector_lock(tmp_path, (1, 2)):              # the other shard of the split: fine
+        with collector_lock(tmp_path, (1, 2)):  # the other shard of the split: fine
             pass
-        for shard in [(0, 2), (0, 1), (2, 3)]:              # the same shard, or an overlapping split
+        for shard in [(0, 2), (0, 1), (2, 3)]:  # the same shard, or an overlapping split
             with pytest.raises(DatasetLockedError, match=f"process {holder.pid} "):
                 with collector_lock(tmp_path, shard):
                     pass
     finally:
         holder.kill()
         holder.wait()
-    with collector_lock(tmp_path, (0, 1)):                  # released when its holder died
+    with collector_lock(tmp_path, (0, 1)):  # released when its holder died
         pass
 
 
@@ -155,17 +170,27 @@ def test_duplicate_rows_resolve_to_the_ok_row_then_the_newest(tmp_path):
     q = Problem(9, 9, 9, "fp32")
     r = Problem(10, 10, 10, "fp32")
     # part files load in name order: "a-..." before "b-..."
-    ds.append([row_for(p, cand, status="launch_error", error="killed", collected_at=200.0),
-               row_for(q, cand, status="launch_error", error="older", collected_at=100.0),
-               row_for(r, cand, time_ms=2.0, collected_at=100.0)], "a")
-    ds.append([row_for(p, cand, time_ms=1.0, collected_at=100.0),
-               row_for(q, cand, status="launch_error", error="newer", collected_at=200.0),
-               row_for(r, cand, time_ms=3.0, collected_at=300.0)], "b")
+    ds.append(
+        [
+            row_for(p, cand, status="launch_error", error="killed", collected_at=200.0),
+            row_for(q, cand, status="launch_error", error="older", collected_at=100.0),
+            row_for(r, cand, time_ms=2.0, collected_at=100.0),
+        ],
+        "a",
+    )
+    ds.append(
+        [
+            row_for(p, cand, time_ms=1.0, collected_at=100.0),
+            row_for(q, cand, status="launch_error", error="newer", collected_at=200.0),
+            row_for(r, cand, time_ms=3.0, collected_at=300.0),
+        ],
+        "b",
+    )
     for df in (ds.load(), (ds.compact(), ds.load())[1]):
         got = df.set_index("problem_key")
         assert len(df) == 3
-        assert got.loc[p.key, "status"] == "ok" and got.loc[p.key, "time_ms"] == 1.0   # ok beats failure
-        assert got.loc[q.key, "error"] == "newer"                                      # else the newest
+        assert got.loc[p.key, "status"] == "ok" and got.loc[p.key, "time_ms"] == 1.0  # ok beats failure
+        assert got.loc[q.key, "error"] == "newer"  # else the newest
         assert got.loc[r.key, "time_ms"] == 3.0
 
 
@@ -188,8 +213,7 @@ def test_a_stop_signal_ends_every_worker_thread_without_restart_or_blame(tmp_pat
     out = tmp_path / "ds"
     proc = start([sys.executable, "-c", _TWO_WORKERS, str(out)], tmp_path / "log")
     try:
-        workers = wait_for(lambda: (lambda ws: ws if len(ws) == 2 else None)(_workers_of(proc.pid)), 90,
-                           "two workers")
+        workers = wait_for(lambda: (lambda ws: ws if len(ws) == 2 else None)(_workers_of(proc.pid)), 90, "two workers")
         time.sleep(0.5)
         kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM, (tmp_path / "log").read_text()[-2000:]
@@ -203,8 +227,7 @@ def test_a_stop_signal_ends_every_worker_thread_without_restart_or_blame(tmp_pat
 
 
 def _workers_of(pid: int) -> list[int]:
-    return [c for c in descendants(pid)
-            if alive(c) and b"kselect.training.measure.collect" in _cmdline(c)]
+    return [c for c in descendants(pid) if alive(c) and b"kselect.training.measure.collect" in _cmdline(c)]
 
 
 def _cmdline(pid: int) -> bytes:
@@ -227,10 +250,10 @@ def test_what_a_dead_worker_started_dies_with_its_group():
     proc = start_worker([sys.executable, "-c", _LEAVES_A_CHILD], dict(os.environ))
     try:
         child = wait_for(lambda: descendants(proc.pid), 30, "the worker's child")[0]
-        kill(proc.pid)                       # the worker dies from outside; its child lives on
+        kill(proc.pid)  # the worker dies from outside; its child lives on
         proc.wait(timeout=30)
         assert alive(child)
-        kill_worker(proc)                    # what the supervisor does after every worker exit
+        kill_worker(proc)  # what the supervisor does after every worker exit
         wait_for(lambda: not alive(child), 10, "the worker's child to die with its group")
     finally:
         stop_tree(proc)
@@ -253,8 +276,9 @@ def test_a_worker_that_dies_at_start_up_gives_up_and_reports_the_shapes_lost(tmp
 def test_shapes_left_by_the_time_limit_are_not_an_error(tmp_path):
     shapes, out = tmp_path / "s.csv", tmp_path / "ds"
     write_shapes(shapes, 3, seed=6)
-    res = subprocess.run([*collect_cmd(shapes, out), "--max-minutes", "0.0001"], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [*collect_cmd(shapes, out), "--max-minutes", "0.0001"], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads(res.stdout.strip().splitlines()[-1])
     assert result["ok"] is True and result["shapes_lost"] == []

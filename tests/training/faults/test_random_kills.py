@@ -7,17 +7,28 @@ written twice (0 measured twice), every shape of the shapes file has exactly one
 candidate was blamed for a death that came from outside, and no worker outlived its
 supervisor (checked after each supervisor-level kill).
 """
+
 import json
 import random
 import signal
 import subprocess
 import time
 
-from fault_harness import (PartRows, alive, collect_cmd, kill, start, stop_tree, stop_worker, wait_for, worker_of,
-                           write_shapes)
-
-from kselect.training.measure.collect import FAULT_ENV
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.measure.collect import FAULT_ENV
+
+from fault_harness import (
+    PartRows,
+    alive,
+    collect_cmd,
+    kill,
+    start,
+    stop_tree,
+    stop_worker,
+    wait_for,
+    worker_of,
+    write_shapes,
+)
 
 SEED = 20261205
 N_SHAPES = 400
@@ -94,7 +105,7 @@ def test_random_kills_then_resume_lose_and_duplicate_nothing(tmp_path):
     raw = parts.rows()
     assert not raw.duplicated(["problem_key", "candidate_key"]).any(), "an identity was written twice"
     df = DatasetDir(out).load()
-    assert sorted(df["problem_key"]) == sorted(keys)                     # every shape exactly once
+    assert sorted(df["problem_key"]) == sorted(keys)  # every shape exactly once
     ok_now = set(zip(df.loc[df["status"] == "ok", "problem_key"], df.loc[df["status"] == "ok", "candidate_key"]))
     assert ok_seen <= ok_now, f"{len(ok_seen - ok_now)} ok rows lost"
     bad = df[df["status"] != "ok"]
