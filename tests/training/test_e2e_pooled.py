@@ -72,6 +72,18 @@ def _write(folder: Path, runs, code="abc123abc123", **settings) -> Path:
     return folder
 
 
+def _pooled(*folders: str) -> tuple[list, dict]:
+    """The runs of these bench e2e folders in reports/ and the one setup they pool into."""
+    runs, _ = e2e_pool.load_runs([REPO / f for f in folders])
+    (setup,) = e2e_pool.pool(runs)
+    return runs, setup
+
+
+def _named(comparisons: list, name: str) -> dict:
+    """The comparison (a pair statistic or a pooled ratio) called `name`."""
+    return next(c for c in comparisons if c["comparison"] == name)
+
+
 def test_pools_processes_of_one_setup_and_keeps_others_apart(tmp_path, capsys):
     a = _write(
         tmp_path / "a",
@@ -277,18 +289,6 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
     assert main(["bench", "e2e-pool", str(alternating), "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "README.md").read_text()
     assert "| verify step / DEFAULT's | 4 | 2 | 1.000 | 1.000 | 2, 0.990 | 2, 1.010 |" in text
-
-
-def _pooled(*folders: str) -> tuple[list, dict]:
-    """The runs of these bench e2e folders in reports/ and the one setup they pool into."""
-    runs, _ = e2e_pool.load_runs([REPO / f for f in folders])
-    (setup,) = e2e_pool.pool(runs)
-    return runs, setup
-
-
-def _named(comparisons: list, name: str) -> dict:
-    """The comparison (a pair statistic or a pooled ratio) called `name`."""
-    return next(c for c in comparisons if c["comparison"] == name)
 
 
 # The H200's 8-layer prefill runs in which verify ran after DEFAULT in every round.
