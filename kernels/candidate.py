@@ -11,8 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+# A tiled template's knobs (Triton's mm and persistent TMA carry all of them).
+TILE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
 # Knobs every template may carry; absent ones read as 0 in features.
-KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
+KNOBS = (*TILE_KNOBS, "k_split")
 _SHORT = {
     "BLOCK_M": "BM",
     "BLOCK_N": "BN",

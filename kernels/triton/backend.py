@@ -28,6 +28,24 @@ log = logging.getLogger(__name__)
 MM_MAX_OPERAND_ELEMENTS = 2**31 - 1
 
 
+# The stride arguments each Triton kernel takes, in its signature's order (the plan's
+# stride_spec follows it; cross_compile names the arguments from it).
+STRIDE_ARGS = {
+    "mm": (
+        "stride_ab",
+        "stride_am",
+        "stride_ak",
+        "stride_bb",
+        "stride_bk",
+        "stride_bn",
+        "stride_cb",
+        "stride_cm",
+        "stride_cn",
+    ),
+    "persistent_tma": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
+}
+
+
 def _stride_class(s: int) -> int:
     """How Triton specialises an integer argument: 1, divisible by 16, or neither."""
     return 1 if s == 1 else (16 if s % 16 == 0 else 0)
@@ -98,24 +116,15 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
             HINT_M=problem.layout[0] == "t" and problem.M >= bm,
             HINT_N=problem.layout[1] == "n" and problem.N >= bn,
         )
-        names = (
-            "stride_ab",
-            "stride_am",
-            "stride_ak",
-            "stride_bb",
-            "stride_bk",
-            "stride_bn",
-            "stride_cb",
-            "stride_cm",
-            "stride_cn",
-        )
     else:
         if problem.op == "bmm":
             raise CandidateError("compile", "persistent TMA serves 2-D operands only")
         const.update(NUM_SMS=num_sms, A_ROW_MAJOR=problem.layout[0] == "n", B_ROW_MAJOR=problem.layout[1] == "n")
-        names = ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
     # N's and K's classes join the strides': Triton specialises them (see kernels.py).
-    spec = tuple(_stride_class(strides[n]) for n in names) + (_stride_class(problem.N), _stride_class(problem.K))
+    spec = tuple(_stride_class(strides[n]) for n in STRIDE_ARGS[candidate.template]) + (
+        _stride_class(problem.N),
+        _stride_class(problem.K),
+    )
     return LaunchPlan(
         candidate.template, tuple(sorted(const.items())), kw["num_warps"], kw["num_stages"], problem.dtype, spec
     )

@@ -24,24 +24,10 @@ import subprocess
 import tempfile
 import time
 
-from kselect.kernels.triton.backend import LaunchPlan
+from kselect.kernels.triton.backend import STRIDE_ARGS, LaunchPlan
 
 _ARCH = re.compile(r"^sm_(\d+)$")
 _POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
-_ARG_NAMES = {
-    "mm": (
-        "stride_ab",
-        "stride_am",
-        "stride_ak",
-        "stride_bb",
-        "stride_bk",
-        "stride_bn",
-        "stride_cb",
-        "stride_cm",
-        "stride_cn",
-    ),
-    "persistent_tma": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
-}
 WARM_UP_PLAN = LaunchPlan(
     "mm",
     (
@@ -76,11 +62,11 @@ def plan_source(plan: LaunchPlan):
 
     from kselect.kernels.triton import kernels as triton_kernels
 
-    if plan.template not in _ARG_NAMES:
+    if plan.template not in STRIDE_ARGS:
         raise ValueError(f"template {plan.template!r} compiles no Triton kernel of ours")
     fn = triton_kernels.mm_kernel if plan.template == "mm" else triton_kernels.persistent_tma_kernel
     *stride_classes, n_class, k_class = plan.stride_spec
-    ints = dict(zip(_ARG_NAMES[plan.template], stride_classes), N=n_class, K=k_class)
+    ints = dict(zip(STRIDE_ARGS[plan.template], stride_classes), N=n_class, K=k_class)
     signature, constexprs, attrs = {}, {}, {}
     for index, name in enumerate(fn.arg_names):
         if name in ("A", "B", "C"):

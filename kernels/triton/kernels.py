@@ -29,6 +29,18 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def _grouped_tile(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
+    """The (row, column) tile of linear index `tile` in grouped ordering: GROUP_M row-tiles
+    share B's columns while they are hot in L2. Inlined into each kernel when it compiles."""
+    width = GROUP_M * grid_n
+    group_id = tile // width
+    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
+    pid_m = group_id * GROUP_M + (tile % group_size)
+    pid_n = (tile % width) // group_size
+    return pid_m, pid_n
+
+
 @triton.jit(do_not_specialize=["M"])
 def mm_kernel(
     A,
@@ -60,12 +72,7 @@ def mm_kernel(
     batch = tl.program_id(1).to(tl.int64)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    # Grouped ordering: GROUP_M row-tiles share B columns while they are hot in L2.
-    width = GROUP_M * grid_n
-    group_id = pid // width
-    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-    pid_m = group_id * GROUP_M + (pid % group_size)
-    pid_n = (pid % width) // group_size
+    pid_m, pid_n = _grouped_tile(pid, grid_m, grid_n, GROUP_M)
 
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -133,7 +140,6 @@ def persistent_tma_kernel(
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = grid_m * grid_n
-    width = GROUP_M * grid_n
     # Descriptors over the operands as stored (row- or column-major), built once per program.
     if A_ROW_MAJOR:
         a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -145,10 +151,7 @@ def persistent_tma_kernel(
         b_desc = tl.make_tensor_descriptor(B, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
 
     for tile in tl.range(start, num_tiles, NUM_SMS):
-        group_id = tile // width
-        group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-        pid_m = group_id * GROUP_M + (tile % group_size)
-        pid_n = (tile % width) // group_size
+        pid_m, pid_n = _grouped_tile(tile, grid_m, grid_n, GROUP_M)
         off_m = (pid_m * BLOCK_M).to(tl.int32)
         off_n = (pid_n * BLOCK_N).to(tl.int32)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from kselect.kernels.backend import shared_knobs
-from kselect.kernels.candidate import Candidate
+from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 from kselect.selector.decide.candidate_memo import IdentityMemo
 
@@ -24,12 +24,20 @@ FEATURE_SCHEMA_VERSION = 1
 
 TEMPLATE_CLASSES = ("aten", "mm", "persistent_tma", "decompose_k", "other")
 _TEMPLATE_CODE = {name: i for i, name in enumerate(TEMPLATE_CLASSES)}
-KNOB_COLUMNS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
+KNOB_COLUMNS = KNOBS
 
 # Fallbacks when a fingerprint lacks a field (CPU fingerprints, old datasets): H100/H200-like.
 DEFAULT_SMEM_OPTIN = 232_448
 _MAX_WARPS_PER_SM = 64
 _MAX_CTAS_PER_SM = 32
+
+# The candidate's own columns: its template class (one-hot), its knobs, two tile sizes.
+_CONFIG_COLUMNS = (
+    *(f"tmpl_{name}" for name in TEMPLATE_CLASSES),
+    *KNOB_COLUMNS,
+    "log2_tile_area",
+    "acc_regs_per_thread",
+)
 
 FEATURE_NAMES: tuple[str, ...] = (
     # problem
@@ -59,20 +67,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "log2_N_over_M",
     "log2_K_over_N",
     # config
-    "tmpl_aten",
-    "tmpl_mm",
-    "tmpl_persistent_tma",
-    "tmpl_decompose_k",
-    "tmpl_other",
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "GROUP_M",
-    "num_stages",
-    "num_warps",
-    "k_split",
-    "log2_tile_area",
-    "acc_regs_per_thread",
+    *_CONFIG_COLUMNS,
     # derived
     "tiles_m",
     "tiles_n",
@@ -267,20 +262,7 @@ def frame_arrays(df) -> tuple[dict, dict]:
 # the features
 # columns that need only the candidates, the dtype's width and the device's shared memory
 _BLOCK_COLUMNS = (
-    "tmpl_aten",
-    "tmpl_mm",
-    "tmpl_persistent_tma",
-    "tmpl_decompose_k",
-    "tmpl_other",
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "GROUP_M",
-    "num_stages",
-    "num_warps",
-    "k_split",
-    "log2_tile_area",
-    "acc_regs_per_thread",
+    *_CONFIG_COLUMNS,
     "ctas_per_sm",
     "smem_bytes",
     "smem_frac",

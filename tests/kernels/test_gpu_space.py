@@ -18,20 +18,14 @@ def test_space_matches_inductor(shape):
 
     from kselect.kernels.operands import make_operands
     from kselect.selector.inductor.compat import choices_handler, make_filtering_choices
+    from kselect.training.measure.faithfulness import EXHAUSTIVE_TRITON_PATCHES
 
     p = Problem(*shape, "bf16", "nt", "mm")
     record = []
     handler = make_filtering_choices(keep=lambda c: c.backend == "aten", record=record)
     torch._dynamo.reset()
-    patches = {
-        "max_autotune": True,
-        "max_autotune_gemm_backends": "ATEN,TRITON",
-        "max_autotune_gemm_search_space": "EXHAUSTIVE",
-        "force_disable_caches": True,
-        "triton.enable_persistent_tma_matmul": True,
-    }
     ops = make_operands(p, "cuda")
-    with ic.patch(patches), choices_handler(handler):
+    with ic.patch(EXHAUSTIVE_TRITON_PATCHES), choices_handler(handler):
         torch.compile(lambda a, b: a @ b, dynamic=False)(ops.a, ops.b)
     inductor = [c for _, c in record if c.backend == "triton"]
     ours = triton_space(p, "exhaustive")

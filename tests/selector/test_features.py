@@ -17,6 +17,7 @@ from kselect.selector.model.features import (
     featurize_candidates,
     featurize_frame,
 )
+from kselect.training.measure.collect import row_for
 
 DEVICE = {
     "gpu_name": "NVIDIA H200",
@@ -47,27 +48,8 @@ def space(p):
 
 
 def rows_of(p, cands):
-    """Dataset-schema rows for (p, cands): what training featurises."""
-    return pd.DataFrame(
-        [
-            {
-                "M": p.M,
-                "N": p.N,
-                "K": p.K,
-                "batch": p.batch,
-                "dtype": p.dtype,
-                "layout": p.layout,
-                "op": p.op,
-                "backend": c.backend,
-                "template": c.template,
-                **{
-                    k: c.get(k, 0)
-                    for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
-                },
-            }
-            for c in cands
-        ]
-    )
+    """Dataset-schema rows for (p, cands), as the collector writes them: what training featurises."""
+    return pd.DataFrame([row_for(p, c) for c in cands])
 
 
 def test_schema_is_versioned_and_named():

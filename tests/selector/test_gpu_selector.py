@@ -255,6 +255,11 @@ def predict(harness, operands):
     return harness.compile("predict", four_gemms, operands[0])
 
 
+def _verify(harness, operands, cache_dir: Path, **settings) -> Compiled:
+    """The four GEMMs compiled in verify mode at k=K, deciding through `cache_dir`."""
+    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=cache_dir, **settings)
+
+
 def _cache_files(root: Path) -> list:
     return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
 
@@ -262,7 +267,7 @@ def _cache_files(root: Path) -> list:
 @pytest.fixture(scope="module")
 def verify_first(harness, operands, decisions_dir):
     """verify with Inductor's own benchmark of the kept set (verify_timing="inductor")."""
-    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir, verify_timing="inductor")
+    res = _verify(harness, operands, decisions_dir, verify_timing="inductor")
     res.cache_files = _cache_files(decisions_dir)  # before the second compile rewrites any
     return res
 
@@ -270,7 +275,7 @@ def verify_first(harness, operands, decisions_dir):
 @pytest.fixture(scope="module")
 def verify_again(harness, operands, decisions_dir, verify_first):
     """A new Selector on the same decision cache, Dynamo reset, Inductor caches off."""
-    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=decisions_dir, verify_timing="inductor")
+    return _verify(harness, operands, decisions_dir, verify_timing="inductor")
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +286,7 @@ def own_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def verify_own(harness, operands, own_dir):
     """verify as shipped on a GPU: kselect times the kept set with the collector's harness."""
-    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
+    res = _verify(harness, operands, own_dir)
     res.cache_files = _cache_files(own_dir)
     return res
 
@@ -289,12 +294,10 @@ def verify_own(harness, operands, own_dir):
 @pytest.fixture(scope="module")
 def verify_cool(harness, operands, tmp_path_factory):
     """verify with warm_while_compiling=False, deciding afresh (its own decision cache)."""
-    return harness.compile(
-        "verify",
-        four_gemms,
-        operands[0],
-        k=K,
-        cache_dir=tmp_path_factory.mktemp("decisions-cool"),
+    return _verify(
+        harness,
+        operands,
+        tmp_path_factory.mktemp("decisions-cool"),
         warm_while_compiling=False,
     )
 
@@ -304,19 +307,17 @@ def verify_workers(harness, operands, tmp_path_factory):
     """verify with compile_in="workers", deciding afresh, once Inductor's worker pool is up."""
     if compat.warm_compile_pool() is None:
         pytest.skip("this torch compiles in one process: no compile-worker pool to use")
-    return harness.compile(
-        "verify",
-        four_gemms,
-        operands[0],
-        k=K,
-        cache_dir=tmp_path_factory.mktemp("decisions-workers"),
+    return _verify(
+        harness,
+        operands,
+        tmp_path_factory.mktemp("decisions-workers"),
         compile_in="workers",
     )
 
 
 @pytest.fixture(scope="module")
 def verify_own_again(harness, operands, own_dir, verify_own):
-    return harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=own_dir)
+    return _verify(harness, operands, own_dir)
 
 
 @pytest.fixture(scope="module")
@@ -537,7 +538,7 @@ def test_verify_began_the_warm_start_as_its_compile_started(verify_workers, harn
     """As shipped (threads), with Inductor's pool up: the compile began the warm start; Triton's
     target was prepared in the background for this GPU and every compile worker was warmed
     without a failure; the picks compute right. warm_start=False begins nothing."""
-    res = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path / "warm")
+    res = _verify(harness, operands, tmp_path / "warm")
     got = _warm_start_ended(res.selector.warm_start)
     major, minor = torch.cuda.get_device_capability()
     assert "error" not in got and got["prepare_ms"] > 0 and f"arch={major * 10 + minor}" in got["target"], got
@@ -545,7 +546,7 @@ def test_verify_began_the_warm_start_as_its_compile_started(verify_workers, harn
     assert w["jobs"] >= 1 and w["done"] == w["jobs"] and w["failed"] == 0 and w["workers"] >= 1, w
     for name in GEMMS:
         _check_outputs(res, operands, name)
-    cold = harness.compile("verify", four_gemms, operands[0], k=K, cache_dir=tmp_path / "cold", warm_start=False)
+    cold = _verify(harness, operands, tmp_path / "cold", warm_start=False)
     assert cold.selector.warm_start is None and cold.warnings == []
 
 

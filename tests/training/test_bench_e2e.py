@@ -24,6 +24,8 @@ from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E40
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
 from kselect.training.cli.main import main  # noqa: E402
 
+from conftest import E2E_RUN_SETTINGS  # noqa: E402
+
 TINY = [
     "--device",
     "cpu",
@@ -340,29 +342,30 @@ def test_cpu_freezing_counts_benchmarked_gemms_and_cache_hits_and_kselect_falls_
     assert "freezing on for prefill/decode" in (out / "README.md").read_text()
 
 
-def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tmp_path):
-    """The H200 report's shapes, on given numbers: exhaustive on a smaller model, a timeout, a
-    skip and kselect decisions all render; ratios only compare runs of the same model."""
-    settings = {
-        "device": "cuda",
-        "model": "llama3-8b-1l",
-        "dtype": "bf16",
-        "batch": 8,
-        "seq": 1024,
-        "steps": 20,
-        "warmup": 3,
-        "k": 4,
+def _decode_settings(**over) -> dict:
+    """The settings of a recorded decode-only GPU run, with `over` on top."""
+    return {
+        **E2E_RUN_SETTINGS,
         "kselect_space": "EXHAUSTIVE",
         "kselect_model": "",
         "freezing": False,
         "seed": 0,
         "workloads": ["decode"],
-        "variants": list(e2e_spec.DEFAULT_VARIANTS),
-        "max_minutes": 8.5,
-        "exhaustive_model": "llama3-8b-1l-v32k",
         "exhaustive_workloads": ["decode"],
         "rtol": 2e-2,
+        **over,
     }
+
+
+def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tmp_path):
+    """The H200 report's shapes, on given numbers: exhaustive on a smaller model, a timeout, a
+    skip and kselect decisions all render; ratios only compare runs of the same model."""
+    settings = _decode_settings(
+        model="llama3-8b-1l",
+        variants=list(e2e_spec.DEFAULT_VARIANTS),
+        max_minutes=8.5,
+        exhaustive_model="llama3-8b-1l-v32k",
+    )
 
     def run(variant, compile_s, step_ms, model="llama3-8b-1l", **extra):
         r = {
@@ -517,27 +520,7 @@ def test_repeats_interleave_and_report_medians_over_processes(tmp_path):
         run("default", 2, 12.0, 0.53),
         run("kselect-verify", 2, None, None, status="timeout"),
     ]
-    settings = {
-        "device": "cuda",
-        "model": "m",
-        "dtype": "bf16",
-        "batch": 8,
-        "seq": 1024,
-        "steps": 20,
-        "warmup": 3,
-        "k": 4,
-        "kselect_space": "EXHAUSTIVE",
-        "kselect_model": "",
-        "freezing": False,
-        "seed": 0,
-        "workloads": ["decode"],
-        "variants": s["variants"],
-        "max_minutes": 10,
-        "exhaustive_model": "m",
-        "exhaustive_workloads": ["decode"],
-        "rtol": 2e-2,
-        "repeats": 3,
-    }
+    settings = _decode_settings(variants=s["variants"], max_minutes=10, exhaustive_model="m", repeats=3)
     report = {
         "command": "kselect bench e2e --repeats 3",
         "settings": settings,

@@ -16,25 +16,17 @@ from kselect.training.bench import gemm as bench_gemm
 from kselect.training.cli.main import main
 
 
+def _bench_gemm_on_the_cpu(shapes, out, variants: str, *options: str) -> int:
+    """`kselect bench gemm --json` of `variants` over the shapes file `shapes` on the CPU."""
+    argv = ["bench", "gemm", "--shapes-file", str(shapes), "--device", "cpu", "--variants", variants, *options]
+    return main([*argv, "--out", str(out), "--json"])
+
+
 def test_bench_gemm_cpu_end_to_end(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n17,40,96,mm,fp32,nn\n")
     out = tmp_path / "report"
-    rc = main(
-        [
-            "bench",
-            "gemm",
-            "--shapes-file",
-            str(shapes),
-            "--device",
-            "cpu",
-            "--variants",
-            "plain,default,kselect-predict",
-            "--out",
-            str(out),
-            "--json",
-        ]
-    )
+    rc = _bench_gemm_on_the_cpu(shapes, out, "plain,default,kselect-predict")
     assert rc == 0
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert {(r["variant"], r["problem"]) for r in rows} == {
@@ -181,26 +173,7 @@ def test_bench_gemm_repeats_run_each_variant_in_as_many_processes(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n")
     out = tmp_path / "report"
-    assert (
-        main(
-            [
-                "bench",
-                "gemm",
-                "--shapes-file",
-                str(shapes),
-                "--device",
-                "cpu",
-                "--variants",
-                "plain",
-                "--repeats",
-                "2",
-                "--out",
-                str(out),
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert _bench_gemm_on_the_cpu(shapes, out, "plain", "--repeats", "2") == 0
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["variant"], r["repeat"]) for r in rows] == [("plain", 0), ("plain", 1)]
     assert all(r["kernel_ms"] > 0 and r["correct"] for r in rows)

@@ -35,8 +35,9 @@ def _write_csv(path, problems):
     path.write_text("M,N,K,dtype\n" + "".join(f"{p.M},{p.N},{p.K},{p.dtype}\n" for p in problems))
 
 
-def _collect(out, env=None, shapes_csv=None, extra=()):
-    cmd = [
+def _collect_command(out, shapes_csv, target_ms: str, extra=()) -> list[str]:
+    """`kselect collect` of ATen on the CPU over the shapes in `shapes_csv`, into `out`."""
+    return [
         sys.executable,
         "-m",
         "kselect.training.cli.main",
@@ -50,9 +51,13 @@ def _collect(out, env=None, shapes_csv=None, extra=()):
         "--out",
         str(out),
         "--target-ms",
-        "0.02",
+        target_ms,
         *extra,
     ]
+
+
+def _collect(out, env=None, shapes_csv=None, extra=()):
+    cmd = _collect_command(out, shapes_csv, "0.02", extra)
     return subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)
 
 
@@ -89,22 +94,7 @@ def test_killed_run_resumes_on_rerun(tmp_path):
     _write_csv(csv, SHAPES)
     out = tmp_path / "ds"
     # Kill the whole collection (supervisor and worker) once some rows are on disk.
-    cmd = [
-        sys.executable,
-        "-m",
-        "kselect.training.cli.main",
-        "collect",
-        "--shapes-file",
-        str(csv),
-        "--backends",
-        "aten",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--target-ms",
-        "20",
-    ]
+    cmd = _collect_command(out, csv, "20")
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and not list((out / "parts").glob("*.parquet")):

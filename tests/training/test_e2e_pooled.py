@@ -11,16 +11,11 @@ import pytest
 from kselect.training.bench import e2e_pooled as e2e_pool
 from kselect.training.cli.main import main
 
+from conftest import E2E_RUN_SETTINGS
+
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = {
-    "device": "cuda",
-    "model": "m",
-    "dtype": "bf16",
-    "batch": 8,
-    "seq": 1024,
-    "steps": 20,
-    "warmup": 3,
-    "k": 4,
+    **E2E_RUN_SETTINGS,
     "fixed_k": False,
     "min_k": 1,
     "aten_margin": 2.0,
@@ -75,6 +70,18 @@ def _write(folder: Path, runs, code="abc123abc123", **settings) -> Path:
         )
     )
     return folder
+
+
+def _pooled(*folders: str) -> tuple[list, dict]:
+    """The runs of these bench e2e folders in reports/ and the one setup they pool into."""
+    runs, _ = e2e_pool.load_runs([REPO / f for f in folders])
+    (setup,) = e2e_pool.pool(runs)
+    return runs, setup
+
+
+def _named(comparisons: list, name: str) -> dict:
+    """The comparison (a pair statistic or a pooled ratio) called `name`."""
+    return next(c for c in comparisons if c["comparison"] == name)
 
 
 def test_pools_processes_of_one_setup_and_keeps_others_apart(tmp_path, capsys):
@@ -187,7 +194,7 @@ def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
     alone = _write(tmp_path / "alone", [_run("default", 30.0, 1.0), _run("kselect-verify", 2.0, 0.9, load=0.1)])
     runs, _ = e2e_pool.load_runs([fast, slow, alone])
     (s,) = e2e_pool.pool(runs)
-    pooled = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
+    pooled = _named(s["comparisons"], "predict compile / plain's")
     assert pooled["ratio"] == pytest.approx(2.065 / 1.015)
     (per_run,) = s["per_run"]  # verify vs DEFAULT ran in one run only: its pooled row is that run
     assert per_run["comparison"] == "predict compile / plain's"
@@ -240,10 +247,10 @@ def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
     runs, skipped = e2e_pool.load_runs(files)
     (s,) = e2e_pool.pool(runs)
     assert len(skipped) == 1 and "decode1-prof" in skipped[0]
-    pred = next(c for c in s["comparisons"] if c["comparison"] == "predict compile / plain's")
+    pred = _named(s["comparisons"], "predict compile / plain's")
     assert pred["n"] == [17, 18] and pred["ratio"] == pytest.approx(3.867 / 3.642, abs=1e-3)
     assert pred["p_slower"] == pytest.approx(0.134, abs=1e-3)
-    per_run = next(c for c in s["per_run"] if c["comparison"] == "predict compile / plain's")
+    per_run = _named(s["per_run"], "predict compile / plain's")
     assert [r["n"] for r in per_run["runs"]] == [[2, 2], [3, 3], [4, 4], [8, 9]]
     assert [r["ratio"] for r in per_run["runs"]] == pytest.approx([1.126, 1.168, 1.086, 1.042], abs=1e-3)
     assert per_run["ratio"] == pytest.approx(1.082, abs=1e-3)
@@ -265,7 +272,7 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
     fixed = _write(tmp_path / "fixed", _rounds([("default", "kselect-verify")] * 4))
     runs, _ = e2e_pool.load_runs([fixed])
     (s,) = e2e_pool.pool(runs)
-    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    step = _named(s["pairs"], "verify step / DEFAULT's")
     # one fixed order: the position effect reads as verify being 1 % slower in every pair
     assert step["n"] == 4 and step["slower"] == 4 and step["median_ratio"] == pytest.approx(1.01)
     assert step["ran_first"] == {"n": 0, "median_ratio": None} and step["ran_second"]["n"] == 4
@@ -274,7 +281,7 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
     alternating = _write(tmp_path / "alt", _rounds([("default", "kselect-verify"), ("kselect-verify", "default")] * 2))
     runs, _ = e2e_pool.load_runs([alternating])
     (s,) = e2e_pool.pool(runs)
-    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    step = _named(s["pairs"], "verify step / DEFAULT's")
     # reversed rounds: slower only when second, faster when first -- the position's, not verify's
     assert step["slower"] == 2 and step["p_sign"] == pytest.approx(1.0)
     assert step["ran_first"]["median_ratio"] == pytest.approx(1 / 1.01)
@@ -284,25 +291,24 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
     assert "| verify step / DEFAULT's | 4 | 2 | 1.000 | 1.000 | 2, 0.990 | 2, 1.010 |" in text
 
 
+# The H200's 8-layer prefill runs in which verify ran after DEFAULT in every round.
+SAME_ROUND_PREFILL_RUNS = (
+    "reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8",
+    "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
+    "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8",
+    "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8",
+)
+
+
 def test_the_h200_prefill_pairs_all_ran_verify_second():
     """The 2026-12-03 and 2026-12-04 8-layer prefill runs: verify's graph replay slower than
     DEFAULT's in 9 of 10 same-round pairs, and verify ran second in all ten
     (reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/dev-cpu/prefill_pairs.txt)."""
-    files = [
-        REPO / p
-        for p in (
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8",
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
-            "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8",
-            "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8",
-        )
-    ]
-    runs, _ = e2e_pool.load_runs(files)
-    (s,) = e2e_pool.pool(runs)
-    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
+    runs, s = _pooled(*SAME_ROUND_PREFILL_RUNS)
+    gpu = _named(s["pairs"], "verify GPU-only step / DEFAULT's")
     assert gpu["n"] == 10 and gpu["slower"] == 9 and gpu["ran_second"]["n"] == 10
     assert gpu["p_sign"] == pytest.approx(22 / 1024)  # 9 or more of 10, either way
-    step = next(c for c in s["pairs"] if c["comparison"] == "verify step / DEFAULT's")
+    step = _named(s["pairs"], "verify step / DEFAULT's")
     assert step["n"] == 10 and step["slower"] == 7
 
 
@@ -310,20 +316,12 @@ def test_in_counterbalanced_rounds_the_h200_prefill_replay_gap_follows_verify():
     """The two prefill runs of reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k alternate who runs first. With the four earlier
     runs: verify's graph replay slower in 14 of 16 pairs, including all 3 where verify ran
     first -- the gap is the variant's, not the position's (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k s2)."""
-    files = [
-        REPO / p
-        for p in (
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8",
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
-            "reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call1/x/prefill8",
-            "reports/2026-12-04-prefill-tie-rounds-8-layer-decode-exhaustive/call1/p/prefill8",
-            "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call2/b/prefill8",
-            "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call4/d/prefill8",
-        )
-    ]
-    runs, _ = e2e_pool.load_runs(files)
-    (s,) = e2e_pool.pool(runs)
-    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / DEFAULT's")
+    runs, s = _pooled(
+        *SAME_ROUND_PREFILL_RUNS,
+        "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call2/b/prefill8",
+        "reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k/call4/d/prefill8",
+    )
+    gpu = _named(s["pairs"], "verify GPU-only step / DEFAULT's")
     assert gpu["n"] == 16 and gpu["slower"] == 14 and gpu["ran_first"]["n"] == 3
     assert all(p["ratio"] > 1 for p in gpu["pairs"] if p["first"])
     assert gpu["p_sign"] == pytest.approx(2 * (1 + 16 + 120) / 2**16)  # 14 or more of 16, either way
@@ -334,21 +332,15 @@ def test_on_the_h200_prefill_verify_replays_slower_than_predict_whose_lm_head_is
     verify measured ~4 % faster). Every H200 run with both up to reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode:
     verify's graph replay slower in 10 of 11 rounds, by ~0.5 % (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). The
     next test shows the same gap with identical kernels."""
-    files = [
-        REPO / p
-        for p in (
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call1/p/prefill8",
-            "reports/2026-12-03-8-layers-all-workloads-kernel-time/call3/k/prefill8",
-            "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call1/a/prefill8",
-            "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call4/d/prefill8vp",
-        )
-    ]
-    runs, _ = e2e_pool.load_runs(files)
-    (s,) = e2e_pool.pool(runs)
-    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / predict's")
+    runs, s = _pooled(
+        *SAME_ROUND_PREFILL_RUNS[:2],
+        "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call1/a/prefill8",
+        "reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/call4/d/prefill8vp",
+    )
+    gpu = _named(s["pairs"], "verify GPU-only step / predict's")
     assert gpu["n"] == 11 and gpu["slower"] == 10
     assert gpu["p_sign"] == pytest.approx(2 * (1 + 11) / 2**11)  # 10 or more of 11, either way
-    pooled = next(c for c in s["comparisons"] if c["comparison"] == "verify GPU-only step / predict's")
+    pooled = _named(s["comparisons"], "verify GPU-only step / predict's")
     assert 1.002 < pooled["ratio"] < 1.01 and pooled["p_slower"] < 0.05
     checked = 0
     for r in runs:  # every verify and predict process: the picks differ in lm_head alone
@@ -365,15 +357,10 @@ def test_on_the_h200_prefill_verify_replays_slower_than_predict_on_identical_ker
     """With --aten-margin 0 predict keeps its top-1 on lm_head, verify's own tile, so both replay
     one kernel list, name for name; verify still read slower in 8 of 10 rounds, while its
     kernels summed no slower (reports/2026-12-04-prefill-gap-process-not-tile s3): the gap is its process, not a kernel."""
-    files = [
-        REPO / p
-        for p in (
-            "reports/2026-12-04-prefill-gap-process-not-tile/call2/b/prefill8m0",
-            "reports/2026-12-04-prefill-gap-process-not-tile/call4/d/prefill8m0b",
-        )
-    ]
-    runs, _ = e2e_pool.load_runs(files)
-    (s,) = e2e_pool.pool(runs)
+    runs, s = _pooled(
+        "reports/2026-12-04-prefill-gap-process-not-tile/call2/b/prefill8m0",
+        "reports/2026-12-04-prefill-gap-process-not-tile/call4/d/prefill8m0b",
+    )
     assert s["setup"]["settings"]["aten_margin"] == 0.0
     picks = {tuple(sorted((k, tuple(v)) for k, v in r["kselect"]["picks"].items())) for r in runs}
     assert len(picks) == 1 and dict(next(iter(picks)))["mm:8x128256x4096:bf16:nt"] == (
@@ -382,7 +369,7 @@ def test_on_the_h200_prefill_verify_replays_slower_than_predict_on_identical_ker
     (gap,) = s["sequence_gaps"]
     assert gap["positions"] == 154 and gap["first_swap"] is None and gap["total_us"] < 0  # same kernels, no slower
     assert gap["gpu_step_diff_us"] > 100
-    gpu = next(c for c in s["pairs"] if c["comparison"] == "verify GPU-only step / predict's")
+    gpu = _named(s["pairs"], "verify GPU-only step / predict's")
     assert gpu["n"] == 10 and gpu["slower"] == 8
     before = {v["variant"]: v["device_state"]["before_steps"] for v in s["variants"]}
     assert before["kselect-verify"]["temperature_c"] > before["kselect-predict"]["temperature_c"]

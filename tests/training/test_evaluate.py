@@ -127,45 +127,28 @@ def small_slice(tmp_path) -> Path:
     return out
 
 
+def _train(data: Path, model: Path, *options: str) -> None:
+    """`kselect train` of `data` into `model` (.json and sidecars), one thread; it must succeed."""
+    assert cli_main(["train", "--data", str(data), "--out", str(model), *options, "--nthread", "1"]) == 0
+
+
+def _evaluate_argv(data: Path, model: Path, *options: str) -> list[str]:
+    """`kselect evaluate` of the model trained into `model` on `data`."""
+    return ["evaluate", "--data", str(data), "--model", f"{model}.json", *options]
+
+
+def _report_with_card(data: Path, model: Path, report: Path) -> None:
+    """`kselect report` over two folds into `report`, updating the model's card; it must succeed."""
+    argv = ["report", "--data", str(data), "--model", f"{model}.json", "--out", str(report), "--folds", "2"]
+    assert cli_main([*argv, "--update-card"]) == 0
+
+
 def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     data = small_slice(tmp_path)
     model = tmp_path / "models" / "tiny"
-    assert (
-        cli_main(
-            [
-                "train",
-                "--data",
-                str(data),
-                "--out",
-                str(model),
-                "--objective",
-                "rank:pairwise",
-                "--cv-folds",
-                "0",
-                "--nthread",
-                "1",
-            ]
-        )
-        == 0
-    )
+    _train(data, model, "--objective", "rank:pairwise", "--cv-folds", "0")
     capsys.readouterr()
-    assert (
-        cli_main(
-            [
-                "evaluate",
-                "--data",
-                str(data),
-                "--model",
-                f"{model}.json",
-                "--json",
-                "--scheme",
-                "family",
-                "--folds",
-                "3",
-            ]
-        )
-        == 0
-    )
+    assert cli_main(_evaluate_argv(data, model, "--json", "--scheme", "family", "--folds", "3")) == 0
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     # off a terminal: the progress lines, no bar
@@ -177,23 +160,7 @@ def test_train_evaluate_report_end_to_end(tmp_path, capsys):
     assert all(0 < g[k] <= 1 for k in g) and g[1] <= g[16] + 1e-12
     assert set(result["schemes"]["family"]) >= {"cost_model", "roofline", "random_forest", "nearest_shape", "default"}
     report = tmp_path / "report"
-    assert (
-        cli_main(
-            [
-                "report",
-                "--data",
-                str(data),
-                "--model",
-                f"{model}.json",
-                "--out",
-                str(report),
-                "--folds",
-                "2",
-                "--update-card",
-            ]
-        )
-        == 0
-    )
+    _report_with_card(data, model, report)
     for name in (
         "report.md",
         "evaluation.json",
@@ -210,48 +177,14 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
     plot and table; the card states the capture."""
     data = small_slice(tmp_path)
     model = tmp_path / "models" / "gap"
-    assert (
-        cli_main(
-            [
-                "train",
-                "--data",
-                str(data),
-                "--out",
-                str(model),
-                "--objective",
-                "reg:aten",
-                "--grid",
-                "headroom",
-                "--nthread",
-                "1",
-            ]
-        )
-        == 0
-    )
+    _train(data, model, "--objective", "reg:aten", "--grid", "headroom")
     capsys.readouterr()
     # the sidecar carries verify's nearest-shape table, and it reads back
     from kselect.selector.decide.nearest import from_metadata
 
     table = from_metadata(json.loads((tmp_path / "models" / "gap.meta.json").read_text()))
     assert table is not None and len(table) > 0 and all(k.startswith("triton:") for k in table.keys)
-    assert (
-        cli_main(
-            [
-                "evaluate",
-                "--data",
-                str(data),
-                "--model",
-                f"{model}.json",
-                "--json",
-                "--scheme",
-                "family",
-                "--folds",
-                "3",
-                "--no-baselines",
-            ]
-        )
-        == 0
-    )
+    assert cli_main(_evaluate_argv(data, model, "--json", "--scheme", "family", "--folds", "3", "--no-baselines")) == 0
     hc = json.loads(capsys.readouterr().out)["headroom_capture"]["family"]
     real = hc["realistic"]
     assert (
@@ -263,43 +196,11 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
         assert real["verify"] <= 1 + 1e-9
         # verify times ATen: never slower than it
         assert hc["detail"]["policies"]["verify"]["realistic"]["worst_pick_over_aten"] <= 1.0 + 1e-12
-    assert (
-        cli_main(
-            [
-                "evaluate",
-                "--data",
-                str(data),
-                "--model",
-                f"{model}.json",
-                "--scheme",
-                "family",
-                "--folds",
-                "3",
-                "--no-baselines",
-            ]
-        )
-        == 0
-    )
+    assert cli_main(_evaluate_argv(data, model, "--scheme", "family", "--folds", "3", "--no-baselines")) == 0
     text = capsys.readouterr().out
     assert f"headroom capture (family held out, {real['shapes']} realistic shapes)" in text
     report = tmp_path / "report"
-    assert (
-        cli_main(
-            [
-                "report",
-                "--data",
-                str(data),
-                "--model",
-                f"{model}.json",
-                "--out",
-                str(report),
-                "--folds",
-                "2",
-                "--update-card",
-            ]
-        )
-        == 0
-    )
+    _report_with_card(data, model, report)
     assert (report / "capture_vs_k.png").stat().st_size > 0
     assert "largest headroom" in (report / "headroom.md").read_text()
     assert "Headroom capture" in (tmp_path / "models" / "gap.md").read_text()
@@ -393,37 +294,8 @@ def test_evaluate_shows_its_folds_as_a_bar_with_an_eta_on_a_terminal(tmp_path):
 
     data = small_slice(tmp_path)
     model = tmp_path / "m"
-    assert (
-        cli_main(
-            [
-                "train",
-                "--data",
-                str(data),
-                "--out",
-                str(model),
-                "--objective",
-                "rank:pairwise",
-                "--cv-folds",
-                "0",
-                "--nthread",
-                "1",
-            ]
-        )
-        == 0
-    )
-    argv = [
-        "evaluate",
-        "--data",
-        str(data),
-        "--model",
-        f"{model}.json",
-        "--scheme",
-        "family",
-        "--folds",
-        "2",
-        "--no-baselines",
-        "--json",
-    ]
+    _train(data, model, "--objective", "rank:pairwise", "--cv-folds", "0")
+    argv = _evaluate_argv(data, model, "--scheme", "family", "--folds", "2", "--no-baselines", "--json")
     rc, shown = _on_a_terminal(argv)
     assert rc == 0, shown
     # 3 families, one ranker: 3 held-out fits, each drawn with elapsed<remaining

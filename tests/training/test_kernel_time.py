@@ -198,17 +198,26 @@ def test_a_real_cpu_profile_times_gemm_and_attention_ops():
     assert got["kernels"]["gemm"][0][0] == "aten::mm" and got["kernels"]["gemm"][0][2] == 1.0
 
 
+def _prefill_run(variant: str, step_ms: float, **fields) -> dict:
+    """One bench e2e result of a correct prefill run of model "m", with `fields` on top."""
+    return {
+        "workload": "prefill",
+        "variant": variant,
+        "status": "ok",
+        "model": "m",
+        "compile_s": 10.0,
+        "step_ms": step_ms,
+        "correctness": {"ok": True},
+        **fields,
+    }
+
+
 def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     def run(variant, step_ms, gemm_ms):
-        return {
-            "workload": "prefill",
-            "variant": variant,
-            "status": "ok",
-            "model": "m",
-            "compile_s": 10.0,
-            "step_ms": step_ms,
-            "correctness": {"ok": True},
-            "kernel_time": {
+        return _prefill_run(
+            variant,
+            step_ms,
+            kernel_time={
                 "source": "GPU kernels",
                 "steps": 5,
                 "ms_per_step": {"gemm": gemm_ms, "inductor": 1.0, "total": gemm_ms + 1.0},
@@ -217,7 +226,7 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
                     "inductor": [["triton_poi_fused_0", 1.0 + step_ms / 1e3, 8]],
                 },
             },
-        }
+        )
 
     runs = [run("plain", 47.0, 40.0), run("default", 47.0, 40.1), run("kselect-verify", 47.2, 40.0)]
     tg = {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-verify"]
@@ -244,18 +253,14 @@ def test_graph_replay_profile_gets_its_own_table_with_the_time_between_kernels()
             "ms_per_step": {"gemm": kernels_ms - 5.0, "inductor": 5.0, "total": kernels_ms},
             "kernels": {"gemm": [["nvjet_a", kernels_ms - 5.0, 33]]},
         }
-        return {
-            "workload": "prefill",
-            "variant": variant,
-            "status": "ok",
-            "model": "m",
-            "compile_s": 10.0,
-            "step_ms": graph_ms + 0.1,
-            "tokens_per_s": 1.0,
-            "correctness": {"ok": True, "rel_err": 0.01},
-            "graph_step_ms": graph_ms,
-            "graph_kernel_time": profile,
-        }
+        return _prefill_run(
+            variant,
+            graph_ms + 0.1,
+            tokens_per_s=1.0,
+            correctness={"ok": True, "rel_err": 0.01},
+            graph_step_ms=graph_ms,
+            graph_kernel_time=profile,
+        )
 
     runs = [run("default", 47.3, 45.5), run("kselect-verify", 47.8, 45.4)]
     text = "\n".join(e2e_report.kernel_time_table(runs, "prefill", key="graph_kernel_time"))

@@ -125,31 +125,19 @@ VARIANTS = {
         ),
     )
 }
+# verify with one setting changed: experiments, each run right after verify itself
+_VERIFY_EXPERIMENTS = (
+    "kselect-verify-epilogue",
+    "kselect-verify-keep",
+    "kselect-verify-cool",
+    "kselect-verify-workers",
+    "kselect-verify-unpriced",
+    "kselect-verify-cold-start",
+)
 # Run order inside a workload, baseline first; plan() puts every exhaustive run last.
-ORDER = (
-    "plain",
-    "default",
-    "kselect-verify",
-    "kselect-verify-epilogue",
-    "kselect-verify-keep",
-    "kselect-verify-cool",
-    "kselect-verify-workers",
-    "kselect-verify-unpriced",
-    "kselect-verify-cold-start",
-    "kselect-predict",
-    "autotune-aten",
-    "exhaustive",
-)
+ORDER = ("plain", "default", "kselect-verify", *_VERIFY_EXPERIMENTS, "kselect-predict", "autotune-aten", "exhaustive")
 # experiments that run only when --variants names them
-OPT_IN = (
-    "kselect-verify-epilogue",
-    "kselect-verify-keep",
-    "kselect-verify-cool",
-    "kselect-verify-workers",
-    "kselect-verify-unpriced",
-    "kselect-verify-cold-start",
-    "autotune-aten",
-)
+OPT_IN = (*_VERIFY_EXPERIMENTS, "autotune-aten")
 DEFAULT_VARIANTS = tuple(v for v in ORDER if v not in OPT_IN)
 
 # Defaults by device: the H200 run vs the CPU test (tiny fp32 model).

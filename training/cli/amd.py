@@ -191,18 +191,13 @@ def _print_human(report: dict, out=sys.stdout) -> None:
         rows = [("model", _brief(sec))] + list(sec["baselines_detail"].items())
         for name, m in rows:
             print(f"  {name:16} {_pct(m['accuracy'])}  {_pct(m['top2'])}  {_pct(m.get('within_tolerance'))}", file=out)
-        for a in sec.get("per_arch", []):
+        # one line per architecture, then per table: the same columns, named by its own key
+        parts = [(a["arch"], a) for a in sec.get("per_arch", [])] + [(t["table"], t) for t in sec.get("per_table", [])]
+        for name, part in parts:
             print(
-                f"    {a['arch']:34} n={a['n']:4}  model {_pct(a['model']['accuracy'])} "
-                f"/{_pct(a['model']['top2'])}  majority {_pct(a['majority']['accuracy'])}"
-                f"  nearest {_pct(a['nearest_shape']['accuracy'])}",
-                file=out,
-            )
-        for t in sec.get("per_table", []):
-            print(
-                f"    {t['table']:34} n={t['n']:4}  model {_pct(t['model']['accuracy'])} "
-                f"/{_pct(t['model']['top2'])}  majority {_pct(t['majority']['accuracy'])}"
-                f"  nearest {_pct(t['nearest_shape']['accuracy'])}",
+                f"    {name:34} n={part['n']:4}  model {_pct(part['model']['accuracy'])} "
+                f"/{_pct(part['model']['top2'])}  majority {_pct(part['majority']['accuracy'])}"
+                f"  nearest {_pct(part['nearest_shape']['accuracy'])}",
                 file=out,
             )
 

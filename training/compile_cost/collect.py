@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kselect.kernels.candidate import Candidate
+from kselect.kernels.candidate import TILE_KNOBS, Candidate
 from kselect.kernels.compile_worker import Worker, drain_with_workers
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import LaunchPlan, launch_plan
@@ -47,12 +47,7 @@ FIELDS = (
     "candidate",
     "problem",
     "template",
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "GROUP_M",
-    "num_stages",
-    "num_warps",
+    *TILE_KNOBS,
     "dtype",
     "layout",
     "EVEN_K",

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from kselect.kernels.problem import Problem
 from kselect.selector.atomic_write import write_text
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,20 @@ class CorruptShardError(DatasetError):
 
 def empty_frame() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()})
+
+
+def row_problem(row) -> Problem:
+    """The Problem a dataset row measured: its shape columns and model tag."""
+    return Problem(
+        int(row["M"]),
+        int(row["N"]),
+        int(row["K"]),
+        str(row["dtype"]),
+        str(row["layout"]),
+        str(row["op"]),
+        int(row["batch"]),
+        str(row["model"]),
+    )
 
 
 def conform(df: pd.DataFrame) -> pd.DataFrame:

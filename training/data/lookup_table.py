@@ -27,14 +27,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kselect.kernels.candidate import _SHORT, Candidate
+from kselect.kernels.candidate import _SHORT, TILE_KNOBS, Candidate
 from kselect.kernels.problem import Problem, ProblemError
 
 # Inductor's scalars per op name: addmm/baddbmm key on alpha and beta. kselect's decision key
 # does not record them; an exported entry assumes the defaults (what a Linear passes).
 DEFAULT_SCALARS = {"addmm": {"alpha": 1, "beta": 1}, "baddbmm": {"alpha": 1, "beta": 1}}
 FAMILY = {"mm": "mm", "addmm": "mm", "bmm": "bmm", "baddbmm": "bmm"}
-TILE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
 _LONG = {short: long for long, short in _SHORT.items()}
 TORCH_DTYPE = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
 

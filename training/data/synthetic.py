@@ -18,6 +18,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.training.data.dataset import COLUMNS, conform
+from kselect.training.measure.collect import row_for
 
 FINGERPRINT = {
     "gpu_name": "SYNTHETIC H200-like",
@@ -101,44 +102,28 @@ def synthetic_dataset(n_shapes: int = 24, n_oracle: int = 6, sample: int = 120, 
         cands = [Candidate.make("aten", "mm")] + cands
         for c in cands:
             t = synthetic_time_ms(p, c)
-            kw = c.kwargs
             rows.append(
-                {
-                    "problem_key": p.key,
-                    "op": p.op,
-                    "M": p.M,
-                    "N": p.N,
-                    "K": p.K,
-                    "batch": p.batch,
-                    "dtype": p.dtype,
-                    "layout": p.layout,
-                    "model": p.model,
-                    "workload": "synthetic",
-                    "candidate_key": c.key,
-                    "backend": c.backend,
-                    "template": c.template,
-                    "params": c.to_json(),
-                    **{
-                        k: kw.get(k, 0)
-                        for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps", "k_split")
-                    },
-                    "status": "ok" if t is not None else "pruned",
-                    "error": "" if t is not None else "needs more shared memory than the device has",
-                    "time_ms": t if t is not None else np.nan,
-                    "time_min_ms": t,
-                    "time_max_ms": t,
-                    "spread": 0.0,
-                    "noisy": False,
-                    "reps": 10,
-                    "method": "synthetic",
-                    "rel_error": 0.0,
-                    "compile_s": 0.0,
-                    "oracle": oracle,
-                    "space": "exhaustive" if oracle else "sampled",
-                    "fingerprint_id": FINGERPRINT["fingerprint_id"],
-                    "worker": "synthetic",
-                    "collected_at": 0.0,
-                }
+                row_for(
+                    p,
+                    c,
+                    workload="synthetic",
+                    status="ok" if t is not None else "pruned",
+                    error="" if t is not None else "needs more shared memory than the device has",
+                    time_ms=t if t is not None else np.nan,
+                    time_min_ms=t,
+                    time_max_ms=t,
+                    spread=0.0,
+                    noisy=False,
+                    reps=10,
+                    method="synthetic",
+                    rel_error=0.0,
+                    compile_s=0.0,
+                    oracle=oracle,
+                    space="exhaustive" if oracle else "sampled",
+                    fingerprint_id=FINGERPRINT["fingerprint_id"],
+                    worker="synthetic",
+                    collected_at=0.0,
+                )
             )
     df = pd.DataFrame(rows)
     assert set(COLUMNS) <= set(df.columns)

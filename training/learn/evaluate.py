@@ -26,6 +26,7 @@ import pandas as pd
 from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES, frame_arrays
+from kselect.training.data.dataset import row_problem
 
 KS = (1, 2, 4, 8, 16)
 TIE = 1.02
@@ -143,19 +144,9 @@ class ShapeSet:
 
 def default_candidate_keys(row) -> set[str]:
     """Triton candidate keys stock DEFAULT builds for the shape of dataset row `row`."""
-    from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
 
-    p = Problem(
-        int(row["M"]),
-        int(row["N"]),
-        int(row["K"]),
-        str(row["dtype"]),
-        str(row["layout"]),
-        str(row["op"]),
-        int(row["batch"]) if str(row["op"]) == "bmm" else 1,
-    )
-    return {c.key for c in triton_space(p, "default")}
+    return {c.key for c in triton_space(row_problem(row), "default")}
 
 
 # ---------------------------------------------------------------------------------------

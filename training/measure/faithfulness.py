@@ -25,6 +25,16 @@ from kselect.kernels.problem import Problem
 
 log = logging.getLogger(__name__)
 
+# Inductor's configuration for the whole Triton mm space: ATen and every exhaustive Triton
+# config, persistent TMA included, compiled afresh (no cache hides a choice).
+EXHAUSTIVE_TRITON_PATCHES = {
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "ATEN,TRITON",
+    "max_autotune_gemm_search_space": "EXHAUSTIVE",
+    "force_disable_caches": True,
+    "triton.enable_persistent_tma_matmul": True,
+}
+
 # Shapes from the H200 baseline notes (stock mis-picks) plus decompose-k and TMA-friendly ones.
 DEFAULT_SHAPES = [
     "333x7168x5120",
@@ -88,14 +98,7 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
         return a @ b
 
     torch._dynamo.reset()
-    patches = {
-        "max_autotune": True,
-        "max_autotune_gemm_backends": "ATEN,TRITON",
-        "max_autotune_gemm_search_space": "EXHAUSTIVE",
-        "force_disable_caches": True,
-        "triton.enable_persistent_tma_matmul": True,
-        "benchmark_epilogue_fusion": False,
-    }
+    patches = {**EXHAUSTIVE_TRITON_PATCHES, "benchmark_epilogue_fusion": False}
     handler = make_filtering_choices(keep, record)
     remove = add_feedback_saver(feedback) if feedback else (lambda: None)
     try:

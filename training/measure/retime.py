@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from kselect.kernels.problem import Problem
-from kselect.training.data.dataset import RETIMED_DIR, DatasetDir, load_dataset
+from kselect.training.data.dataset import RETIMED_DIR, DatasetDir, load_dataset, row_problem
 from kselect.training.measure.collect import (
     FAULT_ENV,
     CollectError,
@@ -124,17 +124,7 @@ def plan_shapes(
         speedup = float(aten["time_ms"].iloc[0] / best["time_ms"].iloc[0])
         if not all_shapes and speedup < 1.0 / within:
             continue
-        first = rows.iloc[0]
-        problem = Problem(
-            int(first["M"]),
-            int(first["N"]),
-            int(first["K"]),
-            str(first["dtype"]),
-            str(first["layout"]),
-            str(first["op"]),
-            int(first["batch"]),
-            str(first["model"]),
-        )
+        problem = row_problem(rows.iloc[0])
         if problem.key != key:
             raise RetimeError(f"dataset row key {key!r} does not match its columns ({problem.key})")
         picked = pd.concat([aten.iloc[:1], best])
