@@ -161,3 +161,15 @@ def test_enable_outside_the_supported_torch_range_warns_once_and_keeps_stock(mon
 @pytest.mark.parametrize("version", ["2.11.0+cu130", "2.13.0+cpu"])
 def test_the_supported_torch_releases_are_inside_the_range(version):
     assert compat.torch_support_problem(version) is None
+
+
+def test_the_supported_range_is_the_one_pyproject_pins():
+    """compat.SUPPORTED_TORCH and pyproject's torch requirement name the same releases."""
+    from pathlib import Path
+
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("torch"))
+    (low_major, low_minor), (high_major, high_minor) = compat.SUPPORTED_TORCH
+    assert pin.replace(" ", "") == f"torch>={low_major}.{low_minor},<{high_major}.{high_minor + 1}"

@@ -55,7 +55,8 @@ BENCH_SETTINGS = {
 }
 
 
-def _fields() -> dict:
+def setting_fields() -> dict:
+    """SelectorSettings' fields by name: each carries its default and its declaration (kernels/settings.spec)."""
     from kselect.selector.config import SelectorSettings
 
     return {f.name: f for f in dataclasses.fields(SelectorSettings)}
@@ -64,7 +65,7 @@ def _fields() -> dict:
 def policy_settings(args) -> dict:
     """The flags of cli.flags.add_policy_args as run settings, {setting: value}: what a worker's plan
     carries and a results.json records."""
-    fields = _fields()
+    fields = setting_fields()
     return {name: getattr(args, name, fields[name].default) for name in BENCH_SETTINGS}
 
 
@@ -80,7 +81,7 @@ def run_settings(recorded: Mapping) -> dict:
 def policy_keywords(settings: Mapping) -> dict:
     """selector.enable()'s policy keywords from run settings (policy_settings); a setting a
     record lacks takes enable()'s default."""
-    fields, recorded = _fields(), run_settings(settings)
+    fields, recorded = setting_fields(), run_settings(settings)
     return {name: recorded.get(name, fields[name].default) for name in BENCH_SETTINGS}
 
 

@@ -3,11 +3,8 @@ kselect's policy (`bench gemm`, `bench e2e`)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from kselect.kernels.settings import spec
-from kselect.selector.config import SelectorSettings
-from kselect.training.bench.common import BENCH_SETTINGS
+from kselect.training.bench.common import BENCH_SETTINGS, setting_fields
 from kselect.training.workloads.shapes import MODELS, WORKLOADS, select_shapes
 
 
@@ -53,7 +50,7 @@ def _flag_type(kind):
 def add_policy_args(p) -> None:
     """kselect's policy flags, the same in `bench gemm` and `bench e2e`: one per BENCH_SETTINGS
     entry, made from the setting's declaration (selector.enable's keywords)."""
-    fields = {f.name: f for f in dataclasses.fields(SelectorSettings)}
+    fields = setting_fields()
     for name, off_flag in BENCH_SETTINGS.items():
         f, s = fields[name], spec(fields[name])
         if off_flag:
