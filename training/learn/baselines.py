@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kselect.selector.decide.nearest import KIND_PENALTY, NEIGHBOUR_STEP, NEIGHBOURS
 from kselect.selector.model.features import FEATURE_NAMES, infeasible
 from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.train import REG_CAP, log_rel_target, sample_rows
@@ -87,9 +88,10 @@ class ForestRanker:
 
 @dataclass
 class NearestShapeRanker:
-    """Each candidate scored by its log(time / best) on the nearest training shape that measured it."""
+    """Each candidate scored by its log(time / best) on the nearest training shape that measured it
+    (the same distance and neighbour handicap as verify's nearest-shape slot, selector/decide/nearest.py)."""
 
-    neighbours: int = 3
+    neighbours: int = NEIGHBOURS
     name: str = "nearest_shape"
 
     @staticmethod
@@ -114,14 +116,14 @@ class NearestShapeRanker:
         fallback_rank = np.argsort(np.argsort(fallback, kind="stable"), kind="stable") / max(len(fallback), 1)
         out = np.empty(len(keys))
         for s, (a, b) in enumerate(zip(shapes.starts, ends)):
-            d = np.linalg.norm(self.vec_ - vec[s], axis=1) + 4.0 * (self.kind_ != kind[s])
+            d = np.linalg.norm(self.vec_ - vec[s], axis=1) + KIND_PENALTY * (self.kind_ != kind[s])
             near = np.argsort(d, kind="stable")[: self.neighbours]
             for i in range(a, b):
                 score = None
                 for j, n in enumerate(near):
                     score = self.tables_[n].get(keys[i])
                     if score is not None:
-                        score = score + 0.05 * j  # farther neighbours count a little less
+                        score = score + NEIGHBOUR_STEP * j  # farther neighbours count a little less
                         break
                 out[i] = score if score is not None else REG_CAP + 1.0 + fallback_rank[i]
         return np.where(infeasible(X), np.inf, out)
