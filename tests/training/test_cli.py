@@ -82,3 +82,26 @@ def test_bad_shapes_are_an_error_before_anything_is_measured(tmp_path, capsys):
     assert main(["faithfulness", "--shapes", "64x64x64,12x", "--out", str(tmp_path / "f")]) == 2
     assert "shape '12x': expected MxNxK" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()
+
+
+def _subparsers(parser, path=()):
+    """(command path, parser) of every subcommand below `parser`, nested ones included."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield (*path, name), child
+                yield from _subparsers(child, (*path, name))
+
+
+def test_every_subcommand_formats_its_help():
+    # Help text made from setting declarations may hold a literal '%', which argparse's
+    # %-formatting of help strings rejects unless escaped: --help must work everywhere.
+    from kselect.training.cli.main import build_parser
+
+    found = list(_subparsers(build_parser()))
+    assert len(found) >= len(SUBCOMMANDS)
+    for path, sub in found:
+        assert sub.format_help(), path
+    assert any(path == ("bench", "e2e") for path, _ in found)

@@ -53,11 +53,12 @@ def add_policy_args(p) -> None:
     fields = setting_fields()
     for name, off_flag in BENCH_SETTINGS.items():
         f, s = fields[name], spec(fields[name])
+        text = s.help.replace("%", "%%")  # argparse formats help with %-style params
         if off_flag:
             if f.default is not True:
                 raise TypeError(f"{off_flag} turns {name} off, which must be a setting on by default")
             p.add_argument(
-                off_flag, dest=name, action="store_false", default=True, help=f"kselect, enable({name}=False): {s.help}"
+                off_flag, dest=name, action="store_false", default=True, help=f"kselect, enable({name}=False): {text}"
             )
         else:
             p.add_argument(
@@ -65,7 +66,7 @@ def add_policy_args(p) -> None:
                 dest=name,
                 type=_flag_type(s.kind),
                 default=f.default,
-                help=f"kselect, enable({name}=...; default {f.default!r}): {s.help}",
+                help=f"kselect, enable({name}=...; default {f.default!r}): {text}",
             )
 
 
