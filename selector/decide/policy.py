@@ -32,6 +32,7 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.selector.config import DEFAULTS
+from kselect.selector.decide.aten_probe import AtenKernelFacts
 from kselect.selector.decide.candidate_memo import IdentityMemo
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
@@ -90,6 +91,10 @@ class CostModelRanker:
             + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}"
         )
         self._phases = threading.local()
+        # what cuBLAS launches for each GEMM, read on CUDA devices (the model's ATen-kernel columns)
+        fp = fingerprint or {}
+        self.aten_kernel = AtenKernelFacts(fp.get("device_type") == "cuda" and not fp.get("hip_version"))
+        self._warming = False  # warm_up ranks stand-in problems: nothing to probe there
         self._warmed_classes: set = set()  # warm_up's size classes done (the selector serialises it)
         # the nearest measured shapes' fastest templates, verify's lookup slot (selector/decide/nearest.py)
         self.nearest, self._nearest_error = None, None
@@ -154,7 +159,11 @@ class CostModelRanker:
             if key in warmed:
                 continue
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
-            self.rank(problem, candidates)
+            self._warming = True
+            try:
+                self.rank(problem, candidates)
+            finally:
+                self._warming = False
             warmed.add(key)
             ranked += candidates
         if rows:
@@ -179,12 +188,18 @@ class CostModelRanker:
             seen = [i for i, c in enumerate(candidates) if c.backend in self.backends]
             rows = [candidates[i] for i in seen]
         if rows:
+            tp = time.perf_counter()
+            aten_kernel = None if self._warming else self.aten_kernel(problem)
             t0 = time.perf_counter()
-            X = featurize_candidates(problem, rows, self.model.fingerprint)
+            X = featurize_candidates(problem, rows, self.model.fingerprint, aten_kernel)
             t1 = time.perf_counter()
             scores[seen] = self.model.selection_cost(X)
             # where this thread's latest ranking spent its time (copied into the decision record)
-            self._phases.ms = {"featurize": (t1 - t0) * 1e3, "trees": (time.perf_counter() - t1) * 1e3}
+            self._phases.ms = {
+                "aten_probe": (t0 - tp) * 1e3,
+                "featurize": (t1 - t0) * 1e3,
+                "trees": (time.perf_counter() - t1) * 1e3,
+            }
         return scores
 
     def nearest_order(self, problem: Problem, candidates: Sequence[Candidate]) -> list[int]:

@@ -15,12 +15,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from kselect.kernels.aten.launched import ATEN_KERNEL_COLUMNS
 from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 from kselect.selector.decide.candidate_memo import IdentityMemo
 
-FEATURE_SCHEMA_VERSION = 1
+FEATURE_SCHEMA_VERSION = 2
 
 TEMPLATE_CLASSES = ("aten", "mm", "persistent_tma", "decompose_k", "other")
 _TEMPLATE_CODE = {name: i for i, name in enumerate(TEMPLATE_CLASSES)}
@@ -99,6 +100,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "mem_bandwidth_gbs",
     "smem_optin",
     "l2_mbytes",
+    # what ATen itself launches for the problem (cuBLAS's kernel choice; kernels/aten/launched.py):
+    # NaN -- missing, which the trees route by their default direction -- where nobody probed it
+    *ATEN_KERNEL_COLUMNS,
 )
 
 
@@ -246,6 +250,9 @@ def frame_arrays(df) -> tuple[dict, dict]:
         "op_addmm": (op == "addmm").astype(np.float64),
         "dtype": dtype,
     }
+    present = [c for c in ATEN_KERNEL_COLUMNS if c in df.columns]
+    if present:
+        prob["aten_kernel"] = {c: df[c].to_numpy(dtype=np.float64) for c in present}
     backend = df["backend"].astype(str).to_numpy()
     template = df["template"].astype(str).to_numpy()
     code = np.full(len(df), _TEMPLATE_CODE["other"], dtype=np.int64)
@@ -334,7 +341,8 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mappi
     `prob` values are scalars or arrays aligned with `cand`; `device` is a fingerprint dict.
     `block`: candidate_block(cand, ...) for this dtype width and device, when the caller
     remembers it (its matrix is copied, never written). Tile features of templates without
-    tiles (ATen, decompose-k) are 0, never NaN.
+    tiles (ATen, decompose-k) are 0, never NaN; the ATen-kernel columns are NaN (missing) unless
+    `prob["aten_kernel"]` gives them (scalars or arrays aligned with `cand`).
     """
     # sorted(set()), not np.unique: numpy 2's unique imports numpy.ma (once per process, inside
     # the model load: 17 ms under cProfile on the dev CPU)
@@ -443,19 +451,30 @@ def featurize_arrays(prob: Mapping, cand: Mapping, device: Mapping, block: Mappi
         "mem_bandwidth_gbs": bw,
         "l2_mbytes": base["l2_mbytes"],
     }
+    aten_kernel = prob.get("aten_kernel") or {}
+    for name in ATEN_KERNEL_COLUMNS:
+        cols[name] = aten_kernel.get(name, np.nan)
     for name, col in cols.items():
         out[:, _COLUMN[name]] = col
     return out
 
 
-def featurize_candidates(problem: Problem, candidates: Sequence[Candidate], device: Mapping) -> np.ndarray:
-    """Selection path: the feature matrix of `candidates` for one `problem` on `device`.
+def featurize_candidates(
+    problem: Problem, candidates: Sequence[Candidate], device: Mapping, aten_kernel: Mapping | None = None
+) -> np.ndarray:
+    """Selection path: the feature matrix of `candidates` for one `problem` on `device`;
+    `aten_kernel`: the problem's ATEN_KERNEL_COLUMNS where ATen's launch was probed.
 
     A tuple of candidates (the early decision's, one object per size class) has its encoding
     and candidate-only columns remembered; any other sequence is encoded afresh."""
     if not isinstance(problem, Problem):
         raise FeatureError(f"problem must be a kselect Problem, got {type(problem).__name__}")
     prob = problem_arrays(problem)
+    if aten_kernel:
+        unknown = sorted(set(aten_kernel) - set(ATEN_KERNEL_COLUMNS))
+        if unknown:
+            raise FeatureError(f"unknown ATen kernel column(s) {unknown}")
+        prob["aten_kernel"] = dict(aten_kernel)
     if type(candidates) is not tuple:
         return featurize_arrays(prob, candidate_arrays(candidates), device)
     known = _KNOWN_CANDIDATES(candidates)

@@ -63,7 +63,16 @@ def test_a_stopped_retrain_resumes_and_ends_with_a_model_and_its_card(tmp_path):
     lines = []
     state = run(_plan(tmp_path), log=lines.append, collect_fn=again)
     assert again.calls == ["exhaustive"]  # the sampled shapes were not measured twice
-    assert list(state["done"]) == ["shapes", "collect-sample", "collect-full", "compact", "train", "evaluate"]
+    assert list(state["done"]) == [
+        "shapes",
+        "collect-sample",
+        "collect-full",
+        "compact",
+        "probe-aten",
+        "train",
+        "evaluate",
+    ]
+    assert "no CUDA device" in state["done"]["probe-aten"]["skipped"]  # its columns stay missing
     assert any("about" in line and "min left" in line for line in lines)
     card = (tmp_path / "run" / "model.md").read_text()
     assert "Held-out" in card

@@ -1,4 +1,4 @@
-"""`kselect dataset summary|compact`: inspect and maintain a measured dataset."""
+"""`kselect dataset summary|compact|probe-aten`: inspect and maintain a measured dataset."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ def add_parser(sub) -> None:
     c = ds.add_parser("compact", help="fold part files into measurements.parquet")
     c.add_argument("path")
     c.set_defaults(func=run_compact)
+    a = ds.add_parser(
+        "probe-aten",
+        help="record what ATen (cuBLAS) launches for each problem of a dataset (CUDA GPU; the cost "
+        "model's ATen-kernel columns), into DIR/aten_kernels.jsonl",
+    )
+    a.add_argument("path")
+    a.add_argument("--missing-only", action="store_true", help="probe only problems without a record")
+    a.set_defaults(func=run_probe_aten)
 
 
 def _require(path: str) -> Path:
@@ -73,3 +81,28 @@ def run_compact(args) -> int:
     rows = DatasetDir(_require(args.path)).compact(transform=mark_oracle)
     print(f"{args.path}: {rows} rows in measurements.parquet (oracle flag recomputed from coverage)")
     return 0
+
+
+def run_probe_aten(args) -> int:
+    import sys
+
+    import torch
+
+    from kselect.kernels.aten.launched import ProbeError
+    from kselect.training.data.aten_kernels import probe_dataset, read_records
+    from kselect.training.data.dataset import load_dataset, row_problem
+
+    root = _require(args.path)
+    df = load_dataset(root).drop_duplicates("problem_key")
+    have = read_records(root) if args.missing_only else {}
+    problems = [row_problem(r) for _, r in df.iterrows() if r["problem_key"] not in have]
+    card = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+    try:
+        got = probe_dataset(root, problems, card)
+    except ProbeError as exc:
+        print(f"kselect: error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"{args.path}: probed {got['probed']} problems ({got['failed']} failed); {got['records']} records in {got['file']}"
+    )
+    return 0 if got["failed"] == 0 else 1

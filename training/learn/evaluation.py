@@ -18,6 +18,8 @@ import numpy as np
 
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame, infeasible
+from kselect.training.data.aten_kernels import attach as attach_aten_kernels
+from kselect.training.data.aten_kernels import read_records as read_aten_kernels
 from kselect.training.data.dataset import DatasetDir, DatasetError, load_dataset
 from kselect.training.data.labels import apply_retimed
 from kselect.training.learn.baselines import baseline_rankers
@@ -34,7 +36,8 @@ TARGETS = {"pct_oracle_geomean_k4": 0.99, "pct_oracle_geomean_k1": 0.97, "pct_or
 
 def load_data(data: str | Path, retimed: bool = True) -> tuple:
     """(rows, fingerprint) of a dataset directory; with `retimed`, the labels fold in the
-    Inductor-kernel times of its `retimed/` subdirectory when there is one (training/data/labels.py)."""
+    Inductor-kernel times of its `retimed/` subdirectory when there is one (training/data/labels.py);
+    rows carry the ATen-kernel columns of its aten_kernels.jsonl when there is one."""
     df = load_dataset(data)
     ds = DatasetDir(Path(data))
     if not ds.fingerprint_path.exists():
@@ -47,6 +50,8 @@ def load_data(data: str | Path, retimed: bool = True) -> tuple:
         ):
             raise DatasetError(f"{again.root} was re-timed on another device than {data} was measured on")
         df = apply_retimed(df, again.load())
+    # what ATen launches for each problem, where the dataset recorded it (the model's ATen-kernel columns)
+    df = attach_aten_kernels(df, read_aten_kernels(data))
     return df, fp
 
 

@@ -31,6 +31,7 @@ def save_trained(
         "dataset": str(data),
         "dataset_hash": dataset_hash(data),
         "labels": labels_description(data),
+        "aten_kernels": aten_kernels_description(data),
         "command": command,
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "training": card,
@@ -52,6 +53,18 @@ def labels_description(data: str | Path) -> str:
         f"collector times, with {r['ok_rows']} rows of {r['shapes_with_ok_rows']} shapes re-timed as "
         f"Inductor's kernels ({r['path']}; training/data/labels.py)"
     )
+
+
+def aten_kernels_description(data: str | Path) -> str:
+    """Where the ATen-kernel columns came from: the dataset's aten_kernels.jsonl (how many of
+    its problems, probed on which cards), or missing everywhere."""
+    from kselect.training.data.aten_kernels import FILE_NAME, read_records
+
+    records = read_records(data) if Path(data).is_dir() else {}
+    if not records:
+        return "none recorded: the ATen-kernel columns are missing (NaN) in training"
+    cards = sorted({str(r.get("card", "unknown card")) for r in records.values()})
+    return f"{len(records)} problems in {FILE_NAME}, probed on {', '.join(cards)}"
 
 
 def _pct(x) -> str:
@@ -90,6 +103,11 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         f"| software | torch {fp.get('torch_version')}, triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')} |",
         f"| dataset | `{meta.get('dataset')}`, sha256 `{meta.get('dataset_hash')}` |",
         f"| labels | {meta.get('labels', 'collector times')} |",
+        *(
+            [f"| what cuBLAS launches (ATen-kernel columns) | {meta['aten_kernels']} |"]
+            if meta.get("aten_kernels")
+            else []
+        ),
         f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
         f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
         f"| families | {', '.join(tr.get('families', []))} |",

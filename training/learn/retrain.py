@@ -29,7 +29,7 @@ from kselect.training.workloads.shapes import (
     write_shapes_csv,
 )
 
-STAGES = ("shapes", "collect-sample", "collect-full", "compact", "train", "evaluate")
+STAGES = ("shapes", "collect-sample", "collect-full", "compact", "probe-aten", "train", "evaluate")
 STATE_FILE = "retrain.json"
 # Share of the GPU budget for the sampled shapes; the rest measures whole spaces.
 SAMPLE_SHARE = 0.7
@@ -200,6 +200,8 @@ def run(
 
             rows = DatasetDir(plan.data).compact(transform=mark_oracle)
             info = {"rows": int(rows)}
+        elif stage == "probe-aten":
+            info = _probe_aten(plan, device, log)
         elif stage == "train":
             info = _train(plan, log, progress)
         elif stage == "evaluate":
@@ -212,6 +214,23 @@ def run(
 
 def _plain(info) -> dict:
     return json.loads(json.dumps(info or {}, default=str))
+
+
+def _probe_aten(plan: RetrainPlan, device: str, log) -> dict:
+    """What ATen launches for each measured problem (the model's ATen-kernel columns); on a
+    device without cuBLAS the columns stay missing and the stage says why."""
+    from kselect.kernels.aten.launched import probe_possible
+    from kselect.training.data.aten_kernels import probe_dataset
+    from kselect.training.data.dataset import load_dataset, row_problem
+
+    why = "not a CUDA run" if device != "cuda" else probe_possible()
+    if why:
+        log(f"  ATen's kernels not probed: {why}")
+        return {"skipped": why}
+    import torch
+
+    rows = load_dataset(plan.data).drop_duplicates("problem_key")
+    return probe_dataset(plan.data, [row_problem(r) for _, r in rows.iterrows()], torch.cuda.get_device_name(), log)
 
 
 def _train(plan: RetrainPlan, log, progress=None) -> dict:

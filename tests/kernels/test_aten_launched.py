@@ -1,0 +1,71 @@
+"""ATen's launched kernels as numbers: cuBLAS kernel names parsed into the cost model's columns,
+and the probe's refusals where it cannot read them (GPU reading in test_gpu_selector)."""
+
+import pytest
+import torch
+
+from kselect.kernels.aten.launched import (
+    ATEN_KERNEL_COLUMNS,
+    ProbeError,
+    kernel_facts,
+    probe,
+    probe_possible,
+    record_facts,
+)
+from kselect.kernels.problem import Problem
+
+# names an H100 (cuBLAS of torch 2.11+cu130) launched (reports/2026-12-05-cublas-kernels/kernels.jsonl)
+NVJET = "nvjet_sm90_tst_128x144_64x6_2x1_v_bz_TNT"
+SPLIT_K = "nvjet_sm90_tst_128x16_64x11_4x1_v_bz_splitK_TNT"
+REDUCE = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, __nv_bfloat16>(...)"
+CUTLASS = "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(...)"
+
+
+def test_nvjet_name_gives_tile_pipeline_and_grid():
+    f = kernel_facts([NVJET], 1, 1000, 2304, 768)
+    assert tuple(f) == ATEN_KERNEL_COLUMNS
+    assert (f["aten_tile_a"], f["aten_tile_b"], f["aten_tile_k"], f["aten_stages"]) == (128, 144, 64, 6)
+    assert (f["aten_cluster_a"], f["aten_cluster_b"], f["aten_nvjet"], f["aten_split_k"]) == (2, 1, 1, 0)
+    # 2304 / 128 x ceil(1000 / 144) CTAs; K = 768 is 12 k-steps of 64 over 6 stages
+    assert f["aten_ctas_log2"] == pytest.approx(__import__("math").log2(18 * 7))
+    assert f["aten_k_iters_over_stages"] == 2.0
+
+
+def test_split_k_with_reduction_and_memset():
+    f = kernel_facts([SPLIT_K, REDUCE], 2, 16, 4096, 4096)
+    assert f["aten_split_k"] == 1 and f["aten_kernels_per_call"] == 2 and f["aten_memset"] == 0
+    g = kernel_facts(["Memset (Device)", NVJET], 2, 64, 4096, 4096)
+    assert g["aten_memset"] == 1 and g["aten_tile_a"] == 128  # the GEMM kernel, not the memset, is read
+
+
+def test_unparsed_kernel_keeps_zero_tiles():
+    f = kernel_facts([CUTLASS], 1, 1000, 50257, 768)
+    assert f["aten_nvjet"] == 0 and f["aten_tile_a"] == 0 and f["aten_ctas_log2"] == 0
+    with pytest.raises(ValueError, match="no kernel names"):
+        kernel_facts([], 1, 1, 1, 1)
+
+
+def test_record_facts_reads_one_call_of_a_probe_record():
+    rec = {"kernels": [SPLIT_K, REDUCE] * 3, "per_call": 2.0}
+    assert record_facts(rec, Problem(16, 4096, 4096)) == kernel_facts([SPLIT_K, REDUCE], 2, 16, 4096, 4096)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
+def test_probe_refuses_without_cuda():
+    assert "CUDA" in probe_possible()
+    with pytest.raises(ProbeError, match="CUDA"):
+        probe(Problem(64, 64, 64))
+
+
+@pytest.mark.gpu
+def test_probe_reads_cublas_kernels_on_the_gpu():
+    if probe_possible():
+        pytest.skip(probe_possible())
+    p = Problem(4, 16, 256)
+    rec = probe(p)
+    assert rec["per_call"] >= 1 and len(rec["kernels"]) == round(3 * rec["per_call"])
+    facts = record_facts(rec, p)
+    assert tuple(facts) == ATEN_KERNEL_COLUMNS and facts["aten_kernels_per_call"] == rec["per_call"]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        with pytest.raises(ProbeError, match="profiler"):
+            probe(p)  # never inside the user's own profiler
