@@ -41,6 +41,11 @@ ATEN_KERNEL_COLUMNS: tuple[str, ...] = (
 
 _NVJET_TILE = re.compile(r"tst_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([hv])")
 PROBE_CALLS = 3
+# the probe's operands may take at most this share of the device's free memory; above it the
+# problem is not probed (its columns stay missing) rather than risk the user's memory
+MAX_SHARE_OF_FREE = 0.5
+# after operands this large the probe gives their cached blocks back to the device
+RELEASE_BYTES = 256 * 2**20
 
 
 class ProbeError(RuntimeError):
@@ -89,6 +94,13 @@ def record_facts(record: dict, problem: Problem) -> dict[str, float]:
     return kernel_facts(names, per_call, problem.M, problem.N, problem.K)
 
 
+def operand_bytes(problem: Problem) -> int:
+    """Bytes of A, B, the output and a bias for one call of `problem`."""
+    b = problem.batch if problem.op == "bmm" else 1
+    elems = b * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N) + problem.N
+    return elems * problem.dtype_bytes
+
+
 def probe_possible() -> str | None:
     """None when `probe` can run here, else why not."""
     import torch
@@ -112,6 +124,11 @@ def probe(problem: Problem, operands=None) -> dict:
     why = probe_possible()
     if why:
         raise ProbeError(why)
+    need = operand_bytes(problem)
+    if operands is None:
+        free, _ = torch.cuda.mem_get_info()
+        if need > MAX_SHARE_OF_FREE * free:
+            raise ProbeError(f"its operands need {need / 2**30:.2f} GiB of {free / 2**30:.2f} GiB free")
     backend = AtenBackend()
     ops = operands if operands is not None else make_operands(problem, "cuda")
     run = backend.runner(backend.compile(backend.candidates(problem)[0], problem), ops)
@@ -121,6 +138,9 @@ def probe(problem: Problem, operands=None) -> dict:
         for _ in range(PROBE_CALLS):
             run()
         torch.cuda.synchronize()
+    del run, ops
+    if operands is None and need > RELEASE_BYTES:
+        torch.cuda.empty_cache()
     events = sorted(
         (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda e: e.time_range.start
     )

@@ -4,7 +4,7 @@ A model trained with these columns (selector/model/features.py, ATEN_KERNEL_COLU
 for each GEMM it ranks. On a CUDA device the first decision for a problem runs ATen's call once
 under torch.profiler (kernels/aten/launched.py, ~10-20 ms) and remembers the facts for the
 process; anywhere the probe cannot run -- no CUDA, ROCm, a profiler or a CUDA-graph capture
-already running, an operand that does not fit in memory -- the columns stay missing (NaN), which
+already running, operands over half the free GPU memory -- the columns stay missing (NaN), which
 the trees route by their default direction, and the decision goes on without them.
 """
 

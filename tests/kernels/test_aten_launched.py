@@ -69,3 +69,11 @@ def test_probe_reads_cublas_kernels_on_the_gpu():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
         with pytest.raises(ProbeError, match="profiler"):
             probe(p)  # never inside the user's own profiler
+
+
+def test_operand_bytes_counts_every_operand():
+    from kselect.kernels.aten.launched import operand_bytes
+
+    # Llama-3's lm_head at 8192 tokens: A 8192x4096, B 4096x128256, out 8192x128256, bias
+    assert operand_bytes(Problem(8192, 128256, 4096)) == 2 * (8192 * 4096 + 4096 * 128256 + 8192 * 128256 + 128256)
+    assert operand_bytes(Problem(8, 16, 32, op="bmm", batch=3)) == 2 * (3 * (8 * 32 + 32 * 16 + 8 * 16) + 16)
