@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Mapping
 
-from kselect.kernels.aten.launched import ProbeError, probe, record_facts
+from kselect.kernels.aten.launched import ProbeError, probe, probe_possible, record_facts
 from kselect.kernels.problem import Problem
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,13 @@ class AtenKernelFacts:
         import torch
 
         try:
+            why = probe_possible()  # before any CUDA call: a CPU build has none to make
+            if why:
+                raise ProbeError(why)
             if torch.cuda.is_current_stream_capturing():
                 raise ProbeError("a CUDA graph is being captured")
             return record_facts(probe(problem), problem)
-        except (ProbeError, RuntimeError, ValueError, MemoryError) as exc:  # torch's OOM is a RuntimeError
+        except Exception as exc:  # noqa: BLE001 -- no probe, no columns: the decision goes on without them
             reason = type(exc).__name__ + (f": {exc}" if isinstance(exc, ProbeError) else "")
             if reason not in self._told:
                 self._told.add(reason)
