@@ -1,6 +1,7 @@
 """What verify's lm_head measurements on the H200 say of the tile the compile price passes
 over (BK256 BN128 S3 with 2 warps): its time relative to each measured set's winner, in every
-verify process of the nineteenth and twentieth sessions' one-layer decode and 8-layer prefill
+verify process of the reports/2026-12-04-memory-release-warm-up and
+reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait one-layer decode and 8-layer prefill
 runs (8x128256x4096 nt).
 
 Run from the repository root (seconds):

@@ -1,4 +1,4 @@
-"""Twelfth session: the one-layer decode, predict vs plain, phase by phase. The nine processes
+"""The one-layer decode, predict vs plain, phase by phase. The nine processes
 each 2026-12-03 one-layer run (read from their results.json): per Inductor phase the
 medians, the difference, and a two-sided Mann-Whitney U p-value, for the phases >= 0.1 s.
 Run from the repo root with the .venv python."""

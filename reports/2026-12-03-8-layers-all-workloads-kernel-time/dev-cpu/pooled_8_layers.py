@@ -1,4 +1,4 @@
-"""Twelfth session: every 8-layer (llama3-8b-8l) process of the eleventh and twelfth sessions,
+"""Every 8-layer (llama3-8b-8l) process of reports/2026-12-03-verify-measurement-8-layer-model-fp32-check and of this report,
 pooled per workload and variant from their results.json: medians of compile s (+ kselect's
 model load), eager step, GPU-only step and GEMM kernel time, and the ratios the targets use.
 Run from the repo root with the .venv python."""

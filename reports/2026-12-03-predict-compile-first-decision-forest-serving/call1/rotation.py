@@ -1,4 +1,4 @@
-"""One-off (tenth session): does the number of rotating operand copies change cuBLAS's time
+"""One-off (2026-12-03): does the number of rotating operand copies change cuBLAS's time
 on lm_head-like GEMMs? The collector rotates 2 copies of a 1 GB weight (rotation_count), verify
 1 (MAX_ROTATION_BYTES). Times ATen and the dataset's fastest Triton tile with 1, 2 and 3
 copies in the one harness (kernels.timing.time_runners), rounds interleaved."""

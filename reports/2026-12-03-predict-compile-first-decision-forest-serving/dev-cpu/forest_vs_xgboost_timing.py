@@ -1,4 +1,4 @@
-# One-off, tenth session: run from the repo root with the .venv python.
+# One-off, 2026-12-03: run from the repo root with the .venv python.
 import time, os, numpy as np
 os.sched_setaffinity(0, {0})
 from kselect.kernels.problem import Problem

@@ -1,4 +1,4 @@
-# One-off, tenth session: run from the repo root with the .venv python.
+# One-off, 2026-12-03: run from the repo root with the .venv python.
 import time
 t=time.perf_counter(); import torch; print("torch", round(time.perf_counter()-t,3))
 t=time.perf_counter(); import torch._inductor.kernel.mm; print("inductor mm", round(time.perf_counter()-t,3))

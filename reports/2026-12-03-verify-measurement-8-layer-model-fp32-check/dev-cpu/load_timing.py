@@ -1,6 +1,6 @@
-# One-off, eleventh session: run from the repo root with the .venv python (models/h200-bf16.json).
+# One-off, 2026-12-03: run from the repo root with the .venv python (models/h200-bf16.json).
 # Before/after: the same script with selector/model/forest.py, selector/model/features.py and kernels/backend.py
-# checked out at 3219f94 (before) and at this session's commit (after).
+# checked out at 3219f94 (before) and at this report's commit (after).
 import time, torch, torch._inductor.kernel.mm
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.decide.policy import CostModelRanker

@@ -1,5 +1,5 @@
-"""Eleventh session: is predict's one-layer decode compile slower than plain's? All processes
-measured with the compile-pool wait (tenth session call2 + call3, this session's call1), read
+"""Is predict's one-layer decode compile slower than plain's? All processes
+measured with the compile-pool wait (call2 + call3 of reports/2026-12-03-predict-compile-first-decision-forest-serving, call1 of this report), read
 from their results.json; one-sided Mann-Whitney U. Run from the repo root with the .venv python."""
 import json
 import statistics

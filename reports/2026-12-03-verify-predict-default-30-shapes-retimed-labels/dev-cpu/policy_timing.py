@@ -2,7 +2,7 @@
 this code against an older commit's selector/decide/policy.py, and their decisions compared on
 randomised scores. Run from the repository root:
     python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/policy_timing.py c73e393
-(ninth session, 2-core dev CPU: predict 0.137 -> 0.021 ms, verify 0.152 -> 0.056 ms; equal on
+(2026-12-03, 2-core dev CPU: predict 0.137 -> 0.021 ms, verify 0.152 -> 0.056 ms; equal on
 172,800 cases)."""
 import importlib.util
 import itertools

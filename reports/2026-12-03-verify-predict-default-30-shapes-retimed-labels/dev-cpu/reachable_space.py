@@ -1,4 +1,4 @@
-"""Dev-CPU experiment (ninth session): how much of the EXHAUSTIVE space ever reaches the cascade's
+"""Dev-CPU experiment (2026-12-03): how much of the EXHAUSTIVE space ever reaches the cascade's
 stage-one top 64 over a grid of 8,941 shapes (1,835 of ~2,425 configs; ~78 % of a large shape's rows
 kept, so pruning to that set would save only ~1.25x -- rejected). Run from the repository root:
     python reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/dev-cpu/reachable_space.py"""

@@ -1,10 +1,10 @@
 """How much slower is each variant's 8-layer prefill step than predict's, on one host?
 
-Least squares over every 8-layer prefill process of the twelfth to nineteenth sessions
-(batch 8, seq 1024, bf16, H200), with one indicator per run (its host and round structure)
+Least squares over every 8-layer prefill process from reports/2026-12-03-8-layers-all-workloads-kernel-time
+to this report (batch 8, seq 1024, bf16, H200), with one indicator per run (its host and round structure)
 and one per variant; kselect-predict is the baseline. Verify's processes are split by what
-they did with their measurement's memory: kept (before the nineteenth session's
-`release_memory`) or released. The runs with `--warmup-s 10` are fitted apart (a different
+they did with their measurement's memory: kept (before the
+`release_memory` of this report's code) or released. The runs with `--warmup-s 10` are fitted apart (a different
 timing). A run that holds a variant only once still informs the others through its run term.
 
 Run from the repo root: .venv/bin/python reports/2026-12-04-memory-release-warm-up/dev-cpu/variant_effects.py

@@ -1,4 +1,4 @@
-"""Verify's kernels (thirteenth session, one process) against each of stock DEFAULT's three
+"""Verify's kernels (reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun, one process) against each of stock DEFAULT's three
 processes on the 30 bench shapes, and against their per-shape median: geomean kernel-time ratios,
 over all 30 shapes and over the 26 that DEFAULT autotunes (benchmarked > 0).
 

@@ -1,12 +1,12 @@
 """Does the GPU's state (temperature before the steps, clock during the replays) explain
 verify's 8-layer prefill gap?
 
-Least squares over every 8-layer prefill process that recorded `device_state` (sixteenth to
-eighteenth sessions): the GPU-only (and eager) step on one indicator per run (host, round
+Least squares over every 8-layer prefill process that recorded `device_state` (reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k
+to this report): the GPU-only (and eager) step on one indicator per run (host, round
 structure), one per variant (predict is the baseline), with and without the temperature
 read before the steps. If a warmer start explains verify's gap, its coefficient shrinks
 once the temperature is in. The same for the SM clock sampled during the timed replays
-(recorded since the eighteenth session's runs only).
+(recorded since this report's runs only).
 
 Run from the repo root: .venv/bin/python reports/2026-12-04-prefill-gap-process-not-tile/dev-cpu/gap_vs_temperature.py
 """

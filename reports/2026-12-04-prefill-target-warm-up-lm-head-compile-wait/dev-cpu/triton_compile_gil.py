@@ -44,7 +44,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))  # this file: reports/<session>/dev-cpu/
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))  # this file: reports/<report>/dev-cpu/
 KERNEL_FILE = os.path.join(REPO, "kernels", "triton_kernels.py")
 TMP_ROOT = "/tmp/tgil"
 M, N, K = 8, 128256, 4096

@@ -1,5 +1,5 @@
-"""Thirteenth session: the 30-shape `kselect bench gemm` (plain, verify, predict, DEFAULT) of the
-ninth session's callA and of this session's call3, side by side: per-run geomean kernel-time
+"""The 30-shape `kselect bench gemm` (plain, verify, predict, DEFAULT) of
+callA of reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels and of this report's call3, side by side: per-run geomean kernel-time
 ratios (each variant against DEFAULT and against plain cuBLAS), over all 30 shapes and over the
 26 whose GEMM kselect decided (the four M = 1 shapes Inductor lowers without a GEMM choice: no
 decision, 0 benchmarked in every variant), and the shapes where DEFAULT's pick was >= 3 % slower

@@ -1,8 +1,8 @@
-"""Thirteenth session: the one-layer decode (llama3-8b-1l), predict vs plain, every process of
-the tenth, eleventh and thirteenth sessions pooled from their results.json (the profiled
-processes of call2's decode1-prof left out: cProfile slows a compile). Per session and pooled:
+"""The one-layer decode (llama3-8b-1l), predict vs plain, every process of
+reports/2026-12-03-predict-compile-first-decision-forest-serving, reports/2026-12-03-verify-measurement-8-layer-model-fp32-check and this report pooled from their results.json (the profiled
+processes of call2's decode1-prof left out: cProfile slows a compile). Per report and pooled:
 median compile s (predict with its model load), the ratio the target uses, a one-sided
-Mann-Whitney U p-value for "predict slower"; for the thirteenth session also the compiling
+Mann-Whitney U p-value for "predict slower"; for this report also the compiling
 process's CPU seconds, and Inductor's phases. Run from the repo root with the .venv python."""
 import json
 import statistics

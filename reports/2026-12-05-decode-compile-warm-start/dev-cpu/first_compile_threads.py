@@ -10,7 +10,7 @@ process has) and compiled nothing:
   keyed the same after what Inductor's template generation has already asked of Triton in the
         compiling process on the GPU (torch.utils._triton.triton_hash_with_backend: Triton's
         source key and the backend's hash), timed apart;
-  warm  the same after one small warm-up compile (the session-20 script's 64x16x32 tile),
+  warm  the same after one small warm-up compile (the 64x16x32 tile of the reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait script),
         timed apart.
 The compiles and their specialisation are those of reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/dev-cpu/
 triton_compile_gil.py (this project's mm_kernel, target cuda:90, no GPU needed); every set
