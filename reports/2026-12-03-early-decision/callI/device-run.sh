@@ -7,7 +7,7 @@ timeout 90 python3 -m kselect.training.bench.rank --model models/h200-bf16.json 
 python3 -c "
 import json; d=json.load(open('$OUT/i/bench_rank.json'))['decision']
 print({k: round(v,2) if isinstance(v,float) else v for k,v in d.items()})"
-# 2. stock EXHAUSTIVE per GEMM on the two skinny shapes it never reached (fourth session)
+# 2. stock EXHAUSTIVE per GEMM on the two skinny shapes it never reached (reports/2026-12-02-bench-exhaustive-h200)
 kselect bench gemm --shapes-file data/shapes/h200-bf16-exhaustive-rest.csv --variants plain,kselect-verify,kselect-predict,default,exhaustive \
     --exhaustive-shapes -1 --k 4 --max-minutes 4.5 --out $OUT/i/exh > $OUT/i/exh.log 2>&1
 echo "exhaustive done $(( $(date +%s) - T0 )) s"; grep -E "^\| (mm|shape)" $OUT/i/exh/README.md | head -4

@@ -1,4 +1,4 @@
-# Eleventh session, dev CPU: load_timing.py alternately on the old (3219f94) and new versions of
+# 2026-12-03, dev CPU: load_timing.py alternately on the old (3219f94) and new versions of
 # the three files the load change touched, 8 rounds; medians by load_timing_summary.py.
 # Run from the repo root with a clean work tree: bash reports/h200-session11/dev-cpu/run_before_after.sh
 set -e
