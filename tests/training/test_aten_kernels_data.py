@@ -71,3 +71,12 @@ def test_committed_dataset_trains_with_atens_kernels():
     row = dict(zip(FEATURE_NAMES, X[sample.problem_key.to_numpy() == "mm:4x16x256:bf16:nt"][0]))
     assert row["aten_stages"] == 16 and row["aten_k_iters_over_stages"] == 0.25
     assert json.loads(path_of(H200_DATA).read_text().splitlines()[0])["key"] < max(records)
+
+
+def test_the_dataset_hash_covers_the_record(tmp_path):
+    from kselect.training.learn.train import dataset_hash
+
+    _frame().to_parquet(tmp_path / "measurements.parquet")
+    before = dataset_hash(tmp_path)
+    write_records(tmp_path, [{"key": Problem(4, 16, 256).key, "card": "x", "kernels": [NVJET], "per_call": 1.0}])
+    assert dataset_hash(tmp_path) != before  # a model trained with these columns names them in its hash

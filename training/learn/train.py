@@ -185,13 +185,16 @@ def fit_model(
 
 def dataset_hash(data_dir: str | Path) -> str:
     """sha256 of the committed measurements file (or of the parquet file given), followed by
-    its re-timed labels' file (retimed/measurements.parquet) when there is one."""
+    its re-timed labels' file (retimed/measurements.parquet) and its record of ATen's kernels
+    (aten_kernels.jsonl, the ATen-kernel columns) when it has them."""
+    from kselect.training.data.aten_kernels import FILE_NAME as ATEN_KERNELS
+
     p = Path(data_dir)
     f = p if p.is_file() else p / "measurements.parquet"
     if not f.exists():
         return "unknown"
     h = hashlib.sha256()
-    again = [] if p.is_file() else [p / RETIMED_DIR / "measurements.parquet"]
+    again = [] if p.is_file() else [p / RETIMED_DIR / "measurements.parquet", p / ATEN_KERNELS]
     for path in [f] + [a for a in again if a.exists()]:
         with open(path, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
