@@ -7,9 +7,9 @@ reads these facts as features (selector/model/features.py, ATEN_KERNEL_COLUMNS).
 
 `probe` runs the ATen candidate once under torch.profiler (CUDA only, never while the user's
 own profiler runs) and returns the launched kernels' names; `kernel_facts` turns names into
-numbers. Kernel names follow cuBLAS's `nvjet_sm90_tst_<A>x<B>_<K>x<stages>_<ca>x<cb>_<h|v>...`
-form on Hopper (CUDA 12.9+), `cutlass...`, `gemv...` or `splitKreduce...` otherwise; an
-unparsed name leaves its tile columns at 0.
+numbers. On Hopper the cuBLAS of torch 2.11+cu130 names its kernels
+`nvjet_sm90_tst_<A>x<B>_<K>x<stages>_<ca>x<cb>_<h|v>...`, with `cutlass...`, `gemv...` and
+`splitKreduce...` kernels beside them; an unparsed name leaves its tile columns at 0.
 """
 
 from __future__ import annotations
