@@ -6,18 +6,16 @@ headroom over them lies: per kernel kind (split-K, a memset before it) and per p
 """
 
 import json
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from features_heldout import NAMES, kernel_facts  # noqa: E402
-
-from kselect.training.learn.evaluate import ShapeSet  # noqa: E402
-from kselect.training.learn.evaluation import load_data  # noqa: E402
-from kselect.training.learn.headroom import headroom, shape_table  # noqa: E402
+from kselect.kernels.aten.launched import record_facts
+from kselect.training.data.dataset import row_problem
+from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.headroom import headroom, shape_table
 
 
 def main() -> dict:
@@ -33,11 +31,11 @@ def main() -> dict:
     groups = defaultdict(list)
     for s in np.flatnonzero(real):
         key = first.problem_key.iloc[s]
-        f = dict(zip(NAMES, kernel_facts(probe[key], first.M.iloc[s], first.N.iloc[s], first.K.iloc[s])))
-        kind = "split-K" if f["cublas_split_k"] else ("memset + kernel" if f["cublas_memset"] else "one kernel")
+        f = record_facts(probe[key], row_problem(first.iloc[s]))
+        kind = "split-K" if f["aten_split_k"] else ("memset + kernel" if f["aten_memset"] else "one kernel")
         groups[f"kind: {kind}"].append(s)
-        groups[f"stages: {int(f['cublas_stages'])}"].append(s)
-        groups[f"stages 16, family: {shapes.family[s]}" if f["cublas_stages"] == 16 else "stages < 16"].append(s)
+        groups[f"stages: {int(f['aten_stages'])}"].append(s)
+        groups[f"stages 16, family: {shapes.family[s]}" if f["aten_stages"] == 16 else "stages < 16"].append(s)
 
     def row(ix):
         ix = np.array(ix)

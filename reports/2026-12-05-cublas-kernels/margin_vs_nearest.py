@@ -12,39 +12,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from features_heldout import NAMES, kernel_facts  # noqa: E402
+from features_heldout import feature_sets, held_out  # noqa: E402
 
-from kselect.selector.model import cost_model as cost_model_module  # noqa: E402
-from kselect.selector.model.cost_model import CostModel  # noqa: E402
-from kselect.selector.model.features import featurize_frame  # noqa: E402
 from kselect.training.learn.baselines import NearestShapeRanker  # noqa: E402
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs  # noqa: E402
-from kselect.training.learn.evaluation import load_data  # noqa: E402
+from kselect.training.learn.evaluate import held_out_costs  # noqa: E402
 from kselect.training.learn.headroom import headroom, shape_table, templates_plus_aten  # noqa: E402
-from kselect.training.learn.train import ModelRanker  # noqa: E402
 
 
 def main() -> dict:
-    here = Path(__file__).resolve().parent
-    df, fp = load_data("data/h200-bf16")
-    shapes = ShapeSet.from_frame(df)
-    X = featurize_frame(shapes.rows, fp)
-    probe = {json.loads(line)["key"]: json.loads(line) for line in open(here / "kernels.jsonl")}
-    first = shapes.rows.iloc[shapes.starts]
-    facts = np.array([kernel_facts(probe[k], m, n, kk) for k, m, n, kk in
-                      zip(first.problem_key, first.M, first.N, first.K)], dtype=np.float32)
-    Xc = np.concatenate([X, facts[shapes.sid]], axis=1)
-    v1_names = list(cost_model_module.FEATURE_NAMES)
-    base = CostModel.load("models/h200-bf16.json").get_params()
+    shapes, sets, params = feature_sets()
     real = ~shape_table(shapes)["decision_free"]
     room = headroom(shapes)[real]
-    near = held_out_costs(shapes, X, NearestShapeRanker, "family")
+    near = held_out_costs(shapes, sets["v1 + cuBLAS kernel"], NearestShapeRanker, "family")
     out = {}
     for seed in (0, 1, 2):
-        for name, feats in (("schema v1", X), ("v1 + cuBLAS kernel", Xc)):
-            cost_model_module.FEATURE_NAMES = v1_names + (NAMES if feats is Xc else [])
-            params = {**base, "random_state": seed}
-            cost = held_out_costs(shapes, feats, lambda: ModelRanker(params), "family")
+        for name, X in sets.items():
+            cost = held_out(shapes, X, params, seed)
             rng = np.random.default_rng(0)
             row = {}
             for k in (1, 4):
