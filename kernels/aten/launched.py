@@ -109,6 +109,8 @@ def probe_possible() -> str | None:
         return "no CUDA device (the probe reads cuBLAS's kernels)"
     if torch._C._autograd._profiler_enabled():
         return "a profiler is already running"
+    if torch.cuda.is_current_stream_capturing():
+        return "a CUDA graph is being captured"
     return None
 
 

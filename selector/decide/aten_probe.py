@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Mapping
 
-from kselect.kernels.aten.launched import ProbeError, probe, probe_possible, record_facts
+from kselect.kernels.aten.launched import ProbeError, probe, record_facts
 from kselect.kernels.problem import Problem
 
 log = logging.getLogger(__name__)
@@ -41,15 +41,8 @@ class AtenKernelFacts:
         return facts
 
     def _read(self, problem: Problem) -> dict | None:
-        import torch
-
         try:
-            why = probe_possible()  # before any CUDA call: a CPU build has none to make
-            if why:
-                raise ProbeError(why)
-            if torch.cuda.is_current_stream_capturing():
-                raise ProbeError("a CUDA graph is being captured")
-            return record_facts(probe(problem), problem)
+            return record_facts(probe(problem), problem)  # probe() refuses where it cannot run
         except Exception as exc:  # noqa: BLE001 -- no probe, no columns: the decision goes on without them
             reason = type(exc).__name__ + (f": {exc}" if isinstance(exc, ProbeError) else "")
             if reason not in self._told:

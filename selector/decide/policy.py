@@ -94,7 +94,6 @@ class CostModelRanker:
         # what cuBLAS launches for each GEMM, read on CUDA devices (the model's ATen-kernel columns)
         fp = fingerprint or {}
         self.aten_kernel = AtenKernelFacts(fp.get("device_type") == "cuda" and not fp.get("hip_version"))
-        self._warming = False  # warm_up ranks stand-in problems: nothing to probe there
         self._warmed_classes: set = set()  # warm_up's size classes done (the selector serialises it)
         # the nearest measured shapes' fastest templates, verify's lookup slot (selector/decide/nearest.py)
         self.nearest, self._nearest_error = None, None
@@ -159,11 +158,7 @@ class CostModelRanker:
             if key in warmed:
                 continue
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
-            self._warming = True
-            try:
-                self.rank(problem, candidates)
-            finally:
-                self._warming = False
+            self._rank(problem, candidates, probe=False)  # stand-in problems: nothing to probe
             warmed.add(key)
             ranked += candidates
         if rows:
@@ -173,6 +168,10 @@ class CostModelRanker:
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
+        return self._rank(problem, candidates, probe=True)
+
+    def _rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool) -> np.ndarray:
+        """rank(); `probe`: read what cuBLAS launches for `problem` (the ATen-kernel columns)."""
         if problem.dtype not in self.dtypes:
             raise RankerUnavailable(
                 f"dtype-{problem.dtype}",
@@ -189,7 +188,7 @@ class CostModelRanker:
             rows = [candidates[i] for i in seen]
         if rows:
             tp = time.perf_counter()
-            aten_kernel = None if self._warming else self.aten_kernel(problem)
+            aten_kernel = self.aten_kernel(problem) if probe else None
             t0 = time.perf_counter()
             X = featurize_candidates(problem, rows, self.model.fingerprint, aten_kernel)
             t1 = time.perf_counter()

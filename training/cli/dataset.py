@@ -86,19 +86,12 @@ def run_compact(args) -> int:
 def run_probe_aten(args) -> int:
     import sys
 
-    import torch
-
     from kselect.kernels.aten.launched import ProbeError
-    from kselect.training.data.aten_kernels import probe_dataset, read_records
-    from kselect.training.data.dataset import load_dataset, row_problem
+    from kselect.training.data.aten_kernels import probe_dataset
 
     root = _require(args.path)
-    df = load_dataset(root).drop_duplicates("problem_key")
-    have = read_records(root) if args.missing_only else {}
-    problems = [row_problem(r) for _, r in df.iterrows() if r["problem_key"] not in have]
-    card = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
     try:
-        got = probe_dataset(root, problems, card)
+        got = probe_dataset(root, missing_only=args.missing_only)
     except ProbeError as exc:
         print(f"kselect: error: {exc}", file=sys.stderr)
         return 2

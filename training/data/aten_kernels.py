@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from kselect.kernels.aten.launched import ATEN_KERNEL_COLUMNS, record_facts
-from kselect.kernels.problem import Problem
 from kselect.selector.atomic_write import write_text
 
 FILE_NAME = "aten_kernels.jsonl"
@@ -79,15 +78,23 @@ def attach(df: pd.DataFrame, records: dict[str, dict]) -> pd.DataFrame:
     return out
 
 
-def probe_dataset(data: str | Path, problems: Iterable[Problem], card: str, say: Callable[[str], None] = print) -> dict:
-    """Probe each problem on this CUDA device and merge into DIR/aten_kernels.jsonl (a record of
-    another card is replaced). Returns counts; a problem that cannot be probed is reported, not fatal."""
+def probe_dataset(data: str | Path, say: Callable[[str], None] = print, missing_only: bool = False) -> dict:
+    """Probe each problem of the dataset in `data` on this CUDA device (with `missing_only`,
+    those without a record) and merge into DIR/aten_kernels.jsonl, each record naming the card.
+    Returns counts; a problem that cannot be probed is reported, not fatal."""
+    import torch
+
     from kselect.kernels.aten.launched import ProbeError, probe, probe_possible
+    from kselect.training.data.dataset import load_dataset, row_problem
 
     why = probe_possible()
     if why:
         raise ProbeError(f"cannot probe ATen's kernels here: {why}")
-    records = read_records(data)
+    card = torch.cuda.get_device_name()
+    have = read_records(data)
+    rows = load_dataset(data).drop_duplicates("problem_key")
+    problems = [row_problem(r) for _, r in rows.iterrows() if not (missing_only and r["problem_key"] in have)]
+    records = have
     done = failed = 0
     for problem in problems:
         try:

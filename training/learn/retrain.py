@@ -221,16 +221,12 @@ def _probe_aten(plan: RetrainPlan, device: str, log) -> dict:
     device without cuBLAS the columns stay missing and the stage says why."""
     from kselect.kernels.aten.launched import probe_possible
     from kselect.training.data.aten_kernels import probe_dataset
-    from kselect.training.data.dataset import load_dataset, row_problem
 
     why = "not a CUDA run" if device != "cuda" else probe_possible()
     if why:
         log(f"  ATen's kernels not probed: {why}")
         return {"skipped": why}
-    import torch
-
-    rows = load_dataset(plan.data).drop_duplicates("problem_key")
-    return probe_dataset(plan.data, [row_problem(r) for _, r in rows.iterrows()], torch.cuda.get_device_name(), log)
+    return probe_dataset(plan.data, log)
 
 
 def _train(plan: RetrainPlan, log, progress=None) -> dict:
