@@ -158,7 +158,7 @@ class CostModelRanker:
             if key in warmed:
                 continue
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
-            self._rank(problem, candidates, probe=False)  # stand-in problems: nothing to probe
+            self.rank(problem, candidates, probe=False)  # stand-in problems: nothing to probe
             warmed.add(key)
             ranked += candidates
         if rows:
@@ -167,11 +167,9 @@ class CostModelRanker:
                     template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
-    def rank(self, problem: Problem, candidates: Sequence[Candidate]) -> np.ndarray:
-        return self._rank(problem, candidates, probe=True)
-
-    def _rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool) -> np.ndarray:
-        """rank(); `probe`: read what cuBLAS launches for `problem` (the ATen-kernel columns)."""
+    def rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool = True) -> np.ndarray:
+        """Scores of `candidates`; `probe`: read what cuBLAS launches for `problem` (the
+        ATen-kernel columns) -- warm_up's stand-in problems need not."""
         if problem.dtype not in self.dtypes:
             raise RankerUnavailable(
                 f"dtype-{problem.dtype}",

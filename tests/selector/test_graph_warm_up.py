@@ -113,7 +113,7 @@ def test_warming_for_decode_gemms_encodes_their_class_once_and_not_the_large_one
     ranker = CostModelRanker(load_shipped("h200-bf16.json"), None)
     calls = []
     rank = ranker.rank
-    ranker.rank = lambda problem, cands: calls.append(problem) or rank(problem, cands)
+    ranker.rank = lambda problem, cands, **kw: calls.append(problem) or rank(problem, cands, **kw)
     space = ranker.warm_up(DECODE)
     assert calls == [DECODE[0]]  # one size class: ranked once
     lm_head = [Candidate.make("aten", "mm")] + triton_space(DECODE[2], "exhaustive")
