@@ -13,7 +13,7 @@ process on one GPU:
   the kernels each runner launches (torch.profiler); and the verify compile's kernel time.
 GPU clocks, power and temperature are sampled by nvidia-smi beside it (smi.csv).
 
-Usage: python diagnose.py OUT_DIR --model MODEL.json [--deadline-s 400]
+Usage: python diagnose.py OUT_DIR [--model MODEL.json] [--deadline-s 400]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def inductor_style_sets(problem, n: int):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", default=None, help="default: the shipped model for this card")
     ap.add_argument("--deadline-s", type=float, default=400)
     args = ap.parse_args()
     out = Path(args.out)
