@@ -68,25 +68,112 @@ def warm_gpu(ms: float = 200.0, until: Callable[[], bool] | None = None) -> None
         torch.cuda.synchronize()
 
 
-def _time_on_host(runners, target_ms: float, replays: int) -> Timing:
-    """CPU kernels: wall-clock batches (no graphs, no events); same statistics."""
-    import time
+class _HostTimer:
+    """CPU kernels: wall-clock batches (no graphs, no events); the same statistics."""
 
-    n = len(runners)
-    for r in runners[: min(n, 3)]:
-        r()
-    t0 = time.perf_counter()
-    runners[0]()
-    probe = (time.perf_counter() - t0) * 1e3
-    calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
-    times = []
-    for _ in range(replays):
+    method = "cpu_wall"
+
+    def __init__(self, runners, target_ms: float):
+        import time
+
+        n = len(runners)
+        for r in runners[: min(n, 3)]:
+            r()
         t0 = time.perf_counter()
-        for i in range(calls):
-            runners[i % n]()
-        times.append((time.perf_counter() - t0) * 1e3 / calls)
+        runners[0]()
+        probe = (time.perf_counter() - t0) * 1e3
+        self.runners = runners
+        self.calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
+
+    def read(self, replays: int) -> list[float]:
+        import time
+
+        n, times = len(self.runners), []
+        for _ in range(replays):
+            t0 = time.perf_counter()
+            for i in range(self.calls):
+                self.runners[i % n]()
+            times.append((time.perf_counter() - t0) * 1e3 / self.calls)
+        return times
+
+
+class _GpuTimer:
+    """R rotating calls captured once in a CUDA graph (or launched per replay); `read` replays it
+    between CUDA events and returns per-call times. Made once, read as often as wanted: verify's
+    interleaved rounds replay the same capture."""
+
+    def __init__(self, runners, target_ms: float, use_graph: bool, stream):
+        import torch
+
+        n = len(runners)
+        self.stream = stream if stream is not None else torch.cuda.Stream()
+        self.stream.wait_stream(torch.cuda.current_stream())
+        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(self.stream):
+            # Probe: a few rotating calls (warms caches of the launcher, not the L2).
+            for r in runners[: min(n, 3)]:
+                r()
+            self.start.record(self.stream)
+            for i in range(3):
+                runners[i % n]()
+            self.end.record(self.stream)
+        self.end.synchronize()
+        self.probe_ms = self.start.elapsed_time(self.end) / 3
+        calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(self.probe_ms, 1e-4)))))
+        if n > 1 and calls < n and self.probe_ms * n < 4 * target_ms:
+            calls = n  # one full rotation when it is cheap
+        self.calls = calls
+        if use_graph:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=self.stream):
+                for i in range(calls):
+                    runners[i % n]()
+            self.body, self.method = graph.replay, "cuda_graph"
+        else:
+
+            def body():
+                for i in range(calls):
+                    runners[i % n]()
+
+            self.body, self.method = body, "events"
+        self.warm = False
+
+    def read(self, replays: int) -> list[float]:
+        import torch
+
+        times = []
+        with torch.cuda.stream(self.stream):
+            if not self.warm:
+                self.body()  # warm replay
+                self.warm = True
+            for _ in range(replays):
+                self.start.record(self.stream)
+                self.body()
+                self.end.record(self.stream)
+                self.end.synchronize()
+                times.append(self.start.elapsed_time(self.end) / self.calls)
+        torch.cuda.current_stream().wait_stream(self.stream)
+        return times
+
+
+def _timer(runners, target_ms: float, device: str, use_graph: bool = True, stream=None):
+    if len(runners) == 0:
+        raise ValueError("time_runners needs at least one runner")
+    if device == "cpu":
+        return _HostTimer(runners, target_ms)
+    return _GpuTimer(runners, target_ms, use_graph, stream)
+
+
+def _timing(times: Sequence[float], reps: int, method: str) -> Timing:
     lo, med, hi = _quantiles(times)
-    return Timing(med, min(times), max(times), (hi - lo) / med if med > 0 else 0.0, calls * replays, "cpu_wall")
+    return Timing(
+        median_ms=med,
+        min_ms=min(times),
+        max_ms=max(times),
+        spread=(hi - lo) / med if med > 0 else 0.0,
+        reps=reps,
+        method=method,
+    )
 
 
 def time_runners(
@@ -106,63 +193,50 @@ def time_runners(
     back to host wall-clock timing (for CPU backends and tests). `stream`: the side stream
     to run on (a runner bound to a stream when it was made, e.g. Inductor's, needs its own).
     """
-    n = len(runners)
-    if n == 0:
-        raise ValueError("time_runners needs at least one runner")
-    if device == "cpu":
-        return _time_on_host(runners, target_ms, replays)
-    import torch
+    timer = _timer(runners, target_ms, device, use_graph, stream)
+    if max_total_ms is not None and device != "cpu":
+        replays = int(max(3, min(replays, max_total_ms // max(timer.probe_ms * timer.calls, 1e-6))))
+    return _timing(timer.read(replays), timer.calls * replays, timer.method)
 
-    if stream is None:
-        stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    with torch.cuda.stream(stream):
-        # Probe: a few rotating calls (warms caches of the launcher, not the L2).
-        for r in runners[: min(n, 3)]:
-            r()
-        start.record(stream)
-        for i in range(3):
-            runners[i % n]()
-        end.record(stream)
-    end.synchronize()
-    probe = start.elapsed_time(end) / 3
-    calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
-    if n > 1 and calls < n and probe * n < 4 * target_ms:
-        calls = n  # one full rotation when it is cheap
-    if max_total_ms is not None:
-        replays = int(max(3, min(replays, max_total_ms // max(probe * calls, 1e-6))))
 
-    if use_graph:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for i in range(calls):
-                runners[i % n]()
-        body = graph.replay
-        method = "cuda_graph"
-    else:
+@dataclass(frozen=True)
+class Rounds:
+    """Several kernels read in interleaved rounds: `ms[k][r]` is kernel k's median per-call time
+    in round r (each round reads every kernel once, in alternating order)."""
 
-        def body():
-            for i in range(calls):
-                runners[i % n]()
+    ms: list[list[float]]
+    method: str
+    reps: int
 
-        method = "events"
-    times = []
-    with torch.cuda.stream(stream):
-        body()  # warm replay
-        for _ in range(replays):
-            start.record(stream)
-            body()
-            end.record(stream)
-            end.synchronize()
-            times.append(start.elapsed_time(end) / calls)
-    torch.cuda.current_stream().wait_stream(stream)
-    lo, med, hi = _quantiles(times)
-    return Timing(
-        median_ms=med,
-        min_ms=min(times),
-        max_ms=max(times),
-        spread=(hi - lo) / med if med > 0 else 0.0,
-        reps=calls * replays,
-        method=method,
-    )
+    def timing(self, k: int) -> Timing:
+        """Kernel k over its rounds: the median of its round medians; spread = (max - min) / median."""
+        xs = self.ms[k]
+        med = statistics.median(xs)
+        return Timing(med, min(xs), max(xs), (max(xs) - min(xs)) / med if med > 0 else 0.0, self.reps, self.method)
+
+
+def time_interleaved(
+    runner_sets: Sequence[Sequence[Callable[[], object]]],
+    *,
+    rounds: int = 3,
+    replays: int = 3,
+    target_ms: float = DEFAULT_TARGET_MS,
+    device: str = "cuda",
+    stream=None,
+) -> Rounds:
+    """Read several kernels (one runner list each) in `rounds` interleaved rounds.
+
+    Each kernel is captured once; round r replays every capture `replays` times, forwards in
+    even rounds and backwards in odd ones, so clock drift and the GPU's state after the
+    previous kernel fall on every kernel alike. Comparing two kernels round by round (a
+    paired ratio) cancels what changed between rounds."""
+    if rounds < 1 or replays < 1:
+        raise ValueError(f"time_interleaved needs rounds >= 1 and replays >= 1, got {rounds}, {replays}")
+    timers = [_timer(rs, target_ms, device, True, stream) for rs in runner_sets]
+    ms: list[list[float]] = [[] for _ in timers]
+    for r in range(rounds):
+        order = range(len(timers)) if r % 2 == 0 else reversed(range(len(timers)))
+        for k in order:
+            ms[k].append(statistics.median(timers[k].read(replays)))
+    method = timers[0].method if timers else ""
+    return Rounds(ms=ms, method=method, reps=rounds * replays)

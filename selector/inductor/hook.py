@@ -577,7 +577,8 @@ class Selector:
         wall_ms = (time.perf_counter() - t0) * 1e3
         cands = [compat.caller_candidate(it) for it in kept_items]
         eff = effective_ms(got.ms, cands, saving_ms) if saving_ms else list(got.ms)
-        best = min((i for i, t in enumerate(eff) if math.isfinite(t)), key=lambda i: eff[i])
+        # a template replaces ATen only when faster beyond the noise of these rounds (Measured.winner)
+        best = got.winner([e - t if math.isfinite(t) else 0.0 for e, t in zip(eff, got.ms)])
         keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
         record = {
@@ -592,6 +593,7 @@ class Selector:
             "memory_mb": dict(got.memory_mb),
             "dropped": {keys[i]: why for i, why in got.dropped.items()},
             "stats": {keys[i]: st for i, st in got.stats.items()},
+            "rounds": {keys[i]: r for i, r in got.rounds.items()},
         }
         predicted = self._predicted_compile_ms(problem, cands)
         if predicted:  # what the price expected, beside the compiles measured above
