@@ -156,13 +156,16 @@ class Selector:
         return got
 
     def _load_model_ranker(self, fingerprint: dict):
-        from kselect.selector.model.cost_model import CostModel, ModelError, load_shipped
+        from kselect.selector.model.cost_model import CostModel, ModelError, load_shipped, serve_named
 
         try:
             if isinstance(self.model, CostModel):
                 model = self.model
             elif self.model:
                 model = CostModel.load(self.model)
+                other_card = serve_named(model, fingerprint, self.model)  # the user's choice stands, with a warning
+                if other_card:
+                    warn_once("model:other-card", other_card)
             elif fingerprint.get("gpu_name"):
                 model = load_shipped(fingerprint=fingerprint)
             else:

@@ -315,9 +315,13 @@ class CostModel(artifact.HyperParameters):
         """The fingerprint of the device the model was trained on (from its metadata)."""
         return dict((getattr(self, "metadata_", {}) or {}).get("fingerprint") or {})
 
+    # what this loaded model serves (SCOPES): set by whoever chose it for a device
+    device_scope = "card"
+
     def check_device(self, fingerprint: Mapping, force: bool = False) -> None:
-        """Refuse a device other than the training one (GPU name or SM count differ)."""
-        check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force)
+        """Refuse a device this model does not serve: by default another card than the training
+        one (GPU name or SM count differ); see `device_scope`."""
+        check_device(getattr(self, "metadata_", {}) or {}, fingerprint, force=force, scope=self.device_scope)
 
 
 def _read_booster(path: Path):
@@ -365,7 +369,36 @@ def check_schema(meta: Mapping, source: str = "model") -> None:
         )
 
 
-def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> None:
+def architecture(fingerprint: Mapping) -> str | None:
+    """The GPU architecture a fingerprint names: "sm_90" from a CUDA compute capability, the gfx
+    target on ROCm (its feature suffixes dropped), None when it names neither."""
+    if fingerprint.get("hip_version"):
+        arch = str(fingerprint.get("gcn_arch") or "").split(":")[0]
+        return arch or None
+    cc = fingerprint.get("compute_capability")
+    return f"sm_{str(cc).replace('.', '')}" if cc else None
+
+
+def device_match(meta: Mapping, fingerprint: Mapping) -> str | None:
+    """How a model's training device relates to this one: "card" (same GPU name and SM count),
+    "architecture" (another card of the same architecture), else None."""
+    trained = dict(meta.get("fingerprint") or {})
+    trained.setdefault("gpu_name", meta.get("gpu_name"))
+    trained.setdefault("sm_count", meta.get("sm_count"))
+    if all(str(trained.get(k)) == str(fingerprint.get(k)) for k in ("gpu_name", "sm_count")):
+        return "card"
+    arch = architecture(trained)
+    if arch is not None and arch == architecture(fingerprint):
+        return "architecture"
+    return None
+
+
+# what a loaded model may serve: the card it was trained on, any card of its architecture
+# (discovery found no model of this card), or any card (the user named it: one warning)
+SCOPES = ("card", "architecture", "any")
+
+
+def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False, scope: str = "card") -> None:
     trained = meta.get("fingerprint") or {}
     want = {
         "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
@@ -373,6 +406,7 @@ def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> No
     }
     have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
     diff = [k for k in want if str(want[k]) != str(have[k])]
+    match = device_match(meta, fingerprint)
     if not diff:
         if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
             log.info(
@@ -381,6 +415,8 @@ def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> No
                 fingerprint.get("fingerprint_id"),
             )
         return
+    if scope == "any" or (scope == "architecture" and match == "architecture"):
+        return  # the loader said why, once (load_shipped's info line, the selector's warning)
     msg = (
         f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
         f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
@@ -398,25 +434,55 @@ def shipped_models() -> list[Path]:
     return artifact.discover(KIND)
 
 
+def serve_named(model: "CostModel", fingerprint: Mapping, name: object) -> str | None:
+    """Let a model the user named serve this device; returns the warning to give when it was
+    trained on another card (None when on this one). The user's choice stands: the model
+    serves, and the warning says which card it was made for."""
+    match = device_match(getattr(model, "metadata_", {}) or {}, fingerprint)
+    if match == "card" or not fingerprint.get("gpu_name"):
+        return None
+    model.device_scope = "any"
+    trained = model.fingerprint
+    return (
+        f"kselect: model {name} was trained on {trained.get('gpu_name')} ({trained.get('sm_count')} SMs, "
+        f"{architecture(trained) or 'unknown architecture'}) but this device is {fingerprint.get('gpu_name')} "
+        f"({fingerprint.get('sm_count')} SMs, {architecture(fingerprint) or 'unknown architecture'}); "
+        "it ranks here because you named it"
+    )
+
+
 def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
-    """A shipped model by file name, or (name=None) the one trained for `fingerprint`'s GPU."""
+    """A shipped model by file name, or (name=None) the one to serve `fingerprint`'s GPU: a model
+    of this exact card first, else one of its architecture; one info line names the model and
+    why. Raises DeviceMismatchError when neither exists."""
     from kselect.models import shipped_model_path
 
     if name is not None:
         return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
     if fingerprint is None:
         raise ModelError("load_shipped needs a model name or a device fingerprint")
+    found: dict[str, Path] = {}
     for path in shipped_models():
         meta = read_sidecar(meta_path(path))
         try:
-            check_device(meta, fingerprint)
             check_schema(meta, source=str(path))
         except ModelError:
             continue
-        return CostModel.load(path, fingerprint=fingerprint)
+        match = device_match(meta, fingerprint)
+        if match is not None:
+            found.setdefault(match, path)
+    for scope in ("card", "architecture"):
+        if scope in found:
+            model = CostModel.load(found[scope])
+            model.device_scope = scope
+            model.check_device(fingerprint)
+            trained = model.fingerprint.get("gpu_name")
+            why = "this card" if scope == "card" else f"{trained}, same architecture {architecture(fingerprint)}"
+            log.info("kselect: serving model %s (trained on %s)", found[scope].name, why)
+            return model
     raise DeviceMismatchError(
-        f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs); "
-        f"shipped: {[p.name for p in shipped_models()]}"
+        f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs, "
+        f"{architecture(fingerprint) or 'unknown architecture'}); shipped: {[p.name for p in shipped_models()]}"
     )
 
 
