@@ -15,6 +15,10 @@ import sys
 
 # name -> (module, one-line help). Order is the order `kselect --help` lists them.
 SUBCOMMANDS = {
+    "doctor": (
+        "kselect.training.cli.doctor",
+        "what kselect will do here: card, model, versions, cache, what it decides",
+    ),
     "shapes": ("kselect.training.cli.shapes", "list or export the named GEMM workload sets"),
     "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),

@@ -1,0 +1,133 @@
+"""What kselect will do on this machine, said before any compile: `kselect doctor`.
+
+One report a user can paste into a bug: the card and its fingerprint, the model that would
+serve it and why (or why none does), the torch and Triton versions and whether kselect
+supports them, the settings the environment gives (KSELECT_*), the decision cache, and which
+GEMM ops and dtypes kselect decides here. Reads only; compiles nothing, times nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from kselect.kernels.problem import OPS
+
+
+@dataclass
+class Report:
+    torch: str
+    triton: str | None
+    torch_supported: bool
+    torch_problem: str | None
+    device: dict  # the fingerprint (selector/fingerprint.py), with its architecture
+    model: str | None  # the model file that would serve, or None
+    model_reason: str  # why that model (or why none)
+    mode: str  # KSELECT_MODE: what `import torch` turns on with no code change
+    settings_error: str | None
+    cache_dir: str | None
+    decides: dict = field(default_factory=dict)  # {"ops": [...], "dtypes": [...]}: empty when nothing
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The report as text, one fact a line."""
+        dev = self.device
+        card = dev.get("gpu_name") or f"no GPU ({dev.get('device_type')}: {dev.get('cpu', '?')})"
+        out = [
+            f"card:        {card}"
+            + (f", {dev.get('sm_count')} SMs, {dev.get('architecture')}" if dev.get("gpu_name") else ""),
+            f"fingerprint: {dev.get('fingerprint_id')}",
+            f"torch:       {self.torch} ({'supported' if self.torch_supported else self.torch_problem})",
+            f"triton:      {self.triton or 'not installed'}",
+            f"model:       {self.model or 'none'} -- {self.model_reason}",
+            f"mode:        {self.mode} (KSELECT_MODE)"
+            + (f"; settings error: {self.settings_error}" if self.settings_error else ""),
+            f"cache:       {self.cache_dir or 'off (KSELECT_CACHE_DIR unset)'}",
+        ]
+        if self.decides:
+            out.append(f"decides:     {', '.join(self.decides['ops'])} in {', '.join(self.decides['dtypes'])}")
+        else:
+            out.append("decides:     nothing here: every GEMM gets stock autotuning")
+        return out
+
+
+def _versions() -> tuple[str, str | None]:
+    import torch
+
+    try:
+        import triton
+
+        return torch.__version__, triton.__version__
+    except ImportError:
+        return torch.__version__, None
+
+
+def _device(device: str | None) -> dict:
+    import torch
+
+    from kselect.selector.inductor.compat import device_fingerprint
+    from kselect.selector.model.cost_model import architecture
+
+    name = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    fp = device_fingerprint(torch.device(name))
+    fp["architecture"] = architecture(fp)
+    return fp
+
+
+def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str, ...]]:
+    """(model file, why, dtypes it holds) for this device, as the selector would choose."""
+    from kselect.selector.model.cost_model import CostModel, ModelError, load_shipped, serve_named
+
+    if not fingerprint.get("gpu_name"):
+        return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", ()
+    try:
+        if named:
+            model = CostModel.load(str(named))
+            warned = serve_named(model, fingerprint, named)
+            why = "named by KSELECT_MODEL" + (f"; {warned}" if warned else ", trained on this card")
+            path = str(named)
+        else:
+            model = load_shipped(fingerprint=fingerprint)
+            trained = model.fingerprint.get("gpu_name")
+            scope = "this card" if model.device_scope == "card" else f"{trained}, same architecture"
+            why = f"shipped, trained on {scope}"
+            path = model.metadata_.get("booster_file") or "shipped model"
+    except ModelError as exc:
+        return None, f"{exc} -- stock autotuning", ()
+    meta = model.metadata_
+    dtypes = tuple(meta.get("dtypes") or (meta.get("training") or {}).get("dtypes") or ("bf16",))
+    return path, why, dtypes
+
+
+def diagnose(device: str | None = None, environ=None) -> Report:
+    """What kselect would do in a process started with `environ` (default os.environ)."""
+    from kselect.selector.config import read
+    from kselect.selector.inductor.compat import torch_support_problem
+
+    environ = os.environ if environ is None else environ
+    torch_version, triton_version = _versions()
+    problem = torch_support_problem()
+    try:
+        options, settings_error = read(environ), None
+    except ValueError as exc:  # a bad KSELECT_* value: OptionError names it
+        options, settings_error = {}, str(exc)
+    fp = _device(device)
+    path, why, dtypes = _model(fp, options.get("model"))
+    decides = {}
+    if path and not problem:
+        decides = {"ops": list(OPS), "dtypes": list(dtypes)}
+    return Report(
+        torch=torch_version,
+        triton=triton_version,
+        torch_supported=problem is None,
+        torch_problem=problem,
+        device=fp,
+        model=path,
+        model_reason=why,
+        mode=options.get("mode", "off"),
+        settings_error=settings_error,
+        cache_dir=options.get("cache_dir"),
+        decides=decides,
+    )

@@ -1,0 +1,54 @@
+"""`kselect doctor`: what kselect will do on this machine, on the CPU and for the cards the
+shipped models were made for (their fingerprints, as the selector would see them)."""
+
+import json
+
+from kselect.selector import doctor
+from kselect.selector.model.cost_model import meta_path, shipped_models
+from kselect.training.cli.main import main
+
+
+def _card(name: str) -> dict:
+    fp = json.loads(meta_path(next(p for p in shipped_models() if p.name == name)).read_text())["fingerprint"]
+    return dict(fp, architecture="sm_90")
+
+
+def test_the_cpu_report_says_nothing_is_decided(capsys):
+    """Fails if the CPU is reported as served by a GPU model, or a fact goes missing."""
+    assert main(["doctor"]) == 0
+    text = capsys.readouterr().out
+    for label in ("card:", "fingerprint:", "torch:", "triton:", "model:", "mode:", "cache:", "decides:"):
+        assert label in text
+    assert "model:       none" in text and "stock autotuning" in text
+
+
+def test_environment_settings_and_their_errors_are_reported():
+    got = doctor.diagnose("cpu", environ={"KSELECT_MODE": "verify", "KSELECT_CACHE_DIR": "/tmp/kc"})
+    assert got.mode == "verify" and got.cache_dir == "/tmp/kc" and got.settings_error is None
+    bad = doctor.diagnose("cpu", environ={"KSELECT_MODE": "sometimes"})
+    assert "KSELECT_MODE" in bad.settings_error
+
+
+def test_a_card_with_its_own_model_is_served_by_it():
+    """Fails if the doctor's choice differs from discovery's: the H200 gets the H200 model."""
+    path, why, dtypes = doctor._model(_card("h200-bf16.json"), None)
+    assert path == "h200-bf16.json" and "this card" in why and dtypes == ("bf16",)
+
+
+def test_another_hopper_card_is_served_by_its_architecture():
+    fp = dict(_card("h200-bf16.json"), gpu_name="NVIDIA GH200 480GB", fingerprint_id="x")
+    path, why, _ = doctor._model(fp, None)
+    assert path is not None and "same architecture" in why
+
+
+def test_a_broken_named_model_is_reported_not_raised(tmp_path):
+    broken = tmp_path / "m.json"
+    broken.write_text("{")
+    path, why, dtypes = doctor._model(_card("h200-bf16.json"), broken)
+    assert path is None and "stock autotuning" in why and dtypes == ()
+
+
+def test_json_output_round_trips(capsys):
+    assert main(["doctor", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["device"]["device_type"] == "cpu" and got["decides"] == {}
