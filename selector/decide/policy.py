@@ -392,7 +392,7 @@ def first_of_each_family(
 
 
 # verify: another kept template may be predicted to compile at most this many times as long as
-# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector.md. The default of
+# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector-design.md. The default of
 # the compile_budget setting (config.SelectorSettings)
 COMPILE_BUDGET = DEFAULTS.compile_budget
 
@@ -405,7 +405,7 @@ class CompilePrice:
     when the top-1 is quicker than that. `predict(indices) -> ms` (NaN: unknown, never passed
     over); `typical_ms`: the median compile in the same unit.
 
-    Held out: docs/selector.md, "What a kept template costs to compile"."""
+    Held out: docs/selector-design.md, "What a kept template costs to compile"."""
 
     def __init__(self, predict: Callable[[Sequence[int]], np.ndarray], typical_ms: float, budget: float):
         if not budget > 0:

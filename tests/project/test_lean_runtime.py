@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kselect.training.cli.bench import VERBS as BENCHES
+from kselect.training.cli.main import SUBCOMMANDS
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
@@ -54,3 +57,15 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     assert result["decisions"] == 1 and result["fallbacks"] == 0, result
     assert result["heavy_modules"] == [], result
     assert result["cli_status"] == 2, result
+    # the console script lists every verb without the training extra, and a training verb
+    # names the extra only when it runs
+    kselect = str(venv / "bin" / "kselect")
+    for words, verbs in ((["--help"], SUBCOMMANDS), (["bench", "--help"], BENCHES)):
+        listed = _run([kselect, *words], cwd=tmp_path, env=env)
+        assert all(f"    {verb} " in listed or f"    {verb}\n" in listed for verb in verbs), listed
+    ran = subprocess.run(
+        [kselect, "dataset", "summary", "nowhere"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert ran.returncode == 2, ran
+    assert "`kselect dataset` needs the train extra" in ran.stderr, ran.stderr
+    assert "pip install 'kselect[train]'" in ran.stderr, ran.stderr

@@ -439,7 +439,7 @@ def test_verify_recompile_from_decision_cache_benchmarks_nothing(verify_first, v
     again = verify_again.benchmarked(gemm.key)
     if len(expected) == 1:
         assert not again, "the recompile benchmarked again: " + why
-    else:  # GPU rule (docs/selector.md): a Triton winner with ATen within the misread factor
+    else:  # GPU rule (docs/selector-design.md): a Triton winner with ATen within the misread factor
         assert all({c.key for c in r} == set(expected) for r in again), why  # keeps both: only those
     assert any(set(kept) == set(expected) for _, kept in verify_again.hits(gemm.key)), why
     if len(expected) == 1:

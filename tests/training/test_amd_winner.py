@@ -9,7 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kselect.training.amd import winner as aw
+from kselect.training.amd.classifier import SCHEMA_VERSION, BackendWinnerClassifier, train
+from kselect.training.amd.evaluation import evaluate_in_sample, leave_one_table_out, select_config, table_folds
+from kselect.training.amd.features import features
+from kselect.training.amd.label_noise import near_tie_sets, series_neighbour_agreement
+from kselect.training.amd.metrics import metrics
+from kselect.training.amd.recipe import Recipe
+from kselect.training.amd.tables import (
+    INPUT_COLUMNS,
+    OUTCOME_COLUMNS,
+    TableError,
+    file_sha256,
+    load_tables,
+    table_files,
+)
 from kselect.training.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +76,7 @@ def toy_dir(tmp_path) -> Path:
 def test_metrics_by_hand():
     y = ["a", "b", "c", "a"]
     ranking = np.array([["a", "b", "c"], ["a", "b", "c"], ["b", "a", "c"], ["c", "b", "a"]])
-    m = aw.metrics(y, ranking, labels=["a", "b", "c"], acceptable=lambda i, p: i == 3)
+    m = metrics(y, ranking, labels=["a", "b", "c"], acceptable=lambda i, p: i == 3)
     assert m["n"] == 4
     assert m["accuracy"] == 0.25  # only row 0
     assert m["top2"] == 0.5  # rows 0 and 1
@@ -75,21 +88,19 @@ def test_metrics_by_hand():
 
 
 def test_near_tie_sets_use_larger_m_bound(toy_dir):
-    frame = aw.load_tables(toy_dir)
+    frame = load_tables(toy_dir)
     classes = ["asm", "skinny", "torch"]
-    ok = aw.near_tie_sets(frame, classes, 0.05)
+    ok = near_tie_sets(frame, classes, 0.05)
     torch_row = int(np.flatnonzero((frame["libtype"] == "torch").to_numpy())[0])
     assert ok[torch_row].tolist() == [True, False, True]  # asm 61us <= 1.05 * 60us
-    strict = aw.near_tie_sets(frame, classes, 0.0)
+    strict = near_tie_sets(frame, classes, 0.0)
     assert strict[torch_row].tolist() == [False, False, True]
     assert strict.sum() == len(frame)  # no ties at 0%: only winners
 
 
 def test_leave_one_table_out_baselines_exact(toy_dir):
-    frame = aw.load_tables(toy_dir)
-    ev = aw.leave_one_table_out(
-        frame, aw.Recipe(None, False), {"n_estimators": 5, "min_child_weight": 0.01}, tolerance=0.05
-    )
+    frame = load_tables(toy_dir)
+    ev = leave_one_table_out(frame, Recipe(None, False), {"n_estimators": 5, "min_child_weight": 0.01}, tolerance=0.05)
     maj, near = ev.baselines["majority"], ev.baselines["nearest_shape"]
     # majority: held-out a -> skinny everywhere (2/4); held-out b -> asm/skinny tie -> asm (1/4)
     assert maj["n"] == 8 and maj["accuracy"] == 3 / 8
@@ -113,9 +124,9 @@ def test_model_separable_toy_in_sample(tmp_path):
         rows += [_row(m, n, 4096, "skinny", 5.0 + m) for m in (1, 2, 4, 8)]
         rows += [_row(m, n, 4096, "asm", 100.0 + m) for m in (2048, 4096, 8192, 16384)]
     _write(tmp_path / "t.csv", rows)
-    frame = aw.load_tables(tmp_path)
-    model = aw.train(frame, aw.Recipe(None, False), n_estimators=20, learning_rate=0.3)
-    ev = aw.evaluate_in_sample(model, frame)
+    frame = load_tables(tmp_path)
+    model = train(frame, Recipe(None, False), n_estimators=20, learning_rate=0.3)
+    ev = evaluate_in_sample(model, frame)
     assert ev.model["accuracy"] == 1.0 and ev.model["top2"] == 1.0
     assert ev.model["confusion"] == [[16, 0], [0, 16]]
     assert ev.baselines["majority"]["accuracy"] == 0.5
@@ -125,28 +136,28 @@ def test_model_separable_toy_in_sample(tmp_path):
 
 
 def test_features_ignore_outcome_columns(toy_dir):
-    frame = aw.load_tables(toy_dir)
+    frame = load_tables(toy_dir)
     scrambled = frame.copy()
     scrambled["libtype"] = "torch"
     scrambled["us"] = 1.0
     scrambled["kernelName"] = "x"
-    pd.testing.assert_frame_equal(aw.features(frame), aw.features(scrambled))
-    only_inputs = frame.loc[:, list(aw.INPUT_COLUMNS)]
-    pd.testing.assert_frame_equal(aw.features(frame), aw.features(only_inputs))
-    assert not set(aw.OUTCOME_COLUMNS) & set(aw.features(frame).columns)
+    pd.testing.assert_frame_equal(features(frame), features(scrambled))
+    only_inputs = frame.loc[:, list(INPUT_COLUMNS)]
+    pd.testing.assert_frame_equal(features(frame), features(only_inputs))
+    assert not set(OUTCOME_COLUMNS) & set(features(frame).columns)
 
 
 def test_save_load_round_trip(toy_dir, tmp_path):
-    frame = aw.load_tables(toy_dir)
-    model = aw.train(frame, aw.Recipe(), n_estimators=10, min_child_weight=0.01)
+    frame = load_tables(toy_dir)
+    model = train(frame, Recipe(), n_estimators=10, min_child_weight=0.01)
     model_path, meta_path = model.save(tmp_path / "m", {"note": "toy"})
     assert model_path.name == "m.json" and meta_path.name == "m.meta.json"
     meta = json.loads(meta_path.read_text())
-    assert meta["schema_version"] == aw.SCHEMA_VERSION
+    assert meta["schema_version"] == SCHEMA_VERSION
     assert meta["classes"] == ["asm", "skinny", "torch"]
-    assert meta["feature_names"] == list(aw.features(frame).columns)
+    assert meta["feature_names"] == list(features(frame).columns)
     json.loads(model_path.read_text())  # XGBoost JSON, not a pickle
-    loaded = aw.BackendWinnerClassifier.load(model_path)
+    loaded = BackendWinnerClassifier.load(model_path)
     assert np.array_equal(model.predict_proba(frame), loaded.predict_proba(frame))
     assert list(model.predict(frame)) == list(loaded.predict(frame))
     assert loaded.get_params() == model.get_params()
@@ -154,37 +165,37 @@ def test_save_load_round_trip(toy_dir, tmp_path):
 
 def test_load_missing_or_bad_model(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
-        aw.BackendWinnerClassifier.load(tmp_path / "nope.json")
+        BackendWinnerClassifier.load(tmp_path / "nope.json")
     (tmp_path / "m.json").write_text("{}")
     (tmp_path / "m.meta.json").write_text("not json")
     with pytest.raises(ValueError, match="m.meta.json"):
-        aw.BackendWinnerClassifier.load(tmp_path / "m.json")
+        BackendWinnerClassifier.load(tmp_path / "m.json")
 
 
 def test_missing_column_names_file_and_column(tmp_path):
     (tmp_path / "bad.csv").write_text("gfx,cu_num,M,N,K,libtype,us\ngfx950,256,1,2,3,asm,1.0\n")
-    with pytest.raises(aw.TableError, match=r"bad\.csv.*missing column.*bias"):
-        aw.load_tables(tmp_path)
+    with pytest.raises(TableError, match=r"bad\.csv.*missing column.*bias"):
+        load_tables(tmp_path)
 
 
 def test_empty_dir_and_garbled_table(tmp_path):
     with pytest.raises(ValueError, match="no tuned-GEMM tables"):
-        aw.load_tables(tmp_path)
+        load_tables(tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
-        aw.load_tables(tmp_path / "absent")
+        load_tables(tmp_path / "absent")
     (tmp_path / "empty.csv").write_text("")
-    with pytest.raises(aw.TableError, match="empty.csv"):
-        aw.load_tables(tmp_path)
+    with pytest.raises(TableError, match="empty.csv"):
+        load_tables(tmp_path)
     (tmp_path / "empty.csv").unlink()
     _write(tmp_path / "garbled.csv", [_row("x", 1024, 1024, "asm", 1.0)])
-    with pytest.raises(aw.TableError, match=r"garbled\.csv.*'M'"):
-        aw.load_tables(tmp_path)
+    with pytest.raises(TableError, match=r"garbled\.csv.*'M'"):
+        load_tables(tmp_path)
 
 
 def test_untimed_rows_are_dropped(tmp_path):
     _write(tmp_path / "t.csv", [_row(1, 64, 64, "triton", 0), _row(2, 64, 64, "asm", 3.0)])
-    assert len(aw.load_tables(tmp_path)) == 1
-    assert len(aw.load_tables(tmp_path, measured_only=False)) == 2
+    assert len(load_tables(tmp_path)) == 1
+    assert len(load_tables(tmp_path, measured_only=False)) == 2
 
 
 # --------------------------------------------------------------------------- CLI
@@ -219,9 +230,9 @@ needs_shared = pytest.mark.skipif(not SHARED_TABLES.is_dir(), reason=f"shared AM
 
 @needs_shared
 def test_real_tables_leave_one_table_out_beats_majority():
-    frame = aw.load_tables(SHARED_TABLES)
-    tables = aw.table_files(SHARED_TABLES)
-    ev = aw.leave_one_table_out(frame, aw.Recipe(), {"n_estimators": 25, "learning_rate": 0.3})
+    frame = load_tables(SHARED_TABLES)
+    tables = table_files(SHARED_TABLES)
+    ev = leave_one_table_out(frame, Recipe(), {"n_estimators": 25, "learning_rate": 0.3})
     assert ev.model["n"] == len(frame)
     assert len(ev.per_table) == len(tables)
     assert sum(sum(r) for r in ev.model["confusion"]) == len(frame)
@@ -239,7 +250,7 @@ def test_shipped_model_evaluates_via_cli(capsys):
     assert report["n"] == meta["training_rows"]
     assert report["accuracy"] > report["baselines"]["majority"]
     assert {t["name"] for t in meta["tables"]} == set(report["tables"])
-    assert all(t["sha256"] == aw.file_sha256(SHARED_TABLES / t["name"]) for t in meta["tables"])
+    assert all(t["sha256"] == file_sha256(SHARED_TABLES / t["name"]) for t in meta["tables"])
     held = report["leave_one_table_out"]
     assert held["n"] == report["n"] and len(held["per_table"]) == len(meta["tables"])
     assert held["accuracy"] > max(held["baselines"].values())  # beats both baselines
@@ -262,7 +273,7 @@ def test_series_neighbour_agreement_by_hand(tmp_path):
             _row(1, 128, 64, "asm", 1.0),
         ],
     )  # alone in its series
-    nb = aw.series_neighbour_agreement(aw.load_tables(tmp_path))
+    nb = series_neighbour_agreement(load_tables(tmp_path))
     assert nb["rows"] == 5  # the lone row has no neighbour
     # nearest (smaller M on a tie in log2 M): M=1->2 A ok, M=2->1 A ok, M=4->2 A miss,
     # M=8->4 B miss, M=16->8 A ok
@@ -277,7 +288,7 @@ def test_series_neighbours_do_not_cross_tables(tmp_path):
     d.mkdir()
     _write(d / "a.csv", [_row(1, 64, 64, "asm", 1.0), _row(2, 64, 64, "asm", 1.0)])
     _write(d / "b.csv", [_row(4, 64, 64, "torch", 1.0), _row(8, 64, 64, "torch", 1.0)])
-    nb = aw.series_neighbour_agreement(aw.load_tables(d))
+    nb = series_neighbour_agreement(load_tables(d))
     assert nb["rows"] == 4 and nb["nearest"] == 1.0  # a's M=2 never sees b's M=4
 
 
@@ -299,22 +310,22 @@ def _four_tables(tmp_path) -> Path:
 
 
 def test_table_folds_keep_tables_whole(tmp_path):
-    frame = aw.load_tables(_four_tables(tmp_path))
-    fold = aw.table_folds(frame, 3)
+    frame = load_tables(_four_tables(tmp_path))
+    fold = table_folds(frame, 3)
     for table in frame["table"].unique():
         assert len(set(fold[(frame["table"] == table).to_numpy()])) == 1
     # sizes b, d (8 rows) then a, c (7): dealt round-robin in that order
     assert [int(fold[(frame["table"] == f"{t}.csv").to_numpy()][0]) for t in "bdac"] == [0, 1, 2, 0]
-    assert np.array_equal(fold, aw.table_folds(frame.sample(frac=1, random_state=1).sort_index(), 3))
+    assert np.array_equal(fold, table_folds(frame.sample(frac=1, random_state=1).sort_index(), 3))
 
 
 def test_nested_selection_never_reads_the_held_out_table(tmp_path):
-    frame = aw.load_tables(_four_tables(tmp_path))
+    frame = load_tables(_four_tables(tmp_path))
     grid = (
-        (aw.Recipe(None, False), {"n_estimators": 2, "min_child_weight": 0.01}),
-        (aw.Recipe(None, False), {"n_estimators": 20, "min_child_weight": 0.01}),
+        (Recipe(None, False), {"n_estimators": 2, "min_child_weight": 0.01}),
+        (Recipe(None, False), {"n_estimators": 20, "min_child_weight": 0.01}),
     )
-    ev = aw.leave_one_table_out(frame, candidates=grid, inner_folds=3)
+    ev = leave_one_table_out(frame, candidates=grid, inner_folds=3)
     chosen = {t["table"]: t["chosen"] for t in ev.per_table}
     assert set(chosen) == {"a.csv", "b.csv", "c.csv", "d.csv"}
     for c in chosen.values():
@@ -324,10 +335,10 @@ def test_nested_selection_never_reads_the_held_out_table(tmp_path):
     scrambled = frame.copy()
     held = (scrambled["table"] == "a.csv").to_numpy()
     scrambled.loc[held, "libtype"] = "torch"
-    ev2 = aw.leave_one_table_out(scrambled, candidates=grid, inner_folds=3)
+    ev2 = leave_one_table_out(scrambled, candidates=grid, inner_folds=3)
     assert {t["table"]: t["chosen"] for t in ev2.per_table}["a.csv"] == chosen["a.csv"]
     # and select_config on the other three tables alone reproduces that choice
-    best, inner = aw.select_config(frame[~held], grid, 3)
+    best, inner = select_config(frame[~held], grid, 3)
     assert best == chosen["a.csv"]["candidate"] and inner == chosen["a.csv"]["inner_accuracy"]
 
 

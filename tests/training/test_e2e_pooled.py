@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kselect.training.bench import e2e_pooled as e2e_pool
+from kselect.training.bench.e2e_pool_gpu import device_state_medians
+from kselect.training.bench.e2e_pool_load import load_runs
+from kselect.training.bench.e2e_pool_render import render
+from kselect.training.bench.e2e_pooled import pool
 from kselect.training.cli.main import main
 
 from conftest import E2E_RUN_SETTINGS
@@ -74,8 +77,8 @@ def _write(folder: Path, runs, code="abc123abc123", **settings) -> Path:
 
 def _pooled(*folders: str) -> tuple[list, dict]:
     """The runs of these bench e2e folders in reports/ and the one setup they pool into."""
-    runs, _ = e2e_pool.load_runs([REPO / f for f in folders])
-    (setup,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([REPO / f for f in folders])
+    (setup,) = pool(runs)
     return runs, setup
 
 
@@ -157,8 +160,8 @@ def test_pools_processes_of_one_setup_and_keeps_others_apart(tmp_path, capsys):
 def test_settings_that_change_a_variant_split_setups_and_variants_can_be_chosen(tmp_path, capsys):
     a = _write(tmp_path / "a", [_run("plain", 3.0, 1.0), _run("kselect-verify", 4.0, 0.9, load=0.1)])
     b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0)], aten_margin=0.5)
-    runs, _ = e2e_pool.load_runs([a, b])
-    assert len(e2e_pool.pool(runs)) == 2
+    runs, _ = load_runs([a, b])
+    assert len(pool(runs)) == 2
     assert main(["bench", "e2e-pool", str(a), "--variants", "plain", "--out", str(tmp_path / "out")]) == 0
     (s,) = json.loads((tmp_path / "out" / "results.json").read_text())["setups"]
     assert [v["variant"] for v in s["variants"]] == ["plain"] and s["targets"] == []
@@ -192,8 +195,8 @@ def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
         + [_run("kselect-predict", c, 1.0, load=0.0) for c in (2.08, 2.1, 2.06, 2.07)],
     )
     alone = _write(tmp_path / "alone", [_run("default", 30.0, 1.0), _run("kselect-verify", 2.0, 0.9, load=0.1)])
-    runs, _ = e2e_pool.load_runs([fast, slow, alone])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([fast, slow, alone])
+    (s,) = pool(runs)
     pooled = _named(s["comparisons"], "predict compile / plain's")
     assert pooled["ratio"] == pytest.approx(2.065 / 1.015)
     (per_run,) = s["per_run"]  # verify vs DEFAULT ran in one run only: its pooled row is that run
@@ -204,15 +207,15 @@ def test_runs_on_hosts_of_different_speed_compare_within_each_run(tmp_path):
     lo, hi = per_run["interval"]
     assert 1.0 < lo <= per_run["ratio"] <= hi < 1.1
     assert s["targets_per_run"] == {"kselect-predict": True}  # 1.036 <= 1.05; verify: no plain with it
-    text = e2e_pool.render({"command": "c", "sources": [], "skipped": [], "setups": [s]})
+    text = render({"command": "c", "sources": [], "skipped": [], "setups": [s]})
     assert "| predict compile / plain's | 2 | 1.035 (2 vs 4), 1.038 (4 vs 2) | 1.036 | 1.0" in text
     assert "| kselect-predict | compile <= 1.05x plain's | **not met** | met | compile 2.03x plain" in text
     # a run with one process of a variant: its ratio counts, but no interval can be had
     single = _write(tmp_path / "single", [_run("plain", 3.0, 1.0), _run("kselect-predict", 3.1, 1.0, load=0.0)])
-    (s,) = e2e_pool.pool(e2e_pool.load_runs([fast, single])[0])
+    (s,) = pool(load_runs([fast, single])[0])
     (per_run,) = s["per_run"]
     assert per_run["interval"] is None and [r["n"] for r in per_run["runs"]] == [[2, 4], [1, 1]]
-    assert "| 1.035 (2 vs 4), 1.033 (1 vs 1) | " in e2e_pool.render(
+    assert "| 1.035 (2 vs 4), 1.033 (1 vs 1) | " in render(
         {"command": "c", "sources": [], "skipped": [], "setups": [s]}
     )
 
@@ -244,8 +247,8 @@ def test_pools_the_h200_one_layer_decode_runs_in_reports(tmp_path):
     ]
     if not all(f.exists() for f in files):
         pytest.skip("the H200 reports are not in this checkout")
-    runs, skipped = e2e_pool.load_runs(files)
-    (s,) = e2e_pool.pool(runs)
+    runs, skipped = load_runs(files)
+    (s,) = pool(runs)
     assert len(skipped) == 1 and "decode1-prof" in skipped[0]
     pred = _named(s["comparisons"], "predict compile / plain's")
     assert pred["n"] == [17, 18] and pred["ratio"] == pytest.approx(3.867 / 3.642, abs=1e-3)
@@ -270,8 +273,8 @@ def _rounds(order_per_round, second_slower=1.01):
 
 def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effect(tmp_path):
     fixed = _write(tmp_path / "fixed", _rounds([("default", "kselect-verify")] * 4))
-    runs, _ = e2e_pool.load_runs([fixed])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([fixed])
+    (s,) = pool(runs)
     step = _named(s["pairs"], "verify step / DEFAULT's")
     # one fixed order: the position effect reads as verify being 1 % slower in every pair
     assert step["n"] == 4 and step["slower"] == 4 and step["median_ratio"] == pytest.approx(1.01)
@@ -279,8 +282,8 @@ def test_pairs_split_by_who_ran_first_tell_a_position_effect_from_a_variant_effe
     assert step["p_sign"] == pytest.approx(0.125)  # 4 of 4: 2 / 2**4
 
     alternating = _write(tmp_path / "alt", _rounds([("default", "kselect-verify"), ("kselect-verify", "default")] * 2))
-    runs, _ = e2e_pool.load_runs([alternating])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([alternating])
+    (s,) = pool(runs)
     step = _named(s["pairs"], "verify step / DEFAULT's")
     # reversed rounds: slower only when second, faster when first -- the position's, not verify's
     assert step["slower"] == 2 and step["p_sign"] == pytest.approx(1.0)
@@ -417,10 +420,10 @@ def _h200_prefill_pool(warmup_s: float, compile_budget: float = 0.0) -> dict:
     text = (REPO / "reports/2026-12-05-e2e-h200-pooled/8-layers/README.md").read_text()
     command = next(line for line in text.splitlines() if line.startswith("Command: "))
     files = [REPO / w for w in command.strip("`").split() if w.startswith("reports/") and "/call" in w]
-    runs, _ = e2e_pool.load_runs(files)
+    runs, _ = load_runs(files)
     (s,) = [
         x
-        for x in e2e_pool.pool(runs)
+        for x in pool(runs)
         if x["setup"]["workload"] == "prefill"
         and x["setup"]["settings"]["aten_margin"] == 2.0
         and x["setup"]["settings"]["warmup_s"] == warmup_s
@@ -457,8 +460,8 @@ def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target(compil
 
 
 def test_on_the_h200_one_layer_decode_the_warm_start_meets_the_compile_target():
-    """The rules fixed before the 2026-12-05 warm-start runs (docs/CHANGELOG.md, 2026-12-05,
-    "Rules fixed before these runs"):
+    """The rules fixed before the 2026-12-05 warm-start runs (docs/device-rules.md, 2026-12-05,
+    "The warm start on the one-layer decode compile"):
     verify's compile (+ load) is <= 1.25x plain's in each run of the warm-start setup and by
     the pooled median, and the warm start stays the default because verify compiled faster
     than verify-cold-start in at least 3 of the 4 pairs of the first run
@@ -467,8 +470,8 @@ def test_on_the_h200_one_layer_decode_the_warm_start_meets_the_compile_target():
     older = REPO / "reports/2026-12-05-decode-compile-test-prefill-steady-state/call1/d/decode1"
     if not all(f.exists() for f in (*files, older)):
         pytest.skip("the H200 reports are not in this checkout")
-    runs, _ = e2e_pool.load_runs([*files, older])
-    setups = e2e_pool.pool(runs)
+    runs, _ = load_runs([*files, older])
+    setups = pool(runs)
     assert sorted(st["setup"]["settings"]["warm_start"] for st in setups) == [False, True]
     (s,) = [st for st in setups if st["setup"]["settings"]["warm_start"]]
     pooled = {c["comparison"]: c for c in s["comparisons"]}
@@ -533,8 +536,8 @@ EXPERIMENTS = {
 def test_each_experiment_pools_with_its_own_comparisons(tmp_path, variant):
     runs_given, ratios, detail = EXPERIMENTS[variant]
     a = _write(tmp_path / "a", [_run(*r) for r in runs_given])
-    runs, _ = e2e_pool.load_runs([a])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([a])
+    (s,) = pool(runs)
     got = {c["comparison"]: c["ratio"] for c in s["comparisons"]}
     for comparison, ratio in ratios.items():
         assert got[comparison] == pytest.approx(ratio), comparison
@@ -597,15 +600,15 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
             ),
         ],
     )
-    runs, _ = e2e_pool.load_runs([a])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([a])
+    (s,) = pool(runs)
     verify = next(v for v in s["variants"] if v["variant"] == "kselect-verify")
     assert verify["device_state"]["before_steps"]["sm_clock_mhz"] == 1770
     assert verify["device_state"]["after_replays"]["power_mw"] == 510e3
     default = next(v for v in s["variants"] if v["variant"] == "default")
     assert default["device_state"]["after_replays"]["power_mw"] == 600e3  # the one that had it
     assert default["graph_gap_ms"] == pytest.approx(1.9)  # median of 1.8, 2.0
-    text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
+    text = render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
     assert verify["device_state"]["during_replays"] == {
         "sm_clock_mhz": 1485,
         "temperature_c": 55,
@@ -620,22 +623,20 @@ def test_the_gpu_state_and_the_replay_gap_are_pooled_per_variant(tmp_path):
         [run("kselect-verify", 47.6, 45.6, 22.0, 1785, 37, 520e3, during={"sm_clock_mhz": 1485, "power_mw": 690e3})],
         warmup_s=10.0,
     )
-    runs, _ = e2e_pool.load_runs([warm])
+    runs, _ = load_runs([warm])
     runs[0]["device_state"]["after_warmup"] = {"sm_clock_mhz": 1500, "temperature_c": 58}
-    (ws,) = e2e_pool.pool(runs)
-    wtext = e2e_pool.render({"command": "c", "sources": [str(warm)], "skipped": [], "setups": [ws]})
+    (ws,) = pool(runs)
+    wtext = render({"command": "c", "sources": [str(warm)], "skipped": [], "setups": [ws]})
     assert "SM MHz, before / warm / during / after" in wtext
     assert "| kselect-verify | 47.600 | 2.000 | 22.00 | 1785 / 1500 / 1485 / 1785 | 37 / 58 / 37 |" in wtext
     # entry-to-exit joules only (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode) are off by up to a counter step:
     # no energy per step from them
     older = {"during_replays": {"sm_clock_mhz": 1500, "energy_j": 600.0, "energy_mj_per_step": 30000.0}}
-    assert e2e_pool.device_state_medians([{"device_state": older}]) == {"during_replays": {"sm_clock_mhz": 1500}}
+    assert device_state_medians([{"device_state": older}]) == {"during_replays": {"sm_clock_mhz": 1500}}
     b = _write(tmp_path / "b", [_run("plain", 3.0, 1.0)])
-    runs, _ = e2e_pool.load_runs([b])
-    (s,) = e2e_pool.pool(runs)
-    assert "what may move it" not in e2e_pool.render(
-        {"command": "c", "sources": [str(b)], "skipped": [], "setups": [s]}
-    )
+    runs, _ = load_runs([b])
+    (s,) = pool(runs)
+    assert "what may move it" not in render({"command": "c", "sources": [str(b)], "skipped": [], "setups": [s]})
 
 
 def test_replay_kernel_sequences_show_where_a_gap_sits_around_the_swapped_gemm(tmp_path):
@@ -668,14 +669,14 @@ def test_replay_kernel_sequences_show_where_a_gap_sits_around_the_swapped_gemm(t
             other,
         ],
     )
-    runs, _ = e2e_pool.load_runs([a])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([a])
+    (s,) = pool(runs)
     (gap,) = s["sequence_gaps"]  # no DEFAULT in this run: one pair
     assert (gap["variant"], gap["baseline"], gap["processes"]) == ("kselect-verify", "kselect-predict", [2, 2])
     assert gap["first_swap"] == 2 and gap["swap_us"] == pytest.approx(24.2 - 25.1)
     assert gap["after_swap_us"] == pytest.approx(11.0 - 7.5) and gap["before_swap_us"] == 0
     assert gap["gpu_step_diff_us"] == pytest.approx(350.0)  # medians over all processes: 48.3 - 47.95 ms
-    text = e2e_pool.render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
+    text = render({"command": "c", "sources": [str(a)], "skipped": [], "setups": [s]})
     assert (
         "| kselect-verify vs kselect-predict | 2 vs 2 | 4 | +350.0 | +2.6 | +0.0 | -0.9 (1 vs 1 kernels) | +3.5 "
         "| #3 triton_red_next +3.5"
@@ -683,17 +684,17 @@ def test_replay_kernel_sequences_show_where_a_gap_sits_around_the_swapped_gemm(t
     longer = run("default", 48.0, "triton_tem_head", 24.0, 7.0)
     longer["graph_kernel_time"]["sequence"].insert(0, ["triton_poi_extra", 3.0])
     c = _write(tmp_path / "c", [run("kselect-verify", 48.3, "triton_tem_head", 24.0, 12.0), longer])
-    runs, _ = e2e_pool.load_runs([c])
-    (s,) = e2e_pool.pool(runs)
+    runs, _ = load_runs([c])
+    (s,) = pool(runs)
     (gap,) = s["sequence_gaps"]  # another kernel count: lined up from both ends
     assert gap["positions"] == [4, 5] and gap["swap_kernels"] == [0, 1] and gap["total_us"] == pytest.approx(2.0)
     assert (
         "| kselect-verify vs default | 1 vs 1 | 4 vs 5 | +300.0 | +2.0 | +0.0 | -3.0 (0 vs 1 kernels) | +5.0 |"
-        in e2e_pool.render({"command": "c", "sources": [str(c)], "skipped": [], "setups": [s]})
+        in render({"command": "c", "sources": [str(c)], "skipped": [], "setups": [s]})
     )
     b = _write(tmp_path / "b", [_run("kselect-verify", 3.0, 1.0), _run("kselect-predict", 3.0, 1.0)])
-    runs, _ = e2e_pool.load_runs([b])
-    (s,) = e2e_pool.pool(runs)
-    assert s["sequence_gaps"] == [] and "position by position" not in e2e_pool.render(
+    runs, _ = load_runs([b])
+    (s,) = pool(runs)
+    assert s["sequence_gaps"] == [] and "position by position" not in render(
         {"command": "c", "sources": [str(b)], "skipped": [], "setups": [s]}
     )

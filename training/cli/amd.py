@@ -16,7 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-from kselect.training.amd import winner as aw
+from kselect.training.amd import classifier
+from kselect.training.amd.confusion_plot import plot_confusion
+from kselect.training.amd.evaluation import NESTED_GRID, Evaluation, evaluate_in_sample, leave_one_table_out
+from kselect.training.amd.label_noise import label_noise_summary
+from kselect.training.amd.recipe import Recipe
+from kselect.training.amd.tables import file_sha256, load_tables, table_files
 
 IN_SAMPLE_SCOPE = (
     "the given model scored on every row of --tables (in-sample if these "
@@ -87,7 +92,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="also run leave-one-table-out with the recipe and hyper-parameters "
         "chosen per held-out table by grouped CV over the other tables "
-        "(amd_winner.NESTED_GRID; a few minutes)",
+        "(NESTED_GRID of training/amd/evaluation.py; a few minutes)",
     )
     ev.add_argument("--inner-folds", type=int, default=3, help="grouped-by-table inner folds of --nested (default 3)")
     ev.set_defaults(func=_evaluate)
@@ -98,8 +103,8 @@ def _train(args) -> int:
     if args.near_tie_tolerance < 0:
         raise ValueError(f"--near-tie-tolerance must be >= 0, got {args.near_tie_tolerance}")
     started = time.perf_counter()
-    frame = aw.load_tables(args.tables, measured_only=not args.keep_untimed)
-    recipe = aw.Recipe(None if args.no_near_ties else args.near_tie_tolerance, not args.no_balance_tables)
+    frame = load_tables(args.tables, measured_only=not args.keep_untimed)
+    recipe = Recipe(None if args.no_near_ties else args.near_tie_tolerance, not args.no_balance_tables)
     params = {
         "n_estimators": args.n_estimators,
         "max_depth": args.max_depth,
@@ -107,10 +112,10 @@ def _train(args) -> int:
         "colsample_bytree": args.colsample_bytree,
         "reg_lambda": args.reg_lambda,
     }
-    model = aw.train(frame, recipe, **params)
+    model = classifier.train(frame, recipe, **params)
     tables = [
-        {"name": p.name, "sha256": aw.file_sha256(p), "rows_used": int((frame["table"] == p.name).sum())}
-        for p in aw.table_files(args.tables)
+        {"name": p.name, "sha256": file_sha256(p), "rows_used": int((frame["table"] == p.name).sum())}
+        for p in table_files(args.tables)
     ]
     extra = {
         "recipe": recipe.to_dict(),
@@ -131,7 +136,7 @@ def _brief(result: dict) -> dict:
     return {k: result[k] for k in ("n", "accuracy", "top2", "within_tolerance") if k in result}
 
 
-def _section(evaluation: aw.Evaluation, scope: str) -> dict:
+def _section(evaluation: Evaluation, scope: str) -> dict:
     out = {"scope": scope, **evaluation.model}
     out["baselines"] = {name: m["accuracy"] for name, m in evaluation.baselines.items()}
     out["baselines_detail"] = {name: _brief(m) for name, m in evaluation.baselines.items()}
@@ -147,8 +152,8 @@ def _evaluate(args) -> int:
         raise ValueError(f"--tolerance must be >= 0, got {args.tolerance}")
     if args.inner_folds < 2:
         raise ValueError(f"--inner-folds must be >= 2, got {args.inner_folds}")
-    model = aw.BackendWinnerClassifier.load(args.model)
-    frame = aw.load_tables(args.tables, measured_only=not args.keep_untimed)
+    model = classifier.BackendWinnerClassifier.load(args.model)
+    frame = load_tables(args.tables, measured_only=not args.keep_untimed)
     report = {
         "model": str(args.model),
         "tables_dir": str(args.tables),
@@ -156,23 +161,23 @@ def _evaluate(args) -> int:
         "tolerance": args.tolerance,
         "measured_only": not args.keep_untimed,
     }
-    report.update(_section(aw.evaluate_in_sample(model, frame, args.tolerance), IN_SAMPLE_SCOPE))
+    report.update(_section(evaluate_in_sample(model, frame, args.tolerance), IN_SAMPLE_SCOPE))
     held = None
     if frame["table"].nunique() > 1 and not args.no_loto:
         meta = model.meta_
-        recipe = aw.Recipe(**meta.get("recipe", {}))
+        recipe = Recipe(**meta.get("recipe", {}))
         params = {k: v for k, v in meta["params"].items()}
-        held = aw.leave_one_table_out(frame, recipe, params, args.tolerance)
+        held = leave_one_table_out(frame, recipe, params, args.tolerance)
         report["leave_one_table_out"] = _section(held, LOTO_SCOPE)
         if args.nested:
-            nested = aw.leave_one_table_out(
-                frame, recipe, params, args.tolerance, candidates=aw.NESTED_GRID, inner_folds=args.inner_folds
+            nested = leave_one_table_out(
+                frame, recipe, params, args.tolerance, candidates=NESTED_GRID, inner_folds=args.inner_folds
             )
             report["leave_one_table_out_nested"] = _section(nested, NESTED_SCOPE)
-    report["label_noise"] = aw.label_noise_summary(frame, args.tolerance)
+    report["label_noise"] = label_noise_summary(frame, args.tolerance)
     if args.plot is not None:
         source = held.model if held is not None else report
-        aw.plot_confusion(source, args.plot, "held-out (leave one table out)" if held is not None else "in-sample")
+        plot_confusion(source, args.plot, "held-out (leave one table out)" if held is not None else "in-sample")
     if args.json:
         print(json.dumps(report, sort_keys=False))
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kselect.training.cli.main import add_subcommands
 
-BENCHES = {
+VERBS = {
     "gemm": ("kselect.training.cli.bench_gemm", "stock DEFAULT/EXHAUSTIVE vs kselect verify/predict, per GEMM"),
     "e2e": ("kselect.training.cli.bench_e2e", "Llama-style training step, prefill and decode under each variant"),
     "gemm-pool": (
@@ -25,6 +25,7 @@ BENCHES = {
 }
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, argv: list[str] | None = None) -> None:
+    """`bench` and its benches; with argv only the bench it names is built (main.add_subcommands)."""
     p = sub.add_parser("bench", help="stock max-autotune vs kselect: tuning time and kernel speed")
-    add_subcommands(p.add_subparsers(dest="bench", metavar="BENCH"), BENCHES, verb="kselect bench")
+    add_subcommands(p.add_subparsers(dest="bench", metavar="BENCH"), VERBS, argv, verb="kselect bench")

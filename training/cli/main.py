@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import sys
 
@@ -49,16 +50,10 @@ SUBCOMMANDS = {
 }
 
 
-def _available_subcommands() -> dict[str, tuple[str, str]]:
-    """Subcommands whose module is importable in this install (all, in a full checkout)."""
-    found = {}
-    for name, (module, help_text) in SUBCOMMANDS.items():
-        if importlib.util.find_spec(module) is not None:
-            found[name] = (module, help_text)
-    return found
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The `kselect` parser. With `argv` (what main runs) only the verb it names is built
+    from its module; every other verb is listed by name and help alone, so `--help` works on
+    an install without the training extra. With None every verb's module builds its parser."""
     parser = argparse.ArgumentParser(
         prog="kselect", description="Learned cost-model guided GEMM kernel selection for TorchInductor."
     )
@@ -70,29 +65,36 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="no progress on stderr (bars with an ETA, progress lines); results still print",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    wanted = next((a for a in (argv or []) if a in _available_subcommands()), None)
-    add_subcommands(sub, SUBCOMMANDS, wanted)
+    add_subcommands(sub, SUBCOMMANDS, argv)
     return parser
 
 
-def add_subcommands(sub, table: dict[str, tuple[str, str]], wanted: str | None = None, verb: str = "kselect") -> None:
+def add_subcommands(sub, table: dict[str, tuple[str, str]], argv: list[str] | None, verb: str = "kselect") -> None:
     """Register under `sub` each entry of `table` (name -> (module, help)) whose module this
-    install has: the `wanted` one (every one, when None) through its module's add_parser, the
-    others by name and help only, so --help lists them without importing their modules."""
+    install has. The verb `argv` names (its first word that is a name in `table`; every verb
+    when argv is None) comes from its module's add_parser, the others by name and help only,
+    without importing their modules. A module that holds a group of verbs (`VERBS`, as
+    bench.py) gets argv too, to build only the verb run. A verb whose module needs a missing
+    training dependency raises MissingExtra, naming the extra."""
+    wanted = None if argv is None else next((a for a in argv if a in table), None)
     for name, (module, help_text) in table.items():
         if importlib.util.find_spec(module) is None:
             continue
-        if wanted is None or name == wanted:
-            try:
-                importlib.import_module(module).add_parser(sub)
-            except ModuleNotFoundError as exc:
-                if exc.name not in TRAINING_DEPENDENCIES:
-                    raise
-                raise MissingExtra(
-                    f"`{verb} {name}` needs {exc.name}, from the training extra: pip install 'kselect[train]'"
-                ) from None
-        else:
+        if argv is not None and name != wanted:
             sub.add_parser(name, help=help_text)
+            continue
+        try:
+            verb_module = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name not in TRAINING_DEPENDENCIES:
+                raise
+            raise MissingExtra(
+                f"`{verb} {name}` needs the train extra ({exc.name} is not installed): pip install 'kselect[train]'"
+            ) from None
+        if hasattr(verb_module, "VERBS"):
+            verb_module.add_parser(sub, argv)
+        else:
+            verb_module.add_parser(sub)
 
 
 # Modules of the [train] extra: without them only the runtime plug-in works.

@@ -148,7 +148,7 @@ def model_card(meta: dict) -> str:
 What it predicts: the CPU milliseconds one compile of a Triton GEMM template takes (Triton's
 front end, MLIR and LLVM in the compiling thread, plus ptxas), from the template's config
 alone (selector/model/compile_cost.py, features {", ".join(COMPILE_FEATURES)}). Verify uses it to
-price a template before keeping it (docs/selector.md, "What a kept template costs to compile").
+price a template before keeping it (docs/selector-design.md, "What a kept template costs to compile").
 
 - Data: {meta["rows"]} distinct compiles of our own kernels (kernels/triton/kernels.py) for
   {meta["arch"]}, Triton {", ".join(meta["triton"])}, on {", ".join(meta["host"])}; dataset hash
