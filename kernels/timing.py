@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -53,19 +54,29 @@ def _quantiles(xs: Sequence[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(s), q[-1]
 
 
-def warm_gpu(ms: float = 200.0, until: Callable[[], bool] | None = None) -> None:
+def warm_gpu(ms: float = 200.0, until: Callable[[], bool] | None = None, duty: float = 1.0) -> None:
     """Run matrix work for ~`ms` so clocks leave their idle state before timing; with `until`,
-    also for as long as it returns False (keep the GPU busy while kernels compile)."""
+    also for as long as it returns False (keep the GPU busy while kernels compile).
+
+    `duty` < 1 idles the GPU for that share of each ~2 ms slice: clocks stay up without the
+    sustained full-power load that trips the card's software power cap (an H100 then runs at
+    ~1605 instead of 1980 MHz, and whatever is timed next reads slow:
+    reports/2026-12-06-verify-aten-reading)."""
     import time
 
     import torch
 
+    if not 0 < duty <= 1:
+        raise ValueError(f"warm_gpu duty must be in (0, 1], got {duty}")
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     end = time.perf_counter() + ms / 1000
     while time.perf_counter() < end or (until is not None and not until()):
-        for _ in range(10):
+        t0 = time.perf_counter()
+        for _ in range(10 if duty >= 1 else 1):
             x @ x
         torch.cuda.synchronize()
+        if duty < 1:
+            time.sleep((time.perf_counter() - t0) * (1 - duty) / duty)
 
 
 class _HostTimer:
@@ -223,13 +234,16 @@ def time_interleaved(
     target_ms: float = DEFAULT_TARGET_MS,
     device: str = "cuda",
     stream=None,
+    idle_ratio: float = 0.0,
 ) -> Rounds:
     """Read several kernels (one runner list each) in `rounds` interleaved rounds.
 
     Each kernel is captured once; round r replays every capture `replays` times, forwards in
     even rounds and backwards in odd ones, so clock drift and the GPU's state after the
     previous kernel fall on every kernel alike. Comparing two kernels round by round (a
-    paired ratio) cancels what changed between rounds."""
+    paired ratio) cancels what changed between rounds. `idle_ratio` > 0 idles the GPU after each
+    read for that multiple of the read's own time, so back-to-back reads of large GEMMs do not
+    hold the card at its power cap."""
     if rounds < 1 or replays < 1:
         raise ValueError(f"time_interleaved needs rounds >= 1 and replays >= 1, got {rounds}, {replays}")
     timers = [_timer(rs, target_ms, device, True, stream) for rs in runner_sets]
@@ -237,6 +251,9 @@ def time_interleaved(
     for r in range(rounds):
         order = range(len(timers)) if r % 2 == 0 else reversed(range(len(timers)))
         for k in order:
+            t0 = time.perf_counter()
             ms[k].append(statistics.median(timers[k].read(replays)))
+            if idle_ratio > 0:
+                time.sleep((time.perf_counter() - t0) * idle_ratio)
     method = timers[0].method if timers else ""
     return Rounds(ms=ms, method=method, reps=rounds * replays)
