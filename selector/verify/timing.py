@@ -38,6 +38,14 @@ MAX_SETS = 8
 # in median than its neighbours, up to 15 % (skinny GEMMs with N or K = 128256), against the collector,
 # which warms the GPU once and then keeps it busy.
 WARM_MS = 100.0
+# ...but not at full power: 100 ms of back-to-back 4096^2 GEMMs put the H100 at its software
+# power cap (SM clock ~1605 of 1980 MHz), and verify then read cuBLAS 3-15 % slower than the
+# compiled function runs it, templates less so, which tipped near-ties to templates
+# (reports/2026-12-06-verify-aten-reading). The warm-up idles 70 % of each slice instead, and
+# the GPU idles after each read for as long as the read took, so reads of large GEMMs in a row
+# do not hold the card at the cap either.
+WARM_DUTY = 0.3
+IDLE_RATIO = 1.0
 # Interleaved rounds over the kept set: each round reads every kept choice once (alternating
 # order), so drift between rounds falls on ATen and the templates alike.
 ROUNDS = 3
@@ -306,7 +314,7 @@ def _measure(
                 if not waited and not is_extern(c):
                     lap("reference")
                     if cuda and warm_while_compiling:  # else the GPU idles and its clocks drop
-                        warm_gpu(WARM_MS, until=compiles.done)
+                        warm_gpu(WARM_MS, until=compiles.done, duty=WARM_DUTY)
                     dropped.update(compiles.wait())
                     waited = True
                     lap("compile_wait")  # the GPU warm-up included
@@ -371,7 +379,7 @@ def _judge_and_time(
     ms = [math.inf] * len(choices)
     method, stats, rounds = "", {}, {}
     if device_type == "cuda" and runners and not warmed:
-        warm_gpu(WARM_MS)
+        warm_gpu(WARM_MS, duty=WARM_DUTY)
     timed = list(runners)
     if timed:
         per_round = max(1, math.ceil(replays / ROUNDS))
@@ -382,6 +390,7 @@ def _judge_and_time(
             target_ms=target_ms,
             device=device_type,
             stream=stream,
+            idle_ratio=IDLE_RATIO if device_type == "cuda" else 0.0,
         )
         method = got.method
         for k, i in enumerate(timed):
