@@ -69,3 +69,6 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     assert ran.returncode == 2, ran
     assert "`kselect dataset` needs the train extra" in ran.stderr, ran.stderr
     assert "pip install 'kselect[train]'" in ran.stderr, ran.stderr
+    # the doctor is a runtime verb: it reports on a runtime-only install
+    doctor = _run([kselect, "doctor"], cwd=tmp_path, env=env)
+    assert "torch:" in doctor and "decides:" in doctor, doctor
