@@ -26,6 +26,8 @@ import contextlib
 import json
 import os
 import platform
+import signal
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -62,10 +64,11 @@ def require_ray():
 def connected(ray, address: str):
     """Inside: connected to the Ray cluster at `address` ("auto": the one this machine belongs
     to; "local": a new one on this machine). A connection the caller already made is used as
-    it is and left open."""
+    it is and left open; one made here is closed, and this process's SIGTERM handler restored."""
     if ray.is_initialized():
         yield
         return
+    on_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it for good
     try:
         ray.init(address=address, log_to_driver=True)
     except ConnectionError as exc:
@@ -77,6 +80,8 @@ def connected(ray, address: str):
         yield
     finally:
         ray.shutdown()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def shard_count(ray, device: str, shards: int) -> int:

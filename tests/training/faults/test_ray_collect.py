@@ -77,6 +77,7 @@ def test_a_worker_node_killed_mid_run_loses_and_duplicates_no_row(tmp_path):
 
     from kselect.training.measure.ray_fanout import collect_on_ray
 
+    on_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it, for good
     cluster = Cluster(
         initialize_head=True,
         connect=True,
@@ -139,6 +140,7 @@ def test_a_worker_node_killed_mid_run_loses_and_duplicates_no_row(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
+        signal.signal(signal.SIGTERM, on_sigterm)
 
     # raw part files as the last task left them, before the driver's compaction
     raw = at_end["rows"]
