@@ -12,7 +12,14 @@ import pytest
 from kselect.kernels import Problem
 from kselect.training.cli.main import main
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import CollectError, collect, parse_shard, parse_space, shard_problems
+from kselect.training.measure.collect import (
+    CollectError,
+    child_visible_device,
+    collect,
+    parse_shard,
+    parse_space,
+    shard_problems,
+)
 
 SHAPES = [
     Problem(m, n, k, "fp32")
@@ -116,6 +123,15 @@ def test_shards_partition_the_problems():
     keys = [p.key for part in parts for p in part]
     assert sorted(keys) == sorted(p.key for p in SHAPES) and len(set(keys)) == len(SHAPES)
     assert parts == [shard_problems(list(reversed(SHAPES)), (i, 3)) for i in range(3)]
+
+
+def test_a_worker_gets_the_card_its_index_names_among_the_visible_ones():
+    # Slurm, Ray and Kubernetes narrow CUDA_VISIBLE_DEVICES: index 1 is the second card listed
+    assert child_visible_device(1, "4,6") == "6"
+    assert child_visible_device(0, "GPU-5e0c, GPU-77aa") == "GPU-5e0c"
+    assert child_visible_device(2, None) == "2"  # nothing narrowed: the index is the card
+    with pytest.raises(CollectError, match="GPU 1 is not visible"):
+        child_visible_device(1, "3")
 
 
 @pytest.mark.parametrize("spec", ["3/3", "a/b", "1", "-1/2"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from kselect.training.cli.flags import add_shape_args, shapes_from_args
+from kselect.training.cli.flags import add_ray_args, add_shape_args, ray_collector, shapes_from_args
+from kselect.training.cli.output import Console
 
 
 def add_parser(sub) -> None:
@@ -28,30 +29,34 @@ def add_parser(sub) -> None:
         help="cpu: measure CPU backends with host timing (tests, debugging)",
     )
     p.add_argument("--target-ms", type=float, default=0.25, help="GPU time per timed graph replay")
+    add_ray_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from kselect.kernels.backend import parse_backends
-    from kselect.training.measure.collect import collect, parse_shard, parse_space
+    from kselect.training.measure.collect import CollectError, collect, parse_shard, parse_space
 
     parse_shard(args.shard)
     parse_space(args.space)
     backends = [b.name for b in parse_backends(args.backends)]
+    on_ray = ray_collector(args, compact=True, log=Console.of(args).log)
+    if on_ray is not None and (args.shard != "0/1" or args.gpus):
+        raise CollectError("--ray splits the shapes over the cluster's GPUs itself: drop --shard and --gpus")
     problems, tags = shapes_from_args(args)
-    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
-    result = collect(
-        problems,
-        args.out,
+    common = dict(
         backends=backends,
         space=args.space,
-        shard=args.shard,
         max_minutes=args.max_minutes,
-        gpus=gpus,
         workloads=tags,
         target_ms=args.target_ms,
         device=args.device,
     )
+    if on_ray is not None:
+        result = on_ray(problems, args.out, **common)
+    else:
+        gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
+        result = collect(problems, args.out, shard=args.shard, gpus=gpus, **common)
     print(json.dumps(result))
     if not result["ok"]:
         print(failure_summary(result), file=sys.stderr)
@@ -67,6 +72,8 @@ def failure_summary(result: dict) -> str:
             f"  {len(result['shapes_failed'])} shape(s) failed before their first candidate "
             f"(recorded, skipped on rerun): {', '.join(result['shapes_failed'][:10])}"
         )
+    for shard, why in result.get("shards_failed", {}).items():
+        lines.append(f"  Ray gave shard {shard} up ({why}); rerun the same command to resume it")
     if result["shapes_lost"]:
         lines.append(
             f"  {len(result['shapes_lost'])} shape(s) not measured: the worker kept dying "

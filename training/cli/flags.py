@@ -1,5 +1,6 @@
-"""Flag groups several verbs share: which shapes (`shapes`, `collect`, `bench gemm`) and
-kselect's policy (`bench gemm`, `bench e2e`)."""
+"""Flag groups several verbs share: which shapes (`shapes`, `collect`, `bench gemm`),
+collection over a Ray cluster (`collect`, `retrain`) and kselect's policy (`bench gemm`,
+`bench e2e`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,38 @@ def shapes_from_args(args) -> tuple[list, dict]:
         dtype=args.dtype,
         max_gflop=args.max_gflop,
     )
+
+
+def add_ray_args(p) -> None:
+    """Collection over a Ray cluster, one task per GPU (training/measure/ray_fanout.py)."""
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="spread the shards over a Ray cluster's GPUs, one task each (ADDRESS: auto, the "
+        "default, for the cluster this machine belongs to; local; or host:port); --out must be "
+        "a directory every node shares. Needs the ray extra",
+    )
+    p.add_argument(
+        "--ray-shards",
+        type=int,
+        default=0,
+        help="Ray tasks, one shard each (default: one per GPU of the cluster; per CPU with --device cpu)",
+    )
+
+
+def ray_collector(args, compact: bool, log):
+    """collect()'s stand-in that add_ray_args' flags ask for (progress lines to `log`), or None
+    without --ray; fails at once when Ray is not installed."""
+    if args.ray is None:
+        return None
+    import functools
+
+    from kselect.training.measure.ray_fanout import collect_on_ray, require_ray
+
+    require_ray()
+    return functools.partial(collect_on_ray, address=args.ray, shards=args.ray_shards, compact=compact, log=log)
 
 
 def _flag_type(kind):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from kselect.training.cli.flags import add_ray_args, ray_collector
 from kselect.training.cli.output import Console
 from kselect.training.learn.retrain import RetrainPlan, run
 
@@ -19,6 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds of the evaluation")
     p.add_argument("--cv-folds", type=int, default=5, help="training's folds for objective and hyper-parameters")
     p.add_argument("--name", default="model", help="model file name inside --out (name.json, .meta.json, .md)")
+    add_ray_args(p)
     p.set_defaults(func=main)
 
 
@@ -35,6 +37,8 @@ def main(args) -> int:
         name=args.name,
     )
     console = Console.of(args)
-    state = run(plan, log=console.log, progress=console.progress)
+    # on Ray the collection stages leave compaction to the pipeline's own stage
+    on_ray = ray_collector(args, compact=False, log=console.log)
+    state = run(plan, log=console.log, progress=console.progress, collect_fn=on_ray)
     print(json.dumps(state["done"], sort_keys=True))
     return 0

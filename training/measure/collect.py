@@ -493,6 +493,19 @@ def exit_reason(code: int) -> str:
     return f"exit code {code}"
 
 
+def child_visible_device(gpu: int, visible: str | None) -> str:
+    """CUDA_VISIBLE_DEVICES for a worker on this process's GPU `gpu`. GPU indices count the
+    devices this process sees, so where the scheduler has already narrowed them (Slurm, Ray and
+    Kubernetes set CUDA_VISIBLE_DEVICES) index `gpu` names the entry of that list, not the card
+    with that number."""
+    if visible is None:
+        return str(gpu)
+    ids = [v.strip() for v in visible.split(",") if v.strip()]
+    if not 0 <= gpu < len(ids):
+        raise CollectError(f"GPU {gpu} is not visible to this process (CUDA_VISIBLE_DEVICES={visible!r})")
+    return ids[gpu]
+
+
 @dataclass
 class SupervisedRun:
     """How one supervised worker ended: its crash count, and whether it ran to its end
@@ -521,7 +534,7 @@ def run_supervised(
     crash-safe worker: collection and re-timing."""
     env = dict(env)
     if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        env["CUDA_VISIBLE_DEVICES"] = child_visible_device(gpu, env.get("CUDA_VISIBLE_DEVICES"))
     path = plan_path(plan)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(plan)))
@@ -638,11 +651,18 @@ def collect(
     workloads: dict | None = None,
     target_ms: float = 0.25,
     device: str = "cuda",
+    deadline: float = 0.0,
+    precompile_workers: int = 0,
+    lock_wait_s: float = 0.0,
 ) -> dict:
     """Measure `problems` (this shard of them) into dataset directory `out`.
 
     device="cpu" measures CPU backends (ATen/MKL) with host timing in one worker: for
     tests and for debugging the pipeline on a machine without a GPU.
+    Fleet runs (training/measure/ray_fanout.py) run one collection per shard and pass what they
+    share: `deadline` (unix time; wins over `max_minutes`), `precompile_workers` per GPU (0:
+    this machine's CPUs over the GPUs this collection uses) and `lock_wait_s`, how long to wait
+    for the shard's lock held by a collection of the same shard that is still ending.
     """
     import torch
 
@@ -669,7 +689,8 @@ def collect(
     fp = collect_fingerprint(gpus[0] or 0)
     ds = DatasetDir(Path(out))
     ds.write_fingerprint(fp)
-    deadline = time.time() + 60 * max_minutes if max_minutes else 0.0
+    if not deadline and max_minutes:
+        deadline = time.time() + 60 * max_minutes
     plans = [
         CollectPlan(
             out=str(out),
@@ -683,12 +704,12 @@ def collect(
             fingerprint_id=fp["fingerprint_id"],
             target_ms=target_ms,
             device=device,
-            precompile_workers=max(1, (os.cpu_count() or 2) // len(gpus) - 1),
+            precompile_workers=precompile_workers or max(1, (os.cpu_count() or 2) // len(gpus) - 1),
         )
         for w, g in enumerate(gpus)
     ]
     t0 = time.time()
-    with collector_lock(out, parse_shard(shard)), workers_die_with_this_process():
+    with collector_lock(out, parse_shard(shard), wait_s=lock_wait_s), workers_die_with_this_process():
         runs = supervise_all(plans, gpus, supervise)
     timed_out = bool(deadline) and time.time() > deadline
     # A worker that ran to its end measured every shape of its plan, unless the deadline stopped it.

@@ -163,6 +163,24 @@ def test_shards_of_one_split_share_a_directory_others_are_refused(tmp_path):
         pass
 
 
+def test_a_shard_may_wait_for_its_lock_while_the_attempt_it_replaces_ends(tmp_path):
+    from kselect.training.data.dataset_lock import DatasetLockedError, collector_lock
+
+    hold = _HOLD.replace("time.sleep(60)", "time.sleep(1.5)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(DatasetLockedError):  # no waiting: refused at once
+            with collector_lock(tmp_path, (0, 2)):
+                pass
+        t0 = time.time()
+        with collector_lock(tmp_path, (0, 2), wait_s=30):  # taken once the holder is gone
+            assert holder.poll() is not None and time.time() - t0 < 20
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_duplicate_rows_resolve_to_the_ok_row_then_the_newest(tmp_path):
     ds = DatasetDir(tmp_path)
     p = Problem(8, 8, 8, "fp32")
