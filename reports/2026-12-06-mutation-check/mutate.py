@@ -57,7 +57,7 @@ MUTATIONS = [
         "selector/decide/policy.py",
         "            self.model.check_device(self.fingerprint)\n",
         "            pass\n",
-        ("tests/selector/test_selector_cpu.py::test_a_named_model_for_another_gpu_is_refused_and_its_own_gpu_ranks",),
+        ("tests/selector/test_selector_cpu.py::test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks",),
         "cpu",
         "CostModelRanker.check skips check_device",
     ),

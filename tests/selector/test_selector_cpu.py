@@ -339,15 +339,17 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     assert e.value.cause == "dtype-fp32"
 
 
-def test_a_named_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
-    """KSELECT_MODEL naming the H200 model: on an A100 (another GPU, another architecture) the
-    ranker is refused with the device named -- that GEMM goes to stock -- and on the H200 it ranks.
-    A named model is loaded without a device (the selector checks each GPU as it meets it).
+def test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
+    """The H200 model's ranker on an A100 (another GPU, another architecture) is refused with
+    the device named -- that GEMM goes to stock -- and on the H200 it ranks: CostModelRanker.check
+    itself, and the selector given the loaded model (`enable(model=CostModel)`), which checks each
+    GPU as it meets it.
 
     Fails on the mutation: `check_device` skipped in CostModelRanker.check
     (selector/decide/policy.py): the H200 model would then rank the A100's GEMMs silently."""
     from kselect.models import shipped_model_path
     from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel
 
     h200 = _h200_fingerprint()
     a100 = {
@@ -357,13 +359,17 @@ def test_a_named_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
         "compute_capability": "8.0",
         "fingerprint_id": "a100",
     }
-    env = {"KSELECT_MODE": "predict", "KSELECT_MODEL": str(shipped_model_path("h200-bf16.json"))}
-    sel = ksi.enable_from_env(env)
+    model = CostModel.load(shipped_model_path("h200-bf16.json"))
+    with pytest.raises(RankerUnavailable) as e:
+        CostModelRanker(model, a100).check()
+    assert e.value.cause == "device", e.value
+    assert "A100" in str(e.value) and "H200" in str(e.value) and "stock" in str(e.value)
+    CostModelRanker(model, h200).check()
+    sel = ksi.enable("predict", model=model)
     try:
         with pytest.raises(RankerUnavailable) as e:
             sel.ranker_for(a100)
         assert e.value.cause == "device", e.value
-        assert "A100" in str(e.value) and "H200" in str(e.value) and "stock" in str(e.value)
         assert isinstance(sel.ranker_for(h200), CostModelRanker)
     finally:
         ksi.disable()
