@@ -73,6 +73,7 @@ class Selector:
             else None
         )
         self._compile_models: dict = {}
+        self._named_model = None  # the model file `model` names, once load_named_model read it
         self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
         self._decision_fields = config.decision_fields()  # in every decision's cache key
         self._rankers: dict = {}
@@ -139,6 +140,15 @@ class Selector:
             return self._compile_models[arch]
 
     # -- ranker per device ------------------------------------------------------------
+    def load_named_model(self) -> None:
+        """Read the model file the `model` setting names (nothing for the shipped model, a
+        loaded one or a `ranker`): its sidecar and trees by the one loader, never unpickled.
+        Raises ModelError naming the file and the problem; the device is checked per GPU."""
+        from kselect.selector.model.cost_model import CostModel
+
+        if self.ranker is None and self.model and not isinstance(self.model, CostModel):
+            self._named_model = CostModel.load(self.model)
+
     def ranker_for(self, fingerprint: dict):
         """The ranker for this device; raises RankerUnavailable (remembered) if there is none."""
         if self.ranker is not None:
@@ -162,7 +172,7 @@ class Selector:
             if isinstance(self.model, CostModel):
                 model = self.model
             elif self.model:
-                model = CostModel.load(self.model)
+                model = self._named_model or CostModel.load(self.model)
                 other_card = serve_named(model, fingerprint, self.model)  # the user's choice stands, with a warning
                 if other_card:
                     warn_once("model:other-card", other_card)
@@ -934,11 +944,14 @@ def enable(mode: str = "verify", **settings) -> Selector | None:
     """Install kselect for subsequent max-autotune compiles in this thread (mode="off": remove it).
 
     The keywords are config.SelectorSettings' fields, each checked before the active selector
-    is touched (SettingError naming a bad one). A GEMM kselect cannot rank goes back to the
-    user's own search space. The keywords:
+    is touched (SettingError naming a bad one); so is a model file `model` names (ModelError
+    naming the file). A GEMM kselect cannot rank goes back to the user's own search space.
+    The keywords:
     """
     config = SelectorSettings.from_keywords(mode=mode, **settings)
     sel = None if config.mode == "off" else Selector(**config.keywords())
+    if sel is not None:
+        sel.load_named_model()
     disable()
     reset_warnings()
     if sel is None:

@@ -1,4 +1,5 @@
-"""On the H200 (torch 2.11, Triton 3.6): kselect in max-autotune with the shipped bf16 model.
+"""On any CUDA card kselect serves a model for (tests/gpu_model.py; every sm_90 card once an
+sm_90 model serves it): kselect in max-autotune with that bf16 model (torch 2.11, Triton 3.6).
 
 One function holds the four GEMMs of the issue -- mm (x @ W^T, "nt"), addmm (a Linear with
 bias), bmm, and mm with A transposed (X^T @ dY, the weight-gradient GEMM, "tn") -- so the whole
@@ -9,7 +10,9 @@ time and decides nothing). What Inductor benchmarked is read from its own feedba
 tests/selector/test_selector_cpu.py), attributed to a GEMM by the problem key kselect reads from the
 same choices; what kselect decided is read from its log.
 
-The last test reports (as a GpuSelectorReport warning, shown in pytest's warnings summary) what
+A check that needs what this card or its model lacks (a kept set of more than one choice, a
+compile-cost model for its architecture) fails with a message; it never skips or passes with
+nothing checked. The last test reports (as a GpuSelectorReport warning, shown in pytest's warnings summary) what
 each stage did per GEMM: "templates" (the KTC hook, before codegen) and "choices" (the
 preprocessing hook, after codegen). KSELECT_GPU_REPORT=<file.json> also dumps every detail.
 """
@@ -30,6 +33,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from gpu_model import served_model  # noqa: E402
+
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
 from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
@@ -37,7 +42,7 @@ from kselect.selector.inductor import compat  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 K = 2  # verify mode's cap; with the ATen safety net at most K + 1 choices are benchmarked
 TOL = 2e-2  # relative Frobenius error vs an fp32 reference: bf16 rounding is ~4e-3
@@ -52,7 +57,7 @@ class Gemm:
     out: tuple  # ... and as "out" (the output shape)
 
 
-# In the order four_gemms returns them. Skinny-M shapes with large N x K: the shipped model
+# In the order four_gemms returns them. Skinny-M shapes with large N x K: the shipped H200 model
 # (Dec 2026) ranks a Triton config first for each (it ranks ATen first for most small and
 # square shapes), so predict builds one Triton template (or ATen, where that template leads ATen
 # by less than predict's aten_margin) and verify really benchmarks 2-3 choices. About 1.4 GB of bf16 operands; each GEMM runs in well under 0.1 ms on the H200.
@@ -209,21 +214,14 @@ class Harness:
         )
 
 
-def _skip_unless_the_shipped_model_is_for_this_gpu():
-    """The wrong GPU skips; any other model problem must fail the tests (as fallbacks), not hide."""
-    from kselect.models import shipped_model_path
-    from kselect.selector.model.cost_model import DeviceMismatchError, check_device
-
-    fp = compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
-    try:
-        check_device(json.loads(shipped_model_path("h200-bf16.meta.json").read_text()), fp)
-    except DeviceMismatchError as exc:
-        pytest.skip(f"the shipped model is not for this GPU: {exc}")
+@pytest.fixture(scope="module")
+def served():
+    """(fingerprint, model) kselect serves on this card; no model for it skips, with the reason."""
+    return served_model()
 
 
 @pytest.fixture(scope="module")
-def harness():
-    _skip_unless_the_shipped_model_is_for_this_gpu()
+def harness(served):
     bench, logs = Benchmarks(), LogLines()
     logger = logging.getLogger("kselect.selector")
     old_level = logger.level
@@ -353,13 +351,14 @@ def _known_candidate(c: Candidate) -> bool:
 
 # ---------------------------------------------------------------------------------------
 # predict: the model's top-1 only, nothing benchmarked
-def test_predict_uses_the_shipped_model_without_fallbacks(predict):
+def test_predict_uses_the_served_model_without_fallbacks(predict, served):
     assert predict.warnings == []
     assert predict.stats["fallbacks"] == 0 and predict.stats["cache_hits"] == 0
     assert predict.stats["decisions"] >= len(GEMMS)
-    ranker = predict.selector.ranker_for(compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device())))
+    fingerprint, model = served
+    ranker = predict.selector.ranker_for(fingerprint)
     assert isinstance(ranker, CostModelRanker)
-    assert ranker.model.metadata_.get("booster_file") == "h200-bf16.json"
+    assert ranker.model.metadata_.get("booster_file") == model.metadata_.get("booster_file")
 
 
 @pytest.mark.parametrize("name", list(GEMMS))
@@ -405,13 +404,17 @@ def test_verify_benchmarks_at_most_k_plus_aten(verify_first, operands, name):
 
 
 def test_verify_really_benchmarked(verify_first):
-    """The checks above are vacuous for a GEMM whose kept set was one choice (a clear ATen winner)."""
+    """The checks above are vacuous for a GEMM whose kept set was one choice (a clear ATen
+    winner), so at least one of the four must have had Inductor benchmark its kept set.
+
+    Fails on the mutation: verify keeping one choice, as predict does (`if mode == "predict":`
+    made always true in _choose_by_gap, selector/decide/policy.py)."""
     benchmarked = [g.key for g in GEMMS.values() if verify_first.benchmarked(g.key)]
-    if not benchmarked:
-        pytest.skip(
-            "verify kept one choice per GEMM (the model is sure of each): Inductor's benchmark of a "
-            "kept set and its caching were not exercised; pick shapes the model is less sure of"
-        )
+    assert benchmarked, (
+        "verify kept one choice per GEMM (or the model is sure of each): Inductor's benchmark of a kept "
+        "set and its caching were not exercised; pick shapes the model is less sure of\n"
+        + "\n".join(verify_first.describe(g.key) for g in GEMMS.values())
+    )
 
 
 def test_verify_stats_and_no_fallbacks(verify_first, verify_again):
@@ -550,7 +553,7 @@ def test_verify_began_the_warm_start_as_its_compile_started(verify_workers, harn
     assert cold.selector.warm_start is None and cold.warnings == []
 
 
-def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
+def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu(served):
     """The compile price is on for this GPU: its fingerprint finds the shipped sm_90 compile-cost
     model, and the shipped cost model's slow BK256 tile for lm_head at 16 sequences (two warps,
     three stages) is passed over at the default budget, as the selector decides (the model's
@@ -559,13 +562,12 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     from kselect.kernels.triton.space import triton_space
     from kselect.selector.decide.policy import choose_kept, nearest_candidates
 
-    _skip_unless_the_shipped_model_is_for_this_gpu()
-    fingerprint = compat.device_fingerprint(torch.device("cuda"))
+    fingerprint = served[0]
     problem = Problem(16, 128256, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
     sel = ksi.Selector("verify")
     price = sel.compile_price(fingerprint, problem, cands)
-    assert price is not None, fingerprint.get("compute_capability")
+    assert price is not None, f"no compile-cost model for sm {fingerprint.get('compute_capability')}"
     slow = next(i for i, c in enumerate(cands) if c.key == "triton:mm:BK256-BM16-BN64-G8-S3-W2")
     ranker = sel.ranker_for(fingerprint)
     scores = ranker.rank(problem, cands)
@@ -580,7 +582,7 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
         aten_gap=ranker.aten_gap_scores,
         nearest=nearest_candidates(ranker, "verify", problem, cands),
     )
-    assert slow not in kept and slow in price.passed, why
+    assert slow not in kept and slow in price.passed, (ranker.ident, why)
 
 
 def test_verify_measurement_leaves_no_memory_behind(verify_own):
@@ -593,8 +595,15 @@ def test_verify_measurement_leaves_no_memory_behind(verify_own):
 
 
 def test_verify_own_timing_was_exercised(verify_own):
-    if not verify_own.selector.measurements:
-        pytest.skip("every kept set was one choice: kselect's own verify timing was not exercised")
+    """The per-GEMM checks of kselect's own timing are vacuous where a kept set was one choice,
+    so at least one GEMM must have had a set of two or more timed, with a winner.
+
+    Fails on the same mutation as test_verify_really_benchmarked (verify keeping one choice)."""
+    timed = [m for m in verify_own.selector.measurements if len(m["ms"]) > 1]
+    assert timed, "every kept set was one choice: kselect's own verify timing was not exercised\n" + "\n".join(
+        verify_own.describe(g.key) for g in GEMMS.values()
+    )
+    assert all(m["winner"] in m["ms"] for m in timed), timed
 
 
 def test_verify_records_the_price_beside_the_measured_compiles(verify_own):

@@ -76,6 +76,112 @@ def test_enable_refuses_a_bad_keyword_and_changes_nothing(outer, kwargs, name):
         options.check_settings(**kwargs)
 
 
+def _shipped_pair(folder, name: str = "m"):
+    """A copy of the shipped H200 model as `folder/name.json` + its sidecar; returns both paths."""
+    import shutil
+
+    from kselect.models import shipped_model_path
+    from kselect.selector.model.artifact import sidecar_path
+
+    model = shipped_model_path("h200-bf16.json")
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / f"{name}.json"
+    shutil.copy(model, copy)
+    shutil.copy(sidecar_path(model), sidecar_path(copy))
+    return copy, sidecar_path(copy)
+
+
+def _unreadable_sidecar(pair):
+    pair[1].write_bytes(b"\xff\xfe not UTF-8")
+
+
+def _sidecar_not_json(pair):
+    pair[1].write_text('{"kind": "cost-model", ')
+
+
+def _sidecar_of_another_kind(pair):
+    pair[1].write_text(pair[1].read_text().replace('"kind": "cost-model"', '"kind": "compile-cost"'))
+
+
+def _no_sidecar(pair):
+    pair[1].unlink()
+
+
+def _no_model_file(pair):
+    pair[0].unlink()
+
+
+def _truncated_booster(pair):
+    pair[0].write_text('{"learner": {"truncated')
+
+
+BAD_MODELS = [
+    (_unreadable_sidecar, 1, "cannot read model sidecar"),
+    (_sidecar_not_json, 1, "not valid JSON"),
+    (_sidecar_of_another_kind, 1, "not a cost-model sidecar"),
+    (_no_sidecar, 1, "has no sidecar"),
+    (_no_model_file, 0, "does not exist"),
+    (_truncated_booster, 0, "cannot read XGBoost model"),
+]
+
+
+@pytest.mark.parametrize("spoil, named, problem", BAD_MODELS, ids=[b[0].__name__.strip("_") for b in BAD_MODELS])
+def test_enable_refuses_a_named_model_it_cannot_read_and_keeps_the_active_selector(
+    outer, tmp_path, spoil, named, problem
+):
+    """A model file the user names is read when named: enable() (and selecting()) raise a
+    ModelError naming the file and its problem, and the selector that was active stays.
+
+    Fails on the mutation: enable() without `sel.load_named_model()` (selector/inductor/hook.py),
+    which accepted such a model and refused it only at the first GEMM, with a fallback warning."""
+    from kselect.selector.model.cost_model import ModelError
+
+    pair = _shipped_pair(tmp_path)
+    spoil(pair)
+    with pytest.raises(ModelError, match=problem) as e:
+        ksi.enable("verify", model=str(pair[0]))
+    assert str(pair[named]) in str(e.value) or pair[named].name in str(e.value), e.value
+    _active_unchanged(outer)
+    with pytest.raises(ModelError, match=problem):
+        with ksi.selecting("predict", model=str(pair[0])):
+            pytest.fail("the block must not run")
+    _active_unchanged(outer)
+
+
+def test_enable_reads_a_named_model_once(tmp_path):
+    """A good named model is read by enable() and ranks from that one read: with both files gone
+    from disk after enable(), its GPU still gets a ranker."""
+    import json
+
+    from kselect.selector.decide.policy import CostModelRanker
+
+    pair = _shipped_pair(tmp_path)
+    fingerprint = json.loads(pair[1].read_text())["fingerprint"]
+    try:
+        sel = ksi.enable("predict", model=str(pair[0]))
+        pair[0].unlink(), pair[1].unlink()  # nothing reads them again
+        assert isinstance(sel.ranker_for(fingerprint), CostModelRanker)
+    finally:
+        ksi.disable()
+
+
+def test_autoload_with_a_bad_model_warns_and_leaves_stock(tmp_path, monkeypatch):
+    """KSELECT_MODE with a KSELECT_MODEL that cannot be read: the entry point `import torch`
+    calls warns once, naming the file, and installs nothing -- it never raises."""
+    from kselect.selector import autoload
+
+    pair = _shipped_pair(tmp_path)
+    _unreadable_sidecar(pair)
+    monkeypatch.setattr(autoload, "_loaded", False)
+    monkeypatch.setenv("KSELECT_MODE", "predict")
+    monkeypatch.setenv("KSELECT_MODEL", str(pair[0]))
+    before = compat.current_choices()
+    with pytest.warns(UserWarning, match="stock Inductor") as caught:
+        autoload.load()
+    assert len(caught) == 1 and pair[1].name in str(caught[0].message), [str(w.message) for w in caught]
+    assert ksi.current() is None and compat.current_choices() is before
+
+
 def test_selecting_with_bad_arguments_keeps_the_outer_selector(outer):
     with pytest.raises(ValueError, match="k must be"):
         with ksi.selecting("verify", k=0):
@@ -116,6 +222,7 @@ def test_paths_expand_home_and_environment_variables(tmp_path, monkeypatch):
     assert sel.model == str(tmp_path / "env" / "model.json")
     sel.cache.put("ab12", ["aten:mm"])
     assert (home / ".cache" / "kselect" / "ab" / "ab12.json").is_file() and not (cwd / "~").exists()
+    _shipped_pair(home)  # enable() reads the model it names: ~/m.json is there
     try:
         env = ksi.enable_from_env(
             {"KSELECT_MODE": "predict", "KSELECT_CACHE_DIR": "${KS_TEST_ROOT}/cache", "KSELECT_MODEL": "~/m.json"}

@@ -278,8 +278,11 @@ def _one_fallback_warning(bench, stock_counts) -> str:
     return str(ours[0].message)
 
 
-def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
+def test_corrupt_model_file_is_refused_by_enable_and_the_compile_stays_stock(stock, fresh, tmp_path):
+    """A model file the user names is read by enable(): a truncated booster raises there, naming
+    the file, nothing is installed, and the compile after it is stock Inductor's, silently."""
     from kselect.selector.model import artifact
+    from kselect.selector.model.cost_model import ModelError
     from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
 
     bad = tmp_path / "bad.json"  # a valid sidecar, a truncated booster
@@ -287,10 +290,12 @@ def test_corrupt_model_file_falls_back_once(stock, fresh, tmp_path):
     (tmp_path / "bad.meta.json").write_text(
         json.dumps({**artifact.header("cost-model", FEATURE_NAMES), "feature_schema_version": FEATURE_SCHEMA_VERSION})
     )
-    sel = ksi.enable("predict", model=str(bad))
-    msg = _one_fallback_warning(fresh, stock[0])
-    assert "cannot read XGBoost model" in msg
-    assert sel.stats["fallbacks"] == N_GEMMS
+    with pytest.raises(ModelError, match="cannot read XGBoost model") as e:
+        ksi.enable("predict", model=str(bad))
+    assert str(bad) in str(e.value) and ksi.current() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", KselectFallbackWarning)
+        assert sorted(compile_and_check(fresh)) == sorted(stock[0])  # every choice benchmarked
 
 
 class FailingRanker:
@@ -341,6 +346,42 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     with pytest.raises(RankerUnavailable) as e:  # no fp32 data in the shipped model
         ranker.rank(Problem(333, 7168, 5120, "fp32"), cands)
     assert e.value.cause == "dtype-fp32"
+
+
+def test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
+    """The H200 model's ranker on an A100 (another GPU, another architecture) is refused with
+    the device named -- that GEMM goes to stock -- and on the H200 it ranks: CostModelRanker.check
+    itself, and the selector given the loaded model (`enable(model=CostModel)`), which checks each
+    GPU as it meets it.
+
+    Fails on the mutation: `check_device` skipped in CostModelRanker.check
+    (selector/decide/policy.py): the H200 model would then rank the A100's GEMMs silently."""
+    from kselect.models import shipped_model_path
+    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel
+
+    h200 = _h200_fingerprint()
+    a100 = {
+        **h200,
+        "gpu_name": "NVIDIA A100-SXM4-80GB",
+        "sm_count": 108,
+        "compute_capability": "8.0",
+        "fingerprint_id": "a100",
+    }
+    model = CostModel.load(shipped_model_path("h200-bf16.json"))
+    with pytest.raises(RankerUnavailable) as e:
+        CostModelRanker(model, a100).check()
+    assert e.value.cause == "device", e.value
+    assert "A100" in str(e.value) and "H200" in str(e.value) and "stock" in str(e.value)
+    CostModelRanker(model, h200).check()
+    sel = ksi.enable("predict", model=model)
+    try:
+        with pytest.raises(RankerUnavailable) as e:
+            sel.ranker_for(a100)
+        assert e.value.cause == "device", e.value
+        assert isinstance(sel.ranker_for(h200), CostModelRanker)
+    finally:
+        ksi.disable()
 
 
 def test_gemm_signature_reads_ops_and_layouts():

@@ -113,3 +113,39 @@ def test_decision_cache_key_changes_with_the_settings_that_decide_and_no_other(t
         changed = _key(tmp_path, mode=mode, **{name: value})
         assert (changed != first) == decides, (mode, name)
     assert (ksi.Selector(mode, aten_margin=0.5).uuid() != ksi.Selector(mode).uuid()) == (mode == "predict")
+
+
+def test_decision_cache_key_holds_the_rankers_identity_not_its_class(tmp_path):
+    """A ranker with other knowledge never reuses another's cached decision: two MeasuredRankers
+    (one class) that disagree each decide for themselves, the same table again hits, and a
+    retrained model (the shipped one with a later `trained_at` in its sidecar) misses the first
+    model's decision.
+
+    Fails on the mutation: the key's "ranker" field as `type(ranker).__name__` instead of the
+    ranker's `ident` (selector/inductor/hook.py, the key built around `_decision_fields`)."""
+    from kselect.models import shipped_model_path
+    from kselect.selector.model.cost_model import CostModel
+
+    reverse = MeasuredRanker({PROBLEM.key: {c.key: 10.0 - i for i, c in enumerate(CANDIDATES)}})
+
+    def decide(root, problem, fingerprint, cands, **source):
+        sel = ksi.Selector("predict", cache_dir=root, **source)
+        kept, _ = sel.select("templates", problem, {}, fingerprint, cands)
+        sel.cache.flush()
+        return [cands[i].key for i in kept], sel.stats["cache_hits"]
+
+    assert decide(tmp_path / "t", PROBLEM, CPU, CANDIDATES, ranker=RANKER) == (["aten:mm"], 0)
+    assert decide(tmp_path / "t", PROBLEM, CPU, CANDIDATES, ranker=reverse) == ([CANDIDATES[-1].key], 0)
+    assert decide(tmp_path / "t", PROBLEM, CPU, CANDIDATES, ranker=MeasuredRanker(RANKER.table))[1] == 1
+
+    path = shipped_model_path("h200-bf16.json")
+    model, retrained = CostModel.load(path), CostModel.load(path)
+    retrained.metadata_ = {**model.metadata_, "trained_at": "2026-12-07T00:00:00Z"}
+    bf16 = Problem(333, 7168, 5120, "bf16", "nt")
+    cands = [Candidate.make("aten", "mm")] + [
+        Candidate.make("triton", "mm", BLOCK_M=b, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
+        for b in (16, 64, 128)
+    ]
+    assert decide(tmp_path / "m", bf16, model.fingerprint, cands, model=model)[1] == 0
+    assert decide(tmp_path / "m", bf16, model.fingerprint, cands, model=model)[1] == 1  # the same model hits
+    assert decide(tmp_path / "m", bf16, model.fingerprint, cands, model=retrained)[1] == 0

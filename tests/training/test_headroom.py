@@ -141,6 +141,21 @@ def test_fold_spread_and_bad_input():
     assert capture_stats([], [], [])["capture"] is None
 
 
+def test_a_failed_pick_counts_as_atens_time():
+    """A pick that failed (infinite time: it did not compile or run) is charged ATen's time, which
+    the selector falls back to -- never the best template's. Two shapes with room log 2 each:
+    the failed one gains nothing, the other the whole room, so half is captured.
+
+    Fails on the mutation: a failed pick falling back to `best` instead of `aten` in capture_stats
+    (training/learn/headroom.py), which read the failure as a full capture."""
+    s = capture_stats(aten=[1.0, 2.0], best=[0.5, 1.0], pick=[math.inf, 1.0])
+    assert s["capture"] == pytest.approx(0.5)
+    assert s["worst_pick_over_aten"] == pytest.approx(1.0) and s["share_slower_1pct"] == 0.0
+    assert s["geomean_pick_over_aten"] == pytest.approx(math.sqrt(0.5))
+    nan = capture_stats(aten=[1.0], best=[0.5], pick=[math.nan])  # no time at all: the same fallback
+    assert nan["capture"] == 0.0 and nan["worst_pick_over_aten"] == 1.0
+
+
 def test_policies_simulated_on_gap_scores():
     from kselect.training.learn.headroom import headroom_section, simulate_policies
 
