@@ -332,7 +332,13 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     with pytest.raises(RankerUnavailable) as e:
         sel.ranker_for(compat.device_fingerprint(torch.device("cpu")))
     assert e.value.cause == "no-gpu"
-    other = {**h200, "gpu_name": "NVIDIA A100-SXM4-80GB", "sm_count": 108, "fingerprint_id": "a100"}
+    other = {
+        **h200,
+        "gpu_name": "NVIDIA A100-SXM4-80GB",
+        "sm_count": 108,
+        "compute_capability": "8.0",
+        "fingerprint_id": "a100",
+    }
     with pytest.raises(RankerUnavailable):
         sel.ranker_for(other)
     ranker = sel.ranker_for(h200)
