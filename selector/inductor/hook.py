@@ -6,6 +6,8 @@ Two hook points, both in inductor/compat.py (the only module touching private In
   saves most on the GPU;
 - a preprocessing function sees every backend's ChoiceCallers (CPP, CUTLASS, ... are
   appended outside the KTC path) after codegen; one choice left = nothing benchmarked.
+Before either decides, the op gate (op_kind.py) names the op Inductor is lowering: an op or
+dtype kselect does not model gets stock's own choices (one INFO line), not a fallback.
 Both ask `Selector.select`, which maps choices to Candidates, consults the decision cache,
 else a Ranker + the policy, and returns what to keep. Any failure -> the stock list and one
 warning per cause: kselect can make a compile slower to tune, never wrong or crashed.

@@ -222,7 +222,6 @@ def gated(handler_cls, stock_space: Callable):
             space = stock_space(kind, kernel_inputs)
             if space is None:
                 return stamp(super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides), kind)
-            templates = stock_templates(kind, kernel_inputs, templates, space)
             self._stock.on = True
             try:
                 with config.patch(max_autotune_gemm_search_space=space.upper()):
@@ -245,34 +244,3 @@ def gated(handler_cls, stock_space: Callable):
 
     GatedChoices.__name__ = GatedChoices.__qualname__ = f"Gated{handler_cls.__name__}"
     return GatedChoices
-
-
-def stock_templates(kind: str, kernel_inputs, templates: list, space: str) -> list:
-    """The templates stock tuned_mm passes in `space`: it picks them before this hook, by the
-    space then in force, and drops the tile templates for a decompose-k shape (K >= 64 x M and
-    N) unless the space is EXHAUSTIVE -- so an mm left to stock under a widened space lists them,
-    where the user's DEFAULT space would not (torch 2.13's rule, read with Inductor's own test)."""
-    if kind != "mm" or space.upper() == "EXHAUSTIVE":
-        return templates
-    try:
-        from torch._inductor.kernel import mm as inductor_mm
-        from torch._inductor.utils import use_decompose_k_choice
-
-        if inductor_mm.decompose_k_subgraph_template not in templates:
-            return templates
-        m, n, k = kernel_inputs.mnk_symbolic()
-        if not use_decompose_k_choice(m, n, k, threshold_multiple=2):
-            return templates
-    except Exception:  # noqa: BLE001 -- another torch layout: its templates as passed
-        log.debug("kselect: cannot read tuned_mm's decompose-k rule", exc_info=True)
-        return templates
-    tiles = {
-        getattr(inductor_mm, name, None)
-        for name in (
-            "mm_template",
-            "persistent_tma_mm_template",
-            "persistent_mm_template",
-            "blackwell_ws_persistent_device_tma_mm_template",
-        )
-    } - {None}
-    return [t for t in templates if t not in tiles]

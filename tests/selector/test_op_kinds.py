@@ -308,17 +308,16 @@ def _cuda(name, size, dtype, transposed=False):
 class GpuCase(NamedTuple):
     op_name: str  # what the lowering names its templates stage
     inputs: Callable  # its input buffers, fresh
-    templates: list  # the templates it passes in kselect's EXHAUSTIVE space
-    in_default: list | None  # ... and in the user's DEFAULT space (None: the same)
+    templates: list  # the templates it passes
     logged: str | None  # the kind kselect logs as not modelled (None: kselect decides it)
-    widens: bool  # whether Inductor's configs for it differ between the two spaces
+    widens: bool  # whether Inductor's configs for it differ between DEFAULT and EXHAUSTIVE
 
 
 def _gpu_cases() -> dict:
     from torch._inductor.kernel import mm as inductor_mm
     from torch._inductor.kernel.mm_plus_mm import aten_mm_plus_mm, mm_plus_mm_template
 
-    aten_mm, tiles, dk = inductor_mm.aten_mm, inductor_mm.mm_template, inductor_mm.decompose_k_subgraph_template
+    aten_mm, tiles = inductor_mm.aten_mm, inductor_mm.mm_template
     h, i8, bf = torch.float16, torch.int8, torch.bfloat16
 
     def pair(dtype, m, n, k):
@@ -326,14 +325,10 @@ def _gpu_cases() -> dict:
 
     four = lambda: [_cuda(n, s, h) for n, s in (("a", [64, 96]), ("b", [96, 80]), ("c", [64, 96]), ("d", [96, 80]))]  # noqa: E731
     return {
-        "fp16 mm": GpuCase("mm", pair(h, 64, 80, 96), [aten_mm, tiles], None, "fp16 mm", True),
-        # K >= 64 x M and N: stock DEFAULT passes decompose-k alone, EXHAUSTIVE the tiles too
-        "fp16 mm, decompose-k": GpuCase(
-            "mm", pair(h, 32, 32, 8192), [aten_mm, dk, tiles], [aten_mm, dk], "fp16 mm", True
-        ),
-        "int_mm": GpuCase("int_mm", pair(i8, 64, 80, 96), [inductor_mm.aten__int_mm, tiles], None, "int_mm", False),
-        "mm_plus_mm": GpuCase("mm_plus_mm", four, [aten_mm_plus_mm, mm_plus_mm_template], None, "mm_plus_mm", False),
-        "bf16 mm (decided)": GpuCase("mm", pair(bf, 64, 80, 96), [aten_mm, tiles], None, None, True),
+        "fp16 mm": GpuCase("mm", pair(h, 64, 80, 96), [aten_mm, tiles], "fp16 mm", True),
+        "int_mm": GpuCase("int_mm", pair(i8, 64, 80, 96), [inductor_mm.aten__int_mm, tiles], "int_mm", False),
+        "mm_plus_mm": GpuCase("mm_plus_mm", four, [aten_mm_plus_mm, mm_plus_mm_template], "mm_plus_mm", False),
+        "bf16 mm (decided)": GpuCase("mm", pair(bf, 64, 80, 96), [aten_mm, tiles], None, True),
     }
 
 
@@ -366,17 +361,16 @@ def finalized(monkeypatch):
 def test_gpu_lowerings_left_to_stock_are_generated_in_the_users_space(case, finalized, caplog):
     """The gated handler, driven as Inductor's GPU lowerings drive it, while kselect's widened
     EXHAUSTIVE space is in force: an op it leaves to stock gets exactly the KTCs stock Inductor
-    finalizes in the user's DEFAULT space from the templates the lowering passes there (an fp16
-    mm with a decompose-k K loses the tile templates, as stock tuned_mm drops them), each choice
-    stamped with its kind, nothing selected; a bf16 mm is selected over the EXHAUSTIVE space.
-    Catches: Triton templates generated in EXHAUSTIVE for an unmodelled op (the list is 10x
-    longer), an fp16 mm ranked or refused only after the widened list was built, the tile
-    templates kept for a decompose-k shape, the gate leaving a modelled bf16 mm to stock."""
+    finalizes in the user's DEFAULT space, each choice stamped with its kind, nothing selected;
+    a bf16 mm is selected over the EXHAUSTIVE space. Catches: Triton templates generated in
+    EXHAUSTIVE for an unmodelled op (a longer list where Inductor's configs depend on the space:
+    the mm family's; _int_mm's and mm_plus_mm's do not), an fp16 mm ranked or
+    refused only after the widened list was built, the gate leaving a modelled bf16 mm to stock."""
     from test_early_decision import lowering
 
-    op_name, inputs, templates, stock_templates, logged, widens = _gpu_cases()[case]
+    op_name, inputs, templates, logged, widens = _gpu_cases()[case]
     with lowering("DEFAULT"):
-        InductorChoices().get_template_configs(MMKernelInputs(inputs()), stock_templates or templates, op_name)
+        InductorChoices().get_template_configs(MMKernelInputs(inputs()), templates, op_name)
         in_default = finalized.pop()
     with lowering("EXHAUSTIVE"):
         InductorChoices().get_template_configs(MMKernelInputs(inputs()), templates, op_name)
