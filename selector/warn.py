@@ -1,4 +1,5 @@
-"""One warning per cause: a selector fallback must be visible once, not once per GEMM."""
+"""One warning per cause: a selector fallback must be visible once, not once per GEMM. What is
+no fault (an op kselect does not model) is told once per cause too, as an INFO line."""
 
 from __future__ import annotations
 
@@ -27,7 +28,18 @@ def warn_once(cause: str, message: str) -> bool:
     return True
 
 
+def inform_once(cause: str, message: str) -> bool:
+    """Log `message` at INFO the first time `cause` happens (no warning); True if it logged."""
+    with _lock:
+        if cause in _seen:
+            return False
+        _seen.add(cause)
+    log.info(message)
+    return True
+
+
 def reset_warnings() -> None:
-    """Forget which causes already warned (enable() calls it: a new configuration, new warnings)."""
+    """Forget which causes already warned or informed (enable() calls it: a new configuration,
+    new lines)."""
     with _lock:
         _seen.clear()

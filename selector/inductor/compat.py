@@ -612,7 +612,9 @@ def flydsl_builds(ktcs) -> list:
     ]
 
 
-def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None):
+def make_selecting_choices(
+    select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None, stock_space: Callable | None = None
+):
     """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
     `select_ktcs(ktcs, kernel_inputs, op_name, restock=) -> list` (before any code generation;
     `restock(space)` gives the KTCs stock Inductor finalizes for this GEMM in another GEMM search
@@ -627,7 +629,10 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
 
     `join` (optional) adds templates to mm/addmm: `join.templates(kernel_inputs, op_name)` gives
     ExternKernelChoices whose configs come from their registered template heuristic, and
-    `join.finalize(kept, stock)` vets the kept KTCs (compiles FlyDSL's) after selection."""
+    `join.finalize(kept, stock)` vets the kept KTCs (compiles FlyDSL's) after selection.
+
+    `stock_space(kind, kernel_inputs)` (optional) puts the op gate in front (op_kind.gated): an
+    op it names a space for gets stock Inductor's choices built in that space, nothing else."""
     base = _base_choices_class()
 
     class KselectChoices(base):
@@ -707,6 +712,11 @@ def make_selecting_choices(select_ktcs: Callable, uuid: str, join=None, plan_ktc
         def uuid(self) -> str:  # folded into Inductor's FX-graph cache key on 2.13
             return uuid
 
+    # -- the op gate (selector/inductor/op_kind.py): ops kselect does not decide go to stock
+    if stock_space is not None:
+        from kselect.selector.inductor.op_kind import gated
+
+        return gated(KselectChoices, stock_space)()
     return KselectChoices()
 
 

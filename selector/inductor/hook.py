@@ -6,6 +6,8 @@ Two hook points, both in inductor/compat.py (the only module touching private In
   saves most on the GPU;
 - a preprocessing function sees every backend's ChoiceCallers (CPP, CUTLASS, ... are
   appended outside the KTC path) after codegen; one choice left = nothing benchmarked.
+Before either decides, the op gate (op_kind.py) names the op Inductor is lowering: an op or
+dtype kselect does not model gets stock's own choices (one INFO line), not a fallback.
 Both ask `Selector.select`, which maps choices to Candidates, consults the decision cache,
 else a Ranker + the policy, and returns what to keep. Any failure -> the stock list and one
 warning per cause: kselect can make a compile slower to tune, never wrong or crashed.
@@ -44,6 +46,7 @@ from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.inductor import compat
 from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
+from kselect.selector.inductor.op_kind import OpGate
 from kselect.selector.logs import log_decision, register_with_torch_logs
 from kselect.selector.verify.timing import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept
@@ -93,6 +96,9 @@ class Selector:
         self._pending: dict = {}
         self._local = threading.local()
         self.flydsl = FlyDSLJoin()
+        # -- the op gate: the ops this selector decides; every other goes to stock Inductor, built
+        # in the user's own search space (selector/inductor/op_kind.py)
+        self.op_gate = OpGate(self._device_ranker, lambda: self.stock_space or compat.gemm_search_space())
 
     @property
     def warm_start_on(self) -> bool:
@@ -164,6 +170,12 @@ class Selector:
         if isinstance(got, Exception):
             raise got
         return got
+
+    def _device_ranker(self, device):
+        """The ranker for `device`, loaded and warmed as a decision would (RankerUnavailable)."""
+        fingerprint = compat.device_fingerprint(device)
+        self._load_ranker(fingerprint)
+        return self.ranker_for(fingerprint)
 
     def _load_model_ranker(self, fingerprint: dict):
         from kselect.selector.model.cost_model import CostModel, ModelError, load_shipped, serve_named
@@ -848,6 +860,8 @@ class Selector:
         )
 
     def select_choices(self, choices: list) -> list:
+        if self.op_gate.leaves_choices(choices):  # the op gate: not an op kselect decides
+            return choices
         return self._guarded("choices", choices, lambda: compat.choices_signature(choices), compat.caller_candidates)
 
     def uuid(self) -> str:
@@ -981,7 +995,9 @@ def _install(sel: Selector, search_space: str | None) -> None:
     """Make `sel` the active selector of this thread (nothing may be active), widening Inductor's
     GEMM space to `search_space` (None: left as it is)."""
     sel.flydsl.prepare()
-    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
+    handler = compat.make_selecting_choices(
+        sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs, stock_space=sel.op_gate.stock_space
+    )
     handler.kselect_selector = sel
     _ensure_preprocess()
     restore_handler = compat.install_choices(handler)

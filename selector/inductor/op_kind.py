@@ -1,0 +1,246 @@
+"""Which op Inductor is lowering at kselect's hooks, and which ops kselect leaves to stock Inductor.
+
+kselect models the GEMMs mm, addmm, bmm and baddbmm (ranked as a bmm), and on the CPU a frozen
+Linear's (MKL's or oneDNN's, read as an mm or addmm), in the dtypes its ranker has data for.
+Every other op that reaches a hook -- `_int_mm`, `_scaled_mm`, `mm_plus_mm`, `_grouped_mm` /
+`_scaled_grouped_mm`, convolutions, flex attention, ... -- is named by what Inductor is
+lowering, never guessed from its input shapes (which read a grouped GEMM as a plain mm and
+`a @ b + c @ d` as an addmm):
+- the templates stage (`InductorChoices.get_template_configs`) by the op name Inductor passes;
+- the choices stage (the preprocessing hook, which sees only ChoiceCallers) by the choices' own
+  identity: the kind the templates stage stamped on each choice it built, else an extern
+  kernel's name or a Triton template's name (CPP, CUTLASS, CK, ... serve several ops: no vote).
+Such an op gets exactly Inductor's stock choices, built in the user's own GEMM search space --
+never in the space kselect widened to for the ops it ranks -- and one INFO line per kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Callable
+
+from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
+from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
+from kselect.selector.decide.policy import RankerUnavailable
+from kselect.selector.warn import inform_once
+
+log = logging.getLogger("kselect.selector")
+
+MODELLED = frozenset({"mm", "addmm", "bmm", "baddbmm", "linear"})
+STAMP = "kselect_op"  # the annotation the templates stage leaves on each choice it builds
+
+# Inductor's op names at get_template_configs that differ from their kind (read on torch 2.13:
+# mm, mm-ah, addmm, bmm, baddbmm, int_mm, scaled_mm, mm_plus_mm; an underscored or "aten.<op>"
+# spelling of the same op, as another release may pass, reads alike)
+_OP_NAME_KINDS = {"mm-ah": "mm"}  # tuned_mm's AutoHeuristic call
+
+# ExternKernelChoice names (torch 2.11 / 2.13) -> kind
+_EXTERN_KINDS = {
+    "mm": "mm",
+    "mm_dtype": "mm",
+    "_mkl_linear": "linear",  # a frozen fp32 Linear on the CPU: x @ W^T, its bias added apart
+    "addmm": "addmm",
+    "bias_addmm": "addmm",
+    "bmm": "bmm",
+    "bmm_dtype": "bmm",
+    "baddbmm": "baddbmm",
+    "_int_mm": "int_mm",
+    "_scaled_mm": "scaled_mm",
+    "_grouped_mm": "grouped_mm",
+    "_scaled_grouped_mm": "scaled_grouped_mm",
+    "_mm_plus_mm": "mm_plus_mm",
+    "convolution": "conv",
+    "conv1x1_via_mm": "conv",
+    "call_aten_dw": "conv",
+    "call_aten_dx": "conv",
+    "_linear_pointwise.binary": "linear+binary",  # oneDNN's Linear with another tensor's add fused
+    "qlinear_pointwise": "qlinear_pointwise",
+    "qlinear_pointwise.binary": "qlinear_pointwise",
+    "_sparse_semi_structured_mm": "sparse_semi_structured_mm",
+    "_weight_int8pack_mm": "weight_int8pack_mm",
+    "int4mm_packed_weight_cpu": "weight_int4pack_mm",
+}
+
+# Triton templates Inductor builds outside get_template_configs (so never stamped) -> kind
+_TEMPLATE_KINDS = {
+    "mm_plus_mm": "mm_plus_mm",
+    "grouped_mm": "grouped_mm",
+    "scaled_grouped_mm": "scaled_grouped_mm",
+    "convolution2d": "conv",
+    "convolution3d": "conv",
+    "depthwise_conv1d": "conv",
+    "scaled_mm_device_tma_epilogue_scaling": "scaled_mm",
+    "scaled_mm_device_tma_main_loop_scaling": "scaled_mm",
+}
+# Triton templates several GEMM lowerings share (mm, addmm, _int_mm and _scaled_mm all build
+# `triton::mm`): they name no op
+_SHARED_TEMPLATES = frozenset(
+    {
+        "mm",
+        "bmm",
+        "mm_persistent_tma",
+        "mm_persistent",
+        "blackwell_ws_persistent_device_tma",
+        "decompose_k",
+        "contiguous_mm",
+        "contiguous_addmm",
+    }
+)
+
+
+def lowering_kind(op_name: str) -> str:
+    """The kind of the op Inductor names at get_template_configs ("mm", "int_mm", ...)."""
+    name = str(op_name).lower().removeprefix("aten.").removesuffix(".default").lstrip("_")
+    return _OP_NAME_KINDS.get(name, name)
+
+
+def choice_vote(choice) -> str | None:
+    """The op kind one ChoiceCaller names by its own identity, or None where it names none."""
+    annotations = getattr(choice, "annotations", None)
+    if isinstance(annotations, dict) and annotations.get(STAMP):
+        return annotations[STAMP]
+    name = str(getattr(choice, "name", "") or "")
+    if type(choice).__name__ == "ExternKernelCaller":
+        name = str(getattr(getattr(choice, "choice", None), "name", name))
+        if name.startswith(FLYDSL_CHOICE + "_"):  # kselect's own FlyDSL join: flydsl_gemm_<op>
+            return lowering_kind(name[len(FLYDSL_CHOICE) + 1 :])
+        if name == "_linear_pointwise":  # oneDNN's Linear (bf16, fp16, dynamic shapes on the CPU)
+            # with a fused activation ("attr") in every choice's time, it is no bare GEMM
+            attr = str((getattr(choice, "kwargs", None) or {}).get("attr", "none"))
+            return "linear" if attr == "none" else f"linear+{attr}"
+        return _EXTERN_KINDS.get(name)  # a user's config.external_matmul names no op
+    if "Triton" in type(choice).__name__ and name.startswith("triton_"):
+        template = re.sub(r"_\d+$", "", name[len("triton_") :])  # its per-compile counter off
+        if template in _SHARED_TEMPLATES:
+            return None
+        return _TEMPLATE_KINDS.get(template, template)  # flex attention and the like: their own
+    return None
+
+
+def choices_kind(choices) -> str:
+    """The op kind a preprocessing call's choices name together: one kind; "unidentified" where
+    none names an op; the kinds joined by "+" where they disagree (never read as either)."""
+    kinds = {k for k in map(choice_vote, choices) if k}
+    if len(kinds) == 1:
+        return kinds.pop()
+    return "+".join(sorted(kinds)) if kinds else "unidentified op"
+
+
+def dtype_name(dtype) -> str:
+    name = str(dtype).replace("torch.", "")
+    return TORCH_DTYPE_NAMES.get(name, name)
+
+
+def unmodelled(kind: str, dtypes, ranker_dtypes: Callable[[], tuple | None]) -> str | None:
+    """What kselect leaves to stock ("int_mm", "fp16 mm"), or None where it decides the op.
+    `dtypes`: the op's input dtypes (none read: decided as before); `ranker_dtypes()`: those the
+    ranker has data for (None: any), asked only for a modelled kind."""
+    if kind not in MODELLED:
+        return kind
+    names = sorted({dtype_name(d) for d in dtypes})
+    if not names:
+        return None
+    if len(names) > 1 or names[0] not in DTYPE_BYTES:
+        return f"{'/'.join(names)} {kind}"
+    known = ranker_dtypes()
+    if known is not None and names[0] not in known:
+        return f"{names[0]} {kind}"
+    return None
+
+
+def stamp(choices: list, kind: str) -> list:
+    """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
+    for choice in choices:
+        annotations = getattr(choice, "annotations", None)
+        if isinstance(annotations, dict):
+            annotations[STAMP] = kind
+    return choices
+
+
+class OpGate:
+    """The selector's door: which ops it decides; the rest go to stock Inductor, each kind noted
+    once. `ranker_for(device)` gives the device's ranker (RankerUnavailable: no dtype verdict
+    here, the usual path reports it); `user_space()` the user's own GEMM search space."""
+
+    def __init__(self, ranker_for: Callable, user_space: Callable[[], str]):
+        self._ranker_for = ranker_for
+        self._user_space = user_space
+
+    def _leaves(self, kind: str, nodes) -> bool:
+        def ranker_dtypes():
+            try:
+                return getattr(self._ranker_for(nodes[0].get_device()), "dtypes", None)
+            except RankerUnavailable:
+                return None
+
+        try:
+            dtypes = [n.get_dtype() for n in nodes] if kind in MODELLED else []
+        except (AttributeError, NotImplementedError):  # an input without a dtype: read as before
+            dtypes = []
+        why = unmodelled(kind, dtypes, ranker_dtypes)
+        if why is not None:
+            inform_once(f"unmodelled:{why}", f"kselect: {why} is not modelled; stock autotuning")
+        return why is not None
+
+    def stock_space(self, kind: str, kernel_inputs) -> str | None:
+        """Templates stage: None where kselect decides this op, else the GEMM search space its
+        stock choices are built in (the user's own). An error reading the op decides it as
+        before: the usual path owns every warning and fallback."""
+        try:
+            nodes = kernel_inputs.nodes() if kind in MODELLED else []
+            return self._user_space() if self._leaves(kind, nodes) else None
+        except Exception:  # noqa: BLE001 -- the gate must never break a compile
+            log.debug("kselect: op gate failed at the templates stage", exc_info=True)
+            return None
+
+    def leaves_choices(self, choices) -> bool:
+        """Choices stage: True where these choices go back to Inductor untouched."""
+        if not choices:
+            return True
+        try:
+            return self._leaves(choices_kind(choices), list(getattr(choices[0], "input_nodes", None) or []))
+        except Exception:  # noqa: BLE001 -- as at the templates stage
+            log.debug("kselect: op gate failed at the choices stage", exc_info=True)
+            return False
+
+
+def gated(handler_cls, stock_space: Callable):
+    """`handler_cls` (kselect's InductorChoices subclass) behind the op gate: an op kselect does
+    not decide (`stock_space(kind, kernel_inputs)` names the space to build it in) gets stock
+    InductorChoices' own choices in that space -- no early decision, no FlyDSL join, no
+    selection, nothing generated in the widened space first. Every choice is stamped."""
+    from torch._inductor import config
+    from torch._inductor.choices import InductorChoices
+
+    class GatedChoices(handler_cls):
+        _stock = threading.local()  # this thread's get_template_configs builds stock choices
+
+        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            kind = lowering_kind(op_name)
+            space = stock_space(kind, kernel_inputs)
+            if space is None:
+                return stamp(super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides), kind)
+            self._stock.on = True
+            try:
+                with config.patch(max_autotune_gemm_search_space=space.upper()):
+                    built = InductorChoices.get_template_configs(
+                        self, kernel_inputs, templates, op_name, kwarg_overrides
+                    )
+            finally:
+                self._stock.__dict__.pop("on", None)
+            return stamp(built, kind)
+
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            # taken, not read: converting the kept choices may lower a nested GEMM through this handler
+            if self._stock.__dict__.pop("on", False):
+                return InductorChoices._finalize_template_configs(
+                    self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+                )
+            return super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
+
+    GatedChoices.__name__ = GatedChoices.__qualname__ = f"Gated{handler_cls.__name__}"
+    return GatedChoices
