@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from kselect.kernels.problem import OPS
 
 
 @dataclass
@@ -117,7 +116,10 @@ def diagnose(device: str | None = None, environ=None) -> Report:
     path, why, dtypes = _model(fp, options.get("model"))
     decides = {}
     if path and not problem:
-        decides = {"ops": list(OPS), "dtypes": list(dtypes)}
+        from kselect.selector.inductor.op_kind import MODELLED
+
+        gpu_ops = sorted(MODELLED - {"linear"})  # "linear": a frozen Linear's GEMM on the CPU
+        decides = {"ops": gpu_ops, "dtypes": list(dtypes)}
     return Report(
         torch=torch_version,
         triton=triton_version,
