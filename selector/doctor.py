@@ -12,7 +12,6 @@ import os
 from dataclasses import asdict, dataclass, field
 
 
-
 @dataclass
 class Report:
     torch: str
