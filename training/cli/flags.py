@@ -111,11 +111,11 @@ def add_data_model_args(p) -> None:
     p.add_argument("--force", action="store_true", help="use a model trained for another device")
 
 
-def data_and_model(args) -> tuple:
-    """(rows, fingerprint, model) that add_data_model_args' flags name; the model must have
-    been trained for the dataset's device unless --force."""
+def data_and_model(args, check_device: bool = True) -> tuple:
+    """(rows, fingerprint, model) that add_data_model_args' flags name; with `check_device`
+    the model must have been trained for the dataset's device unless --force."""
     from kselect.selector.model.cost_model import CostModel
     from kselect.training.learn.evaluation import load_data
 
     df, fp = load_data(args.data)
-    return df, fp, CostModel.load(args.model, fingerprint=fp, force=args.force)
+    return df, fp, CostModel.load(args.model, fingerprint=fp if check_device else None, force=args.force)

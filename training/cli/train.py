@@ -3,7 +3,8 @@
     kselect train --data data/h200-bf16 --out models/h200-bf16 [--objective auto] [--cv-folds 5]
 
 writes models/h200-bf16.json (XGBoost JSON), models/h200-bf16.meta.json (schema, device,
-dataset hash, command, CV table) and models/h200-bf16.md (the model card).
+dataset hash, command, CV table) and models/h200-bf16.md (the model card). Several --data (one
+per card) train one pooled model on all their rows (training/learn/pooled.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kselect.selector.model.cost_model import OBJECTIVES, meta_path
 from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.model_card import model_paths, save_trained
+from kselect.training.learn.pooled import pool
 from kselect.training.learn.train import DEFAULT_GRID, HEADROOM_GRID, MAX_ROWS_PER_SHAPE, train
 
 GRIDS = {"default": DEFAULT_GRID, "single": DEFAULT_GRID[:1], "headroom": HEADROOM_GRID}
@@ -23,7 +25,13 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "train", help="train the gradient-boosted cost model", description=__doc__.split("\n\n")[0]
     )
-    p.add_argument("--data", required=True, help="dataset directory (measurements.parquet + fingerprint.json)")
+    p.add_argument(
+        "--data",
+        required=True,
+        action="append",
+        help="dataset directory (measurements.parquet + fingerprint.json); repeat it to train one model on "
+        "several cards' datasets, each row featurised with its own card's fingerprint",
+    )
     p.add_argument("--out", required=True, help="model path without suffix, e.g. models/h200-bf16")
     p.add_argument(
         "--objective",
@@ -51,7 +59,8 @@ def add_parser(subparsers) -> None:
 
 def main(args) -> int:
     t0 = time.perf_counter()
-    df, fp = load_data(args.data)
+    parts = [load_data(d) for d in args.data]
+    df, fp = parts[0] if len(parts) == 1 else pool(parts)
     console = Console.of(args)
     model, card = train(
         df,
@@ -65,6 +74,7 @@ def main(args) -> int:
         progress=console.progress,
     )
     model_path, card_path = model_paths(args.out)
-    save_trained(model, card, fp, args.data, model_path, invocation(args), card_path)
+    data = args.data[0] if len(args.data) == 1 else args.data
+    save_trained(model, card, fp, data, model_path, invocation(args), card_path)
     console.log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
     return 0

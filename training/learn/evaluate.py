@@ -19,7 +19,7 @@ k is the best measured time among them. Metrics (per shape, then summarised):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -334,12 +334,32 @@ def held_out_costs(
     """Cost of every row from a ranker that never saw the row's shape (retrained per fold).
     Rankers with `raw_cost` (the model's plain prediction) also fill `raw_out`; `progress`
     hears (folds done, folds) after each fold."""
+    splits = [(name, ~test, test) for name, test in folds(shapes, scheme, n_folds)]
+    return split_costs(shapes, X, make_ranker, splits, progress, raw_out)
+
+
+def split_costs(
+    shapes: ShapeSet,
+    X: np.ndarray,
+    make_ranker: Callable,
+    splits: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    progress: Callable[[int, int], None] | None = None,
+    raw_out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Cost of the rows of each split's test shapes from a ranker fitted on its training shapes:
+    `splits` holds (name, training-shape mask, test-shape mask); the test masks must not overlap
+    and a split's training shapes must not include its test shapes. Rows of shapes in no test
+    mask stay NaN. `raw_out` and `progress` as held_out_costs."""
     cost = np.full(len(shapes.time), np.nan)
-    splits = folds(shapes, scheme, n_folds)
-    for i, (name, test) in enumerate(splits):
-        train_rows = ~test[shapes.sid]
-        ranker = make_ranker().fit(shapes.subset(~test), X[train_rows])
-        test_rows = ~train_rows
+    tested = np.zeros(shapes.n_shapes, dtype=bool)
+    for i, (name, train, test) in enumerate(splits):
+        if (train & test).any():
+            raise EvaluationError(f"split {name!r} trains on {int((train & test).sum())} of the shapes it tests")
+        if (tested & test).any():
+            raise EvaluationError(f"split {name!r} tests shapes an earlier split tested")
+        tested |= test
+        ranker = make_ranker().fit(shapes.subset(train), X[train[shapes.sid]])
+        test_rows = test[shapes.sid]
         cost[test_rows] = ranker.cost(shapes.subset(test), X[test_rows])
         if raw_out is not None and hasattr(ranker, "raw_cost"):
             raw_out[test_rows] = ranker.raw_cost(X[test_rows])

@@ -22,23 +22,58 @@ def model_paths(out: str | Path) -> tuple[Path, Path]:
 
 
 def save_trained(
-    model, card: dict, fingerprint: dict, data, model_path: Path, command: str, card_path: Path | None = None
+    model, card: dict, fingerprint, data, model_path: Path, command: str, card_path: Path | None = None
 ) -> None:
     """Save the booster and its sidecar (device, dataset and its hash, labels, command, the
-    training card), then render the Markdown card."""
+    training card), then render the Markdown card. A pooled model (training/learn/pooled.py)
+    passes its Devices and one dataset path per card, in the order pooled."""
+    from kselect.training.learn.pooled import Devices
+
     meta = {
-        "fingerprint": fingerprint,
-        "dataset": str(data),
-        "dataset_hash": dataset_hash(data),
-        "labels": labels_description(data),
-        "aten_kernels": aten_kernels_description(data),
         "command": command,
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "training": card,
         "metrics": {},
     }
+    if isinstance(fingerprint, Devices):
+        meta.update(pooled_provenance(fingerprint, [Path(d) for d in data]))
+    else:
+        meta.update(dataset_provenance(data))
+        meta["fingerprint"] = fingerprint
     model.save(model_path, meta)
     write_card(model_path, card_path)
+
+
+def dataset_provenance(data: str | Path) -> dict:
+    """What a sidecar says of one training dataset: path, hash, labels, ATen-kernel columns."""
+    return {
+        "dataset": str(data),
+        "dataset_hash": dataset_hash(data),
+        "labels": labels_description(data),
+        "aten_kernels": aten_kernels_description(data),
+    }
+
+
+def pooled_provenance(devices, data: list[Path]) -> dict:
+    """A pooled model's sidecar fields: every card's fingerprint (`fingerprints`) and dataset
+    (`datasets`); `fingerprint` is the first card's (the field one-card readers take), and
+    `dataset_hash` the hash of the datasets' hashes in order."""
+    import hashlib
+
+    fps = list(devices.fingerprints.values())
+    if len(fps) != len(data):
+        raise ValueError(f"a pooled model of {len(fps)} cards needs as many datasets, got {len(data)}")
+    datasets = [{**dataset_provenance(d), "fingerprint_id": fp.get("fingerprint_id")} for d, fp in zip(data, fps)]
+    joined = "\n".join(d["dataset_hash"] for d in datasets)
+    return {
+        "fingerprint": fps[0],
+        "fingerprints": fps,
+        "datasets": datasets,
+        "dataset": " + ".join(d["dataset"] for d in datasets),
+        "dataset_hash": hashlib.sha256(joined.encode()).hexdigest(),
+        "labels": "; ".join(f"{d['dataset']}: {d['labels']}" for d in datasets),
+        "aten_kernels": "; ".join(f"{d['dataset']}: {d['aten_kernels']}" for d in datasets),
+    }
 
 
 def labels_description(data: str | Path) -> str:
@@ -99,7 +134,10 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         f"| booster | `{model_path.name}` (XGBoost {meta.get('xgboost_version')} JSON; sidecar `{meta_path(model_path).name}`) |",
         f"| objective | `{meta.get('objective')}` |",
         f"| feature schema | v{meta.get('feature_schema_version')} ({len(meta.get('feature_names', []))} features) |",
-        f"| device | {fp.get('gpu_name')}, {fp.get('sm_count')} SMs, fingerprint `{fp.get('fingerprint_id')}` |",
+        *[
+            f"| device | {f.get('gpu_name')}, {f.get('sm_count')} SMs, fingerprint `{f.get('fingerprint_id')}` |"
+            for f in meta.get("fingerprints") or [fp]
+        ],
         f"| software | torch {fp.get('torch_version')}, triton {fp.get('triton_version')}, CUDA {fp.get('cuda_version')} |",
         f"| dataset | `{meta.get('dataset')}`, sha256 `{meta.get('dataset_hash')}` |",
         f"| labels | {meta.get('labels', 'collector times')} |",

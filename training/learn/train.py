@@ -32,9 +32,10 @@ from typing import Callable
 import numpy as np
 
 from kselect.selector.model.cost_model import OBJECTIVES, CostModel
-from kselect.selector.model.features import featurize_frame, infeasible
+from kselect.selector.model.features import infeasible
 from kselect.training.data.dataset import RETIMED_DIR
 from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, folds, held_out_costs
+from kselect.training.learn.pooled import Devices, featurize_rows
 
 REL_STEP = 1.02
 REL_LEVELS = 31
@@ -281,6 +282,7 @@ def train(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[CostModel, dict]:
     """Choose objective + hyper-parameters by CV, refit on all rows; returns (model, card data).
+    `fingerprint`: the card's, or the Devices of a pooled frame (training/learn/pooled.py).
     `progress` hears (loop, done, total) for the cross-validation's fits and the final
     fit's boosting rounds; without it the rounds go to `log`."""
     if objective != "auto" and objective not in OBJECTIVES:
@@ -293,7 +295,7 @@ def train(
         f"{len(shapes.rows)} rows, {shapes.n_shapes} shapes ({int(shapes.oracle.sum())} oracle), "
         f"{len(np.unique(shapes.family))} families; featurising ..."
     )
-    X = featurize_frame(shapes.rows, fingerprint)
+    X = featurize_rows(shapes.rows, fingerprint)
     objectives = AUTO_OBJECTIVES if objective == "auto" else (objective,)
     base = {"nthread": nthread, "subsample": 0.8, "colsample_bytree": 0.8}
     max_rows = int(max_rows)
@@ -333,6 +335,8 @@ def train(
         "backends": sorted(map(str, np.unique(shapes.rows["backend"].astype(str)))),
         "selection_metric": f"mean held-out geomean % of oracle at k in {SELECTION_KS}",
     }
+    if isinstance(fingerprint, Devices):  # a pooled model: the cards whose rows it learnt from
+        card["cards"] = {fid: str(fp.get("gpu_name")) for fid, fp in fingerprint.fingerprints.items()}
     if table:
         card["objective_reason"] = objective_reason(table)
     log(f"trained in {seconds:.1f} s")

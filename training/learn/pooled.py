@@ -1,0 +1,99 @@
+"""Datasets of several cards as one: each row keyed and featurised by the card it was measured on.
+
+A pooled model trains on the rows of several cards at once. The feature schema already carries
+the device (selector/model/features.py: `sm_count`, `peak_tflops`, `mem_bandwidth_gbs`,
+`smem_optin`, `l2_mbytes`, and the roofline and traffic times derived from them), so each row
+is featurised with its own card's fingerprint and the trees can tell the cards apart. A shape
+measured on two cards stays two shapes: its problem_key is prefixed with the card's fingerprint id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from kselect.selector.model.features import FEATURE_NAMES, device_constants, featurize_frame
+
+KEY_SEPARATOR = "/"  # pooled problem_key = fingerprint id + KEY_SEPARATOR + the card's own key
+
+
+class PoolingError(ValueError):
+    """Datasets that cannot be pooled; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Devices:
+    """The fingerprints of a pooled dataset's cards, by fingerprint id (in the order pooled)."""
+
+    fingerprints: Mapping[str, Mapping]
+
+    def featurize(self, rows: pd.DataFrame) -> np.ndarray:
+        """The feature matrix of pooled rows, each row featurised with its own card's fingerprint
+        (the rows' `fingerprint_id` column says which)."""
+        if "fingerprint_id" not in rows.columns:
+            raise PoolingError("pooled rows lack the fingerprint_id column that names their card")
+        ids = rows["fingerprint_id"].astype(str).to_numpy()
+        unknown = sorted(set(ids) - set(self.fingerprints))
+        if unknown:
+            raise PoolingError(f"rows of card(s) {unknown} that the pool has no fingerprint for")
+        X = np.empty((len(rows), len(FEATURE_NAMES)), dtype=np.float32)
+        for fid, fp in self.fingerprints.items():
+            mine = ids == fid
+            if mine.any():
+                X[mine] = featurize_frame(rows[mine], fp)
+        return X
+
+    def constants(self, dtype: str = "bf16") -> dict:
+        """Per card (by GPU name and fingerprint id): the device columns the features take."""
+        return {f"{fp.get('gpu_name')} ({fid})": device_constants(fp, dtype) for fid, fp in self.fingerprints.items()}
+
+    def differing(self, dtype: str = "bf16") -> dict:
+        """The device columns whose value differs between the cards: {column: {card: value}}."""
+        per_card = self.constants(dtype)
+        columns = next(iter(per_card.values())).keys()
+        return {
+            c: {card: v[c] for card, v in per_card.items()}
+            for c in columns
+            if len({v[c] for v in per_card.values()}) > 1
+        }
+
+
+def pool(parts: Sequence[tuple[pd.DataFrame, Mapping]]) -> tuple[pd.DataFrame, Devices]:
+    """One frame of several cards' (rows, fingerprint): every row tagged with its card's
+    fingerprint id and its problem_key prefixed by it; the Devices featurise the result."""
+    if not parts:
+        raise PoolingError("nothing to pool")
+    frames, fingerprints = [], {}
+    for i, (df, fp) in enumerate(parts):
+        fid = str((fp or {}).get("fingerprint_id") or "")
+        if not fid:
+            raise PoolingError(f"dataset {i + 1} of {len(parts)} has a fingerprint without a fingerprint_id")
+        if KEY_SEPARATOR in fid:
+            raise PoolingError(f"fingerprint id {fid!r} contains {KEY_SEPARATOR!r}")
+        if fid in fingerprints:
+            raise PoolingError(
+                f"two datasets were measured on the same card {fp.get('gpu_name')!r} (fingerprint {fid}): "
+                "compact them into one dataset instead of pooling"
+            )
+        fingerprints[fid] = dict(fp)
+        rows = df.copy()
+        rows["fingerprint_id"] = fid
+        rows["problem_key"] = fid + KEY_SEPARATOR + rows["problem_key"].astype(str)
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True), Devices(fingerprints)
+
+
+def card_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(fingerprint id, the card's own problem_key) of pooled problem keys."""
+    split = [str(k).split(KEY_SEPARATOR, 1) for k in keys]
+    if any(len(s) != 2 for s in split):
+        raise PoolingError("a problem key without its card's prefix: these rows were not pooled")
+    return np.array([s[0] for s in split]), np.array([s[1] for s in split])
+
+
+def featurize_rows(rows: pd.DataFrame, device) -> np.ndarray:
+    """Features of dataset rows: `device` is one card's fingerprint or a pool's Devices."""
+    return device.featurize(rows) if isinstance(device, Devices) else featurize_frame(rows, device)
