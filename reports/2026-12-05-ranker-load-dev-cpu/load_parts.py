@@ -28,7 +28,7 @@ def one_process(warm: str) -> dict:
 
     from kselect.kernels.backend import Candidate, Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import choice_candidates
     from kselect.selector.model import cost_model as M
     from kselect.selector.decide import policy as P
     from kselect.selector.decide.cache import candidate_set_digest
@@ -49,7 +49,7 @@ def one_process(warm: str) -> dict:
         space = ranker.warm_up(problems if warm == "graph" else None)
         out["warm_up_ms"] = (t() - t1) * 1e3
         t1 = t()
-        compat.prime_ktc_memo(space)
+        choice_candidates.prime_ktc_memo(space)
         candidate_set_digest(c.key for c in space)
         out["prime_and_digest_ms"] = (t() - t1) * 1e3
     out["load_ms"] = (t() - t0) * 1e3

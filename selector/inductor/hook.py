@@ -1,6 +1,6 @@
 """The Inductor plug-in: prune max-autotune's GEMM choices with a ranker, cache decisions.
 
-Two hook points, both in inductor/compat.py (the only module touching private Inductor API):
+Two hook points, both in inductor/compat/ (the only package touching private Inductor API):
 - `_finalize_template_configs` (an InductorChoices subclass) sees the KTC-based templates
   (ATen, Triton mm / persistent TMA / decompose-k) BEFORE code generation -- where pruning
   saves most on the GPU;
@@ -41,7 +41,18 @@ from kselect.selector.decide.policy import (
     verified_keep,
 )
 from kselect.selector.decide.switch_interval import short_switch_interval
-from kselect.selector.inductor import compat
+from kselect.selector.fingerprint import device_fingerprint
+from kselect.selector.inductor.compat import (
+    autotune,
+    choice_candidates,
+    current_graph,
+    dynamo_callbacks,
+    enumeration,
+    inductor_settings,
+    signatures,
+    template_configs,
+    torch_release,
+)
 from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
 from kselect.selector.logs import log_decision, register_with_torch_logs
@@ -205,7 +216,7 @@ class Selector:
         warm_up = getattr(ranker, "warm_up", None)
         if warm_up is None:
             return
-        graph = compat.lowering_graph()
+        graph = current_graph.lowering_graph()
         with self._lock:
             if graph is not None:
                 try:
@@ -217,14 +228,14 @@ class Selector:
             problems = []
             if graph is not None:
                 try:
-                    problems = compat.graph_gemm_problems(graph)
+                    problems = current_graph.graph_gemm_problems(graph)
                 except Exception as exc:  # noqa: BLE001 -- an unexpected graph: the default warm-up
                     log.debug("kselect: cannot read the graph's GEMMs: %s", exc)
             if not problems and self._warmed_default:
                 return
             try:
                 space = warm_up(problems or None)  # the candidates it ranked, primed into the hook's caches:
-                compat.prime_ktc_memo(space)  # KTC -> candidate mapping
+                choice_candidates.prime_ktc_memo(space)  # KTC -> candidate mapping
                 candidate_set_digest(c.key for c in space)  # memoises each key's digest
             except Exception as exc:  # noqa: BLE001 -- only the first decisions' latency is at stake
                 log.debug("kselect: ranker warm-up failed: %s", exc)
@@ -296,7 +307,7 @@ class Selector:
             with short_switch_interval():
                 scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)
             t_ranked = time.perf_counter()
-            bad = compat.broken_templates(problem)
+            bad = torch_release.broken_templates(problem)
             broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
             scores[broken] = np.nan  # never kept
             unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
@@ -383,7 +394,7 @@ class Selector:
             return
         measured = {}
         for choice, t in timings.items():
-            cand = compat.caller_candidate(choice)
+            cand = choice_candidates.caller_candidate(choice)
             if cand is not None:
                 measured[cand] = min(float(t), measured.get(cand, math.inf))
         keep = verified_keep(measured, device_type, aten_faithful=bool(pend[0][3]))
@@ -448,7 +459,7 @@ class Selector:
         started = time.perf_counter(), time.thread_time()
         try:
             problem, fields, device = signature()
-            fingerprint = compat.device_fingerprint(device)
+            fingerprint = device_fingerprint(device)
             try:  # before mapping: the ranker's warm-up primes the mapping
                 load, unavailable = self._load_ranker(fingerprint), None
             except RankerUnavailable as exc:
@@ -506,7 +517,7 @@ class Selector:
         faithful = False
         if verifying_set and device_type == "cuda":
             try:
-                faithful = compat.time_extern_under_cuda_graphs(out)
+                faithful = autotune.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
                 warn_once(
                     f"graph-timing:{type(exc).__name__}",
@@ -523,7 +534,7 @@ class Selector:
             self.epilogue_fusion
             and self.mode == "verify"
             and fingerprint.get("gpu_name") is not None
-            and compat.output_feeds_pointwise()
+            and current_graph.output_feeds_pointwise()
         )
 
     def _times_itself(self, device_type: str) -> bool:
@@ -575,7 +586,7 @@ class Selector:
             log.debug("kselect verify measurement failure", exc_info=True)
             return None
         wall_ms = (time.perf_counter() - t0) * 1e3
-        cands = [compat.caller_candidate(it) for it in kept_items]
+        cands = [choice_candidates.caller_candidate(it) for it in kept_items]
         eff = effective_ms(got.ms, cands, saving_ms) if saving_ms else list(got.ms)
         best = min((i for i, t in enumerate(eff) if math.isfinite(t)), key=lambda i: eff[i])
         keys = [c.key for c in cands]
@@ -656,7 +667,7 @@ class Selector:
     def dynamic_m_sizes(self, hint: int) -> list[int]:
         """The sizes a dynamic M is ranked at: the compile's hint first, then Inductor's
         `multi_kernel_hints` where set, else kselect's own `DYNAMIC_M_SIZES`."""
-        configured = compat.multi_kernel_hints()
+        configured = inductor_settings.multi_kernel_hints()
         sizes = configured if configured else list(DYNAMIC_M_SIZES)
         return [hint] + [s for s in dict.fromkeys(sizes) if s != hint and s > 0]
 
@@ -684,7 +695,7 @@ class Selector:
         no verified winner (one measured size cannot settle the others)."""
         groups: dict = {}
         for i, item in enumerate(items):
-            groups.setdefault(compat.hint_override_of(item), []).append(i)
+            groups.setdefault(choice_candidates.hint_override_of(item), []).append(i)
         at = lambda m: dataclasses.replace(problem, M=int(m))  # noqa: E731
         if set(groups) != {None}:  # Inductor's own per-size choices: each decided at its size
             plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
@@ -747,7 +758,7 @@ class Selector:
 
     def plan_ktcs(self, kernel_inputs, templates, op_name: str, generate=None):
         """The early decision: the template choices to keep, decided over kselect's own
-        enumeration of the space (inductor_compat.template_candidates) before Inductor generates
+        enumeration of the space (enumeration.template_candidates) before Inductor generates
         it -- Inductor then converts only what is kept, not ~2,400 configs per GEMM
         (`generate(template)`: Inductor's own candidates of a template kselect does not
         enumerate, mapped; without it such a template means no early decision). None = the
@@ -766,19 +777,22 @@ class Selector:
                 inductor_s[0] += time.perf_counter() - t
 
         try:
-            problem, fields, device = compat.ktc_signature(kernel_inputs, op_name)
+            problem, fields, device = signatures.ktc_signature(kernel_inputs, op_name)
             if getattr(device, "type", None) != "cuda":  # the enumeration is CUDA's space
                 return None
             if fields.get("dynamic"):  # decided per size over Inductor's choices (_select_per_size)
                 return None
             t_sig = time.perf_counter()
-            fingerprint = compat.device_fingerprint(device)
+            fingerprint = device_fingerprint(device)
             epilogue = self._prices_epilogue(fingerprint)
             t_dev = time.perf_counter()
             load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
             t_enum = time.perf_counter()
-            cands = compat.template_candidates(
-                problem, templates, compat.gemm_search_space(), timed_generate if generate is not None else None
+            cands = enumeration.template_candidates(
+                problem,
+                templates,
+                inductor_settings.gemm_search_space(),
+                timed_generate if generate is not None else None,
             )
             t_mapped = time.perf_counter()
             if cands is None or len(cands) <= 1:
@@ -829,11 +843,17 @@ class Selector:
     # -- the two hook points --------------------------------------------------------
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
         return self._guarded(
-            "templates", ktcs, lambda: compat.ktc_signature(kernel_inputs, op_name), compat.ktc_candidates, restock
+            "templates",
+            ktcs,
+            lambda: signatures.ktc_signature(kernel_inputs, op_name),
+            choice_candidates.ktc_candidates,
+            restock,
         )
 
     def select_choices(self, choices: list) -> list:
-        return self._guarded("choices", choices, lambda: compat.choices_signature(choices), compat.caller_candidates)
+        return self._guarded(
+            "choices", choices, lambda: signatures.choices_signature(choices), choice_candidates.caller_candidates
+        )
 
     def uuid(self) -> str:
         """Stable across processes (it is part of Inductor's FX-graph cache key on 2.13)."""
@@ -892,7 +912,7 @@ _preprocess_registered = False
 
 
 def _active() -> Selector | None:
-    handler = compat.current_choices()
+    handler = inductor_settings.current_choices()
     return getattr(handler, "kselect_selector", None)
 
 
@@ -920,8 +940,8 @@ def _ensure_preprocess() -> None:
     global _preprocess_registered
     with _preprocess_lock:
         if not _preprocess_registered:
-            compat.add_preprocessing_fn(_preprocess)
-            compat.add_feedback_saver(_feedback)
+            autotune.add_preprocessing_fn(_preprocess)
+            autotune.add_feedback_saver(_feedback)
             _preprocess_registered = True
 
 
@@ -938,7 +958,7 @@ def enable(mode: str = "verify", **settings) -> Selector | None:
     reset_warnings()
     if sel is None:
         return None
-    unsupported = compat.torch_support_problem()
+    unsupported = torch_release.torch_support_problem()
     if unsupported:
         # the hooks below are private Inductor API: outside the tested range, stock autotuning
         warn_once("torch-version", f"kselect: {unsupported} -- stock autotuning")
@@ -963,15 +983,17 @@ def _install(sel: Selector, search_space: str | None) -> None:
     """Make `sel` the active selector of this thread (nothing may be active), widening Inductor's
     GEMM space to `search_space` (None: left as it is)."""
     sel.flydsl.prepare()
-    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs)
+    handler = template_configs.make_selecting_choices(
+        sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs
+    )
     handler.kselect_selector = sel
     _ensure_preprocess()
-    restore_handler = compat.install_choices(handler)
+    restore_handler = inductor_settings.install_choices(handler)
     restore_space = lambda: None  # noqa: E731
     restore_warmup = _warm_as_compiles_start(sel)
     sel.stock_space = None
     if search_space:
-        previous, restore_space = compat.set_gemm_search_space(search_space)
+        previous, restore_space = inductor_settings.set_gemm_search_space(search_space)
         if previous.upper() != search_space.upper():
             sel.stock_space = previous
 
@@ -990,7 +1012,7 @@ def _warm_as_compiles_start(sel: Selector):
     compile it speeds up, and is timed with it); returns the undo."""
     if sel.warm_start is None:
         return lambda: None
-    return compat.on_compile_start(sel.warm_start.start)
+    return dynamo_callbacks.on_compile_start(sel.warm_start.start)
 
 
 def disable() -> None:

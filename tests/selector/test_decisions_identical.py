@@ -83,7 +83,7 @@ def _space(problem):
     from torch._inductor.kernel import bmm as inductor_bmm
     from torch._inductor.kernel import mm as inductor_mm
 
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import enumeration
 
     if problem.op == "bmm":
         templates = (inductor_bmm.aten_bmm, inductor_bmm.bmm_template)
@@ -95,7 +95,7 @@ def _space(problem):
             inductor_mm.persistent_tma_mm_template,
             inductor_mm.decompose_k_subgraph_template,
         )
-    return compat.template_candidates(problem, templates, "EXHAUSTIVE")
+    return enumeration.template_candidates(problem, templates, "EXHAUSTIVE")
 
 
 def _fields(problem, **more) -> dict:

@@ -33,8 +33,9 @@ torch = pytest.importorskip("torch")
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
 from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the H200)")]
@@ -156,12 +157,14 @@ class Benchmarks:
 
     def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
         try:
-            key = compat.choices_signature(list(choices))[0].key
+            key = signatures.choices_signature(list(choices))[0].key
         except Exception as exc:  # noqa: BLE001 -- recorded, and the tests flag unknown keys
             key = f"unreadable:{name}:{type(exc).__name__}"
         measured: dict = {}
         for choice, ms in dict(timings).items():
-            cand = compat.caller_candidate(choice) or Candidate.make("unmapped", str(getattr(choice, "name", "")))
+            cand = choice_candidates.caller_candidate(choice) or Candidate.make(
+                "unmapped", str(getattr(choice, "name", ""))
+            )
             measured[cand] = min(float(ms), measured.get(cand, float("inf")))
         self.runs.append((key, measured))
 
@@ -214,7 +217,7 @@ def _skip_unless_the_shipped_model_is_for_this_gpu():
     from kselect.models import shipped_model_path
     from kselect.selector.model.cost_model import DeviceMismatchError, check_device
 
-    fp = compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
+    fp = device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
     try:
         check_device(json.loads(shipped_model_path("h200-bf16.meta.json").read_text()), fp)
     except DeviceMismatchError as exc:
@@ -229,7 +232,7 @@ def harness():
     old_level = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(logs)
-    remove = compat.add_feedback_saver(bench)
+    remove = autotune.add_feedback_saver(bench)
     try:
         yield Harness(bench, logs)
     finally:
@@ -305,7 +308,7 @@ def verify_cool(harness, operands, tmp_path_factory):
 @pytest.fixture(scope="module")
 def verify_workers(harness, operands, tmp_path_factory):
     """verify with compile_in="workers", deciding afresh, once Inductor's worker pool is up."""
-    if compat.warm_compile_pool() is None:
+    if compile_pool.warm_compile_pool() is None:
         pytest.skip("this torch compiles in one process: no compile-worker pool to use")
     return _verify(
         harness,
@@ -357,7 +360,7 @@ def test_predict_uses_the_shipped_model_without_fallbacks(predict):
     assert predict.warnings == []
     assert predict.stats["fallbacks"] == 0 and predict.stats["cache_hits"] == 0
     assert predict.stats["decisions"] >= len(GEMMS)
-    ranker = predict.selector.ranker_for(compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device())))
+    ranker = predict.selector.ranker_for(device_fingerprint(torch.device("cuda", torch.cuda.current_device())))
     assert isinstance(ranker, CostModelRanker)
     assert ranker.model.metadata_.get("booster_file") == "h200-bf16.json"
 
@@ -560,7 +563,7 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     from kselect.selector.decide.policy import choose_kept, nearest_candidates
 
     _skip_unless_the_shipped_model_is_for_this_gpu()
-    fingerprint = compat.device_fingerprint(torch.device("cuda"))
+    fingerprint = device_fingerprint(torch.device("cuda"))
     problem = Problem(16, 128256, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
     sel = ksi.Selector("verify")

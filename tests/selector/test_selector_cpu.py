@@ -33,8 +33,9 @@ from kselect.selector.decide.policy import (  # noqa: E402
     choose_kept,
     verified_keep,
 )
-from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -103,9 +104,9 @@ def stock(inductor):
     counts = compile_and_check(inductor)
     table: dict = {}
     for _name, timings, choices in inductor.runs:
-        problem, _, _ = compat.choices_signature(choices)  # as the selector reads them
+        problem, _, _ = signatures.choices_signature(choices)  # as the selector reads them
         for choice, ms in timings.items():
-            table.setdefault(problem.key, {})[compat.caller_candidate(choice).key] = ms
+            table.setdefault(problem.key, {})[choice_candidates.caller_candidate(choice).key] = ms
     return counts, table
 
 
@@ -316,7 +317,7 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     h200 = _h200_fingerprint()
     sel = ksi.Selector("predict")
     with pytest.raises(RankerUnavailable) as e:
-        sel.ranker_for(compat.device_fingerprint(torch.device("cpu")))
+        sel.ranker_for(device_fingerprint(torch.device("cpu")))
     assert e.value.cause == "no-gpu"
     other = {**h200, "gpu_name": "NVIDIA A100-SXM4-80GB", "sm_count": 108, "fingerprint_id": "a100"}
     with pytest.raises(RankerUnavailable):
@@ -355,11 +356,11 @@ def test_gemm_signature_reads_ops_and_layouts():
         ),
     ]
     for nodes, out, op, key in cases:
-        problem, fields, device = compat.gemm_signature(nodes, out, op)
+        problem, fields, device = signatures.gemm_signature(nodes, out, op)
         assert problem.key == key and device.type == "cpu"
         assert [i[1] for i in fields["inputs"]] == [list(n.get_stride()) for n in nodes]
     with pytest.raises(ValueError):
-        compat.gemm_signature((a, buf("x", [50, 80], [80, 1])), [64, 80])
+        signatures.gemm_signature((a, buf("x", [50, 80], [80, 1])), [64, 80])
 
 
 def test_adaptive_k_follows_confidence_and_never_exceeds_cap():
@@ -471,14 +472,14 @@ def test_known_broken_choices_are_never_kept(monkeypatch):
     dk = Candidate.make("triton", "decompose_k", k_split=4)
     bf16 = Problem(16, 4096, 131072, "bf16")
     monkeypatch.setattr(torch, "__version__", "2.11.0+cu130")
-    assert compat.broken_templates(bf16) == {"decompose_k"}
-    assert not compat.broken_templates(Problem(16, 4096, 131072, "fp16"))
+    assert torch_release.broken_templates(bf16) == {"decompose_k"}
+    assert not torch_release.broken_templates(Problem(16, 4096, 131072, "fp16"))
     sel = ksi.Selector("predict", ranker=MeasuredRanker({bf16.key: {dk.key: 0.25, "aten:mm": 0.30}}))
-    fp = compat.device_fingerprint(torch.device("cpu"))
+    fp = device_fingerprint(torch.device("cpu"))
     kept, _ = sel.select("templates", bf16, {}, fp, [dk, Candidate.make("aten", "mm")])
     assert kept == [1]  # the measured-faster decompose-k cannot run on 2.11
     monkeypatch.setattr(torch, "__version__", "2.13.0")
-    assert not compat.broken_templates(bf16)
+    assert not torch_release.broken_templates(bf16)
 
 
 def test_env_var_enables_on_import(tmp_path):
@@ -622,7 +623,7 @@ def test_options_env_and_help():
 
 
 def test_enable_from_env_installs_and_disable_restores(tmp_path):
-    before = compat.current_choices()
+    before = inductor_settings.current_choices()
     try:
         sel = ksi.enable_from_env(
             {
@@ -649,10 +650,10 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
             sel.release_memory,
             sel.warm_while_compiling,
         ) == ("verify", 3, tmp_path, True, False, False, False, False)
-        assert compat.current_choices().kselect_selector is sel
+        assert inductor_settings.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
-            assert compat.current_choices().kselect_selector is inner
-        outer = compat.current_choices().kselect_selector  # the outer configuration is back
+            assert inductor_settings.current_choices().kselect_selector is inner
+        outer = inductor_settings.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
         assert outer.early_decision is False and outer.release_memory is False
         assert outer.warm_while_compiling is False and outer.compile_in == "workers"
@@ -660,7 +661,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         assert outer.warm_start_on is False and outer.warm_start is not None  # workers need warm workers
     finally:
         ksi.disable()
-    assert compat.current_choices() is before
+    assert inductor_settings.current_choices() is before
     assert ksi.enable_from_env({"KSELECT_MODE": "off"}) is None
     # the handler's uuid goes into Inductor's FX-graph cache key: stable, yet mode-specific
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
@@ -710,7 +711,7 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
 
     probe = (
         "import sys, torch\n"
-        "from kselect.selector.inductor import compat as c\n"
+        "from kselect.selector.inductor.compat import inductor_settings as c\n"
         "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
         "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n"
     )
@@ -763,7 +764,7 @@ def test_enable_widens_search_space_and_disable_restores_it():
 
 
 class _FakeChoice:
-    """A ChoiceCaller as compat.caller_candidate reads it: a name (with Inductor's per-compile
+    """A ChoiceCaller as choice_candidates.caller_candidate reads it: a name (with Inductor's per-compile
     counter) and an info_dict backend; "extern" is an ATen call."""
 
     annotations: dict = {}
@@ -800,15 +801,15 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
     extern = [_FakeChoice(op, "extern")]
     if op == "mm":
         templates = extern + templates
-    kept_t = sel._guarded("templates", templates, signature, compat.caller_candidates)
+    kept_t = sel._guarded("templates", templates, signature, choice_candidates.caller_candidates)
     choices = (extern if op == "addmm" else []) + list(kept_t)
-    kept = sel._guarded("choices", choices, signature, compat.caller_candidates)
+    kept = sel._guarded("choices", choices, signature, choice_candidates.caller_candidates)
     benchmarked = []
     if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
-        timings = {c: measured[compat.caller_candidate(c).key] for c in kept}
-        benchmarked = sorted(compat.caller_candidate(c).key for c in kept)
+        timings = {c: measured[choice_candidates.caller_candidate(c).key] for c in kept}
+        benchmarked = sorted(choice_candidates.caller_candidate(c).key for c in kept)
         sel.record_verified(list(kept), timings, "cuda")
-    return sel, sorted(compat.caller_candidate(c).key for c in kept_t), benchmarked
+    return sel, sorted(choice_candidates.caller_candidate(c).key for c in kept_t), benchmarked
 
 
 @pytest.mark.parametrize("op", ["addmm", "mm"])
@@ -857,21 +858,26 @@ def test_inductor_triton_ktcs_map_to_their_candidates_through_the_memo():
     assert {"mm", "persistent_tma", "decompose_k"} <= templates
     ktcs = inductor_ktcs(want)
     for _ in range(2):
-        assert compat.ktc_candidates(ktcs) == want
-        assert [compat.ktc_candidate(k) for k in ktcs] == want
+        assert choice_candidates.ktc_candidates(ktcs) == want
+        assert [choice_candidates.ktc_candidate(k) for k in ktcs] == want
     tiles = {c.params for c in want if c.template == "mm" and c.params} & {
         c.params for c in want if c.template == "persistent_tma"
     }
     assert tiles, "the two tile templates share tile configs"
     mm = next(c for c in want if c.backend == "triton" and c.template == "mm")
     odd = dict(mm.kwargs, EVEN_K=False, ACC_TYPE="tl.float16")
-    assert compat.ktc_candidate(KernelTemplateChoice(mm_template, DictKernelTemplateParams(odd), {}, None, None)) == mm
+    assert (
+        choice_candidates.ktc_candidate(
+            KernelTemplateChoice(mm_template, DictKernelTemplateParams(odd), {}, None, None)
+        )
+        == mm
+    )
 
     class OwnParams:  # a template with its own params class (no .kwargs dict)
         def to_kwargs(self):
             return dict(mm.kwargs)
 
-    assert compat.ktc_candidates([KernelTemplateChoice(mm_template, OwnParams(), {}, None, None)]) == [mm]
+    assert choice_candidates.ktc_candidates([KernelTemplateChoice(mm_template, OwnParams(), {}, None, None)]) == [mm]
 
 
 def test_bench_rank_times_the_whole_predict_decision_from_inductors_choices():
@@ -917,16 +923,16 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
         for template in ("mm", "persistent_tma"):
             assert set(ts.template_space(Problem(m, 9216, 3072, "bf16", "nt"), template)) <= set(space)
     assert ts._tile_space.cache_info().misses == enumerated
-    compat.prime_ktc_memo(space)
-    assert compat.prime_ktc_memo(space) == 0  # idempotent
+    choice_candidates.prime_ktc_memo(space)
+    assert choice_candidates.prime_ktc_memo(space) == 0  # idempotent
     objects = {"mm": (mm_template, bmm_template), "persistent_tma": (persistent_tma_mm_template,)}
     for c in [c for c in space if c.backend == "triton"][::97]:
         for template in objects[c.template]:
             kw = {"EVEN_K": False, "ACC_TYPE": "tl.float32", **c.kwargs}
             ktc = KernelTemplateChoice(template, DictKernelTemplateParams(kw), {}, None, None)
-            got = compat.ktc_candidates([ktc])[0]
+            got = choice_candidates.ktc_candidates([ktc])[0]
             assert got is c  # what Inductor's uid names, built independently of the memo:
-            assert c == Candidate.make("triton", compat.template_of(template.uid)[1], **c.kwargs)
+            assert c == Candidate.make("triton", choice_candidates.template_of(template.uid)[1], **c.kwargs)
 
 
 def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again():

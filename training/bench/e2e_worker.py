@@ -230,7 +230,7 @@ def measure(spec: dict, res: dict, save) -> None:
         torch.cuda.reset_peak_memory_stats()
         warm_gpu()
     if spec.get("warm_pool", True):  # the pool's start must not race the timed compile
-        from kselect.selector.inductor.compat import warm_compile_pool
+        from kselect.selector.inductor.compat.compile_pool import warm_compile_pool
 
         pool_s = warm_compile_pool()
         res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
@@ -259,10 +259,10 @@ def measure(spec: dict, res: dict, save) -> None:
 def instrument(spec: dict):
     """Our feedback saver (GEMMs and candidates benchmarked) and, for kselect variants, a
     handler on kselect's log (decisions, ranking time, fallback warnings)."""
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import autotune
 
     counter = GemmCounter()
-    compat.add_feedback_saver(counter)
+    autotune.add_feedback_saver(counter)
     if not VARIANTS[spec["variant"]].kselect:
         return counter, None
     sel_log = SelectorLog()
