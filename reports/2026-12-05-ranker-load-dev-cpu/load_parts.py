@@ -30,7 +30,7 @@ def one_process(warm: str) -> dict:
     from kselect.kernels.triton.space import triton_space
     from kselect.selector.inductor.compat import choice_candidates
     from kselect.selector.model import cost_model as M
-    from kselect.selector.decide import policy as P
+    from kselect.selector.decide import rankers
     from kselect.selector.decide.cache import candidate_set_digest
 
     repo = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def one_process(warm: str) -> dict:
     t0 = t()
     model = M.load_shipped(fingerprint=fingerprint)
     model.set_threads(1)
-    ranker = P.CostModelRanker(model, fingerprint)
+    ranker = rankers.CostModelRanker(model, fingerprint)
     ranker.check()
     out["model_ms"] = (t() - t0) * 1e3
     if warm != "none":   # what the selector does after the model: warm, then prime its memos

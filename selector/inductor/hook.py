@@ -30,16 +30,10 @@ import numpy as np
 from kselect.selector.config import SETTINGS, SelectorSettings, keyword_help
 from kselect.selector.config import read as read_options
 from kselect.selector.decide.cache import DecisionCache, candidate_set_digest, decision_key
-from kselect.selector.decide.policy import (
-    CompilePrice,
-    CostModelRanker,
-    RankerUnavailable,
-    candidate_keys,
-    choose_kept,
-    nearest_candidates,
-    unseen_backends,
-    verified_keep,
-)
+from kselect.selector.decide.candidate_sets import candidate_keys, unseen_backends
+from kselect.selector.decide.gap_policy import nearest_candidates
+from kselect.selector.decide.policy import choose_kept
+from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.fingerprint import device_fingerprint
 from kselect.selector.inductor.compat import (
@@ -56,8 +50,10 @@ from kselect.selector.inductor.compat import (
 from kselect.selector.inductor.epilogue import effective_ms, epilogue_saving_ms
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
 from kselect.selector.logs import log_decision, register_with_torch_logs
+from kselect.selector.model.compile_price import CompilePrice
 from kselect.selector.verify.timing import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept
+from kselect.selector.verify.verified_winners import verified_keep
 from kselect.selector.warmup.triton_setup import WarmStart
 from kselect.selector.warn import reset_warnings, warn_once
 
@@ -379,7 +375,7 @@ class Selector:
         return kept, entry
 
     def record_verified(self, kept_items: list, timings: dict, device_type: str) -> None:
-        """verify mode: Inductor measured the kept set; cache its winner (policy.verified_keep),
+        """verify mode: Inductor measured the kept set; cache its winner (verified_winners.verified_keep),
         so the next compile of this GEMM keeps that one choice and benchmarks nothing.
 
         Both stages' entries get it: the choices-stage entry of the set measured now; the

@@ -63,7 +63,7 @@ class Measured:
 
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
-    from kselect.selector.decide.policy import is_aten
+    from kselect.selector.decide.candidate_sets import is_aten
     from kselect.selector.inductor.compat.choice_candidates import caller_candidate
 
     cand = caller_candidate(choice)

@@ -194,7 +194,7 @@ def decisions(cache_root: Path) -> dict:
     from kselect.kernels.flydsl import space as flydsl_space
     from kselect.kernels.problem import Problem
     from kselect.models import shipped_model_path
-    from kselect.selector.decide.policy import MeasuredRanker
+    from kselect.selector.decide.rankers import MeasuredRanker
     from kselect.selector.inductor.hook import Selector
 
     fingerprint = {**json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"]}

@@ -34,7 +34,7 @@ from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor.compat import choice_candidates, enumeration, signatures, template_configs  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
@@ -265,7 +265,7 @@ def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h20
     """GEMMs of one size class get the very same candidate tuple, so what depends on the
     candidates alone (encoding, candidate-only feature columns, keys, digest) is computed
     once; the features are still each GEMM's own, equal to encoding a fresh list."""
-    from kselect.selector.decide.policy import candidate_keys
+    from kselect.selector.decide.candidate_sets import candidate_keys
     from kselect.selector.model import features as F
 
     with lowering():

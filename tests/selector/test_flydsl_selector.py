@@ -18,7 +18,8 @@ from kselect.kernels.flydsl import inductor as fly  # noqa: E402
 from kselect.kernels.flydsl import space  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
-from kselect.selector.decide.policy import UNSEEN_KEEP, MeasuredRanker, choose_kept  # noqa: E402
+from kselect.selector.decide.policy import UNSEEN_KEEP, choose_kept  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.inductor.compat import choice_candidates, template_configs  # noqa: E402

@@ -32,7 +32,7 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.inductor.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
@@ -560,7 +560,8 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu():
     scores are gaps to ATen; one slot is the nearest measured shape's pick)."""
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.decide.policy import choose_kept, nearest_candidates
+    from kselect.selector.decide.gap_policy import nearest_candidates
+    from kselect.selector.decide.policy import choose_kept
 
     _skip_unless_the_shipped_model_is_for_this_gpu()
     fingerprint = device_fingerprint(torch.device("cuda"))

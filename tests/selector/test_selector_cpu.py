@@ -23,19 +23,15 @@ torch = pytest.importorskip("torch")
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import config as options  # noqa: E402
-from kselect.selector.decide import policy  # noqa: E402
+from kselect.selector.decide import families  # noqa: E402
 from kselect.selector.decide.cache import DecisionCache  # noqa: E402
-from kselect.selector.decide.policy import (  # noqa: E402
-    COMPILE_BUDGET,
-    MeasuredRanker,
-    RankerUnavailable,
-    adaptive_k,
-    choose_kept,
-    verified_keep,
-)
+from kselect.selector.decide.policy import adaptive_k, choose_kept  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.inductor.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
+from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
+from kselect.selector.verify.verified_winners import verified_keep  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -463,9 +459,9 @@ def test_verify_keeps_one_tile_per_family_where_warps_or_stages_are_all_that_dif
     assert choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)[0] == [0, 3, 5, 6]
     kept, _ = choose_kept(cands, scores, "verify", 4, True, False)  # adaptive: all six are close
     assert kept == [0, 3, 5, 6]  # three tile families and ATen
-    assert policy.tile_family(cands[0]) == policy.tile_family(cands[2]) != policy.tile_family(cands[3])
+    assert families.tile_family(cands[0]) == families.tile_family(cands[2]) != families.tile_family(cands[3])
     # only the knobs that do not change the tile's shape are ignored
-    assert policy.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
+    assert families.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
 
 
 def test_known_broken_choices_are_never_kept(monkeypatch):
@@ -909,7 +905,7 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
 
     # what the shipped model's ranker warms up on at load, and the selector then primes
     from kselect.kernels.triton import space as ts
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.decide.rankers import CostModelRanker
     from kselect.selector.model.cost_model import CostModel, shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
@@ -942,7 +938,7 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     ATen -- what the H200 measured in reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). Choices the templates stage
     never saw (the CPU's C++ GEMMs come only there) are still decided."""
     from kselect.kernels.triton.space import template_space
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.decide.rankers import CostModelRanker
     from kselect.selector.model.cost_model import CostModel, shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
@@ -959,7 +955,7 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     sel = ksi.Selector("verify", k=4, ranker=ranker)
     planned = run(sel, "templates", space)
     assert len(planned) == 5 and sum(c.backend == "triton" for c in planned) == 4
-    assert len({policy.tile_family(c) for c in planned}) == 5
+    assert len({families.tile_family(c) for c in planned}) == 5
     assert run(sel, "choices", planned) == planned  # measured as kept
     assert sel.decisions[-1]["why"] == "verify: the templates stage's kept set, as is"
     fresh = ksi.Selector("verify", k=4, ranker=ranker)  # no plan: decided over the five

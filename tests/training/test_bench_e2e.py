@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kselect.selector.decide.policy import COMPILE_BUDGET  # noqa: E402
+from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.training.bench import e2e as be  # noqa: E402
 from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E402
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402

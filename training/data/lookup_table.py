@@ -288,7 +288,7 @@ def export_from_model(
     node, which a shapes file does not describe."""
     require_lookup_tables()
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.decide.policy import RankerUnavailable
+    from kselect.selector.decide.rankers import RankerUnavailable
     from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
     from kselect.selector.inductor.hook import Selector
 

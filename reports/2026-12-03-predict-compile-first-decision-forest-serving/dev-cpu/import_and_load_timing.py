@@ -5,7 +5,7 @@ t=time.perf_counter(); import torch._inductor.kernel.mm; print("inductor mm", ro
 t=time.perf_counter(); import xgboost; print("xgboost import", round(time.perf_counter()-t,3))
 from kselect.selector.model.cost_model import CostModel, load_shipped
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); print("model load", round(time.perf_counter()-t,3))
-from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.decide.rankers import CostModelRanker
 t=time.perf_counter(); r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); print("warm_up", round(time.perf_counter()-t,3))
 from kselect.selector.inductor.compat import choice_candidates
 t=time.perf_counter(); choice_candidates.prime_ktc_memo(sp); print("prime", round(time.perf_counter()-t,3))

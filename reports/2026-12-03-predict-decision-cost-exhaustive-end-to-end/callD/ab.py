@@ -2,7 +2,7 @@
 import sys, time, statistics, tempfile, os, json
 import numpy as np
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.decide.rankers import CostModelRanker
 from kselect.selector.inductor.hook import Selector
 from kselect.selector.inductor.compat import choice_candidates
 from kselect.kernels.problem import Problem

@@ -3,7 +3,7 @@
 # checked out at 3219f94 (before) and at this report's commit (after).
 import time, torch, torch._inductor.kernel.mm
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.decide.rankers import CostModelRanker
 from kselect.selector.inductor.compat import choice_candidates
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); t1=time.perf_counter()
 r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); t3=time.perf_counter()

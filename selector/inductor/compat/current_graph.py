@@ -19,7 +19,7 @@ def graph_gemm_problems(graph) -> list:
     `graph.module`), as Problems in graph order: aten mm, addmm, bmm and baddbmm nodes whose
     operand sizes are known (a symbolic size is skipped: the warm-up it serves is an
     optimisation). Read when the graph's first GEMM is lowered, so the ranker warms what the
-    graph's decisions need (policy.CostModelRanker.warm_up)."""
+    graph's decisions need (rankers.CostModelRanker.warm_up)."""
     import torch
 
     from kselect.kernels.problem import Problem, ProblemError

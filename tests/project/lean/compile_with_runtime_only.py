@@ -9,7 +9,7 @@ import warnings
 import torch
 
 import kselect.selector as ks
-from kselect.selector.decide.policy import MeasuredRanker
+from kselect.selector.decide.rankers import MeasuredRanker
 from kselect.selector.inductor.compat import autotune, choice_candidates, signatures
 
 

@@ -1,0 +1,57 @@
+"""Pricing a kept template's compile (verify): the policy's `CompilePrice`, and the selector's
+compile-cost model per GPU target that predicts it (selector/model/compile_cost.py).
+
+Held out: docs/selector.md, "What a kept template costs to compile".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from kselect.kernels.candidate import Candidate
+from kselect.selector.config import DEFAULTS
+
+# verify: another kept template may be predicted to compile at most this many times as long as
+# the top-1 (or the median compile); 0 = no pricing. Held out: docs/selector.md. The default of
+# the compile_budget setting (config.SelectorSettings)
+COMPILE_BUDGET = DEFAULTS.compile_budget
+
+
+class CompilePrice:
+    """Verify's price on a kept template's compile. The kept templates compile in parallel,
+    so a GEMM's measurement waits for the slowest (reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait s3); the ranker's
+    top-1 is compiled whatever happens (predict would compile it too), so another kept template
+    may cost at most `budget` times the top-1's predicted compile -- or the typical compile's,
+    when the top-1 is quicker than that. `predict(indices) -> ms` (NaN: unknown, never passed
+    over); `typical_ms`: the median compile in the same unit.
+
+    Held out: docs/selector.md, "What a kept template costs to compile"."""
+
+    def __init__(self, predict: Callable[[Sequence[int]], np.ndarray], typical_ms: float, budget: float):
+        if not budget > 0:
+            raise ValueError(f"compile budget must be > 0, got {budget}")
+        self.predict, self.typical_ms, self.budget = predict, float(typical_ms), float(budget)
+        self.passed: list[int] = []
+
+    def too_slow_after(self, top: int) -> Callable[[int], bool]:
+        """The test for candidates after `top` (which is always kept)."""
+        top_ms = float(self.predict([top])[0])
+        limit = self.budget * max(top_ms if top_ms == top_ms else 0.0, self.typical_ms)
+
+        def too_slow(i: int) -> bool:
+            ms = float(self.predict([i])[0])
+            if ms > limit:  # NaN compares False: unknown costs are not passed over
+                self.passed.append(i)
+                return True
+            return False
+
+        return too_slow
+
+
+def passed_over_note(candidates: Sequence[Candidate], passed: Sequence[int]) -> str:
+    """The reason's note on the templates the compile price passed over (the first three named)."""
+    slow = list(dict.fromkeys(candidates[i].key for i in passed))  # a candidate may be tried twice
+    more = f" and {len(slow) - 3} more" if len(slow) > 3 else ""
+    return f"; passed over {len(slow)} slow to compile ({', '.join(slow[:3])}{more})"
