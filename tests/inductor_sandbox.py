@@ -12,7 +12,7 @@ import pytest
 def inductor_sandbox(tmp, saver, **config):
     import torch
 
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
     from kselect.selector.inductor.compat import autotune
 
     patch = pytest.MonkeyPatch()

@@ -34,7 +34,7 @@ from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
@@ -95,7 +95,7 @@ def bf16_inputs():
     )  # dW: X (K, M), dY (K, N)
 
 
-# kselect's log lines (selector/inductor/hook.py)
+# kselect's log lines (the logger the selector's rooms share)
 DECISION = re.compile(r"^kselect (templates|choices) (\S+): (\d+) candidates seen, kept (\d+) .*; chosen (\[.*\])$")
 HIT = re.compile(r"^kselect (templates|choices) (\S+): decision cache hit -> kept (\[.*\])$")
 

@@ -16,7 +16,7 @@ from torch._inductor import config as inductor_config  # noqa: E402
 
 from kselect.selector import config as options  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor.compat import inductor_settings, torch_release  # noqa: E402
 
 

@@ -28,7 +28,7 @@ from kselect.selector.decide.cache import DecisionCache  # noqa: E402
 from kselect.selector.decide.policy import adaptive_k, choose_kept  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
 from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.selector.verify.verified_winners import verified_keep  # noqa: E402
@@ -484,7 +484,7 @@ def test_env_var_enables_on_import(tmp_path):
     import sys
 
     code = (
-        "import kselect.selector as s, kselect.selector.inductor.hook as i; "
+        "import kselect.selector as s, kselect.selector.inductor.lifecycle as i; "
         "sel = i.current(); print(sel.mode, sel.k, sel.cache.root); s.print_options()"
     )
     env = {**os.environ, "KSELECT_MODE": "predict", "KSELECT_K": "2", "KSELECT_CACHE_DIR": str(tmp_path)}

@@ -21,8 +21,9 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.decide import dynamic_sizes  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
@@ -131,7 +132,7 @@ def test_predict_decides_dynamic_gemms_at_every_size_and_benchmarks_nothing(stoc
     picks = list(sel.dynamic_picks)
     assert sorted(p["problem"] for p in picks) == ["addmm:64x80x96:fp32:nn", "bmm4x:64x80x96:fp32:nn"]
     for p in picks:
-        assert list(p["per_size"]) == [HINT] + [s for s in ksi.DYNAMIC_M_SIZES if s != HINT]
+        assert list(p["per_size"]) == [HINT] + [s for s in dynamic_sizes.DYNAMIC_M_SIZES if s != HINT]
         assert len(p["kept"]) == 1 and p["kept"][0].startswith("cpp:") and not p["by_inductor_size"]
 
 
@@ -310,7 +311,7 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
         restock=lambda space: stock,
     )
     assert len(kept) == len(stock) and kept[-1] is items[-1]  # capped; ATen kept
-    assert ksi._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
+    assert dynamic_sizes._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
     cands = [Candidate.make("cpp", f"gemm{i}") for i in range(9)] + [Candidate.make("aten", "mm")]
-    assert ksi._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and ksi._within([1, 9], 1, cands) == [1]
-    assert ksi._within([1, 2], 3, cands) == [1, 2]
+    assert dynamic_sizes._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and dynamic_sizes._within([1, 9], 1, cands) == [1]
+    assert dynamic_sizes._within([1, 2], 3, cands) == [1, 2]

@@ -15,7 +15,7 @@ from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import config  # noqa: E402
 from kselect.selector.decide import policy  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.model import compile_price  # noqa: E402
 
 FIELDS = {f.name: f for f in dataclasses.fields(config.SelectorSettings)}

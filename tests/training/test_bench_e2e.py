@@ -802,7 +802,7 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
     from kselect.kernels.backend import Candidate, Problem
     from kselect.kernels.triton.space import triton_space
     from kselect.models import shipped_model_path
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     fingerprint = {
         **json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"],

@@ -224,7 +224,7 @@ def test_verify_on_a_decode_projection_keeps_a_quicker_set_at_the_default_budget
 
 def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, monkeypatch, caplog):
     from kselect import models
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
     from kselect.selector.warn import KselectFallbackWarning, reset_warnings
 
     h200 = {"device_type": "cuda", "compute_capability": "9.0", "fingerprint_id": "x"}

@@ -34,9 +34,9 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
     because a kselect variant would then time stock Inductor under kselect's name. With an
     enabled `selector`, its own ranker is loaded (and kept for the compile that follows)."""
     from kselect.selector.fingerprint import device_fingerprint
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor.hook import Selector
 
-    selector = selector or ksi.Selector(mode="predict", model=model or None)
+    selector = selector or Selector(mode="predict", model=model or None)
     ranker = selector.ranker_for(device_fingerprint(device))
     return str(getattr(ranker, "ident", type(ranker).__name__))
 

@@ -44,7 +44,7 @@ def worker_main(spec_path: str) -> None:
         traceback.print_exc()
     save()
     try:
-        from kselect.selector.inductor import hook as ksi
+        from kselect.selector.inductor import lifecycle as ksi
 
         ksi.disable()  # flushes kselect's queued decision-cache writes; os._exit skips atexit
     except Exception:  # noqa: BLE001 -- the result is saved already
@@ -98,7 +98,7 @@ def configure(spec: dict):
     if v.backends:
         config.max_autotune_gemm_backends = v.backends
     if v.kselect:
-        from kselect.selector.inductor import hook as ksi
+        from kselect.selector.inductor import lifecycle as ksi
 
         # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
         # narrows a GEMM it cannot rank back to DEFAULT.
@@ -242,7 +242,7 @@ def measure(spec: dict, res: dict, save) -> None:
     finally:  # what autotuning did, also when the run failed
         res["gemms"] = counter.summary()
         if sel_log is not None:
-            from kselect.selector.inductor import hook as ksi
+            from kselect.selector.inductor import lifecycle as ksi
 
             sel = ksi.current()
             res["kselect"] = sel_log.summary(sel)
@@ -276,7 +276,7 @@ def ranker_preflight(device) -> str:
     this GPU, xgboost missing) would make this run measure stock Inductor under kselect's
     name: fail it at once instead. On the CPU no model exists by design (kselect falls back to
     stock, one warning): say so and go on."""
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     try:
         return ranker_ident(device, selector=ksi.current())

@@ -170,7 +170,7 @@ def run_worker(plan: dict) -> int:
     import torch
 
     from kselect.kernels.problem import Problem
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     variant, device = plan["variant"], plan["device"]
     _, mode = VARIANTS[variant]

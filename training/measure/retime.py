@@ -235,7 +235,7 @@ def run_worker(plan: RetimePlan) -> int:
     import torch
 
     from kselect.selector.decide.rankers import MeasuredRanker
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     ds = DatasetDir(Path(plan.out))
     done = set(ds.load(on_corrupt="quarantine")["problem_key"]) if ds.exists() else set()
