@@ -10,7 +10,8 @@ On disk a model is two files (selector/model/artifact.py, the one schema for eve
 `<name>.json` (the XGBoost booster, XGBoost's own JSON) and `<name>.meta.json` (kind
 "cost-model", feature schema, device fingerprint, dataset hash, objective, training command,
 metrics; for 'reg:aten' models the nearest-shape template table verify reads,
-selector/decide/nearest.py). Loading checks the feature schema always and the device unless forced.
+selector/decide/nearest.py). Loading checks the feature schema always and the device unless
+forced (selector/model/checks.py).
 
 Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
@@ -29,6 +30,12 @@ import numpy as np
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar  # noqa: F401 -- this model's errors and reader
 from kselect.selector.model.artifact import sidecar_path as meta_path
+from kselect.selector.model.checks import (
+    DeviceMismatchError,
+    FeatureSchemaError,
+    check_device,
+    check_schema,
+)
 from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -48,14 +55,6 @@ OBJECTIVES = {
     "reg:log": "reg:squarederror",
     "reg:aten": "reg:squarederror",
 }
-
-
-class FeatureSchemaError(ModelError):
-    """The model was trained on another feature schema than this code computes."""
-
-
-class DeviceMismatchError(ModelError):
-    """The model was trained for another GPU than the one it is asked to serve."""
 
 
 class CostModel(artifact.HyperParameters):
@@ -349,48 +348,6 @@ def _read_forest(path: Path):
             f"{len(FEATURE_NAMES)}: retrain it with `kselect train`"
         )
     return forest
-
-
-def check_schema(meta: Mapping, source: str = "model") -> None:
-    version, names = meta.get("feature_schema_version"), meta.get("feature_names")
-    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(FEATURE_NAMES):
-        detail = ""
-        if names is not None and list(names) != list(FEATURE_NAMES):
-            extra = sorted(set(names) - set(FEATURE_NAMES))
-            gone = sorted(set(FEATURE_NAMES) - set(names))
-            detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
-        raise FeatureSchemaError(
-            f"{source} was trained on feature schema v{version} but this kselect computes "
-            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`"
-        )
-
-
-def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False) -> None:
-    trained = meta.get("fingerprint") or {}
-    want = {
-        "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
-        "sm_count": trained.get("sm_count", meta.get("sm_count")),
-    }
-    have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
-    diff = [k for k in want if str(want[k]) != str(have[k])]
-    if not diff:
-        if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
-            log.info(
-                "model fingerprint %s != device %s (same GPU; software versions differ)",
-                trained.get("fingerprint_id"),
-                fingerprint.get("fingerprint_id"),
-            )
-        return
-    msg = (
-        f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
-        f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
-        f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
-        f"differs in {diff}"
-    )
-    if force:
-        log.warning("%s -- used anyway (force=True)", msg)
-        return
-    raise DeviceMismatchError(msg + ": train a model for this device or pass force=True")
 
 
 def shipped_models() -> list[Path]:

@@ -215,7 +215,7 @@ class Harness:
 def _skip_unless_the_shipped_model_is_for_this_gpu():
     """The wrong GPU skips; any other model problem must fail the tests (as fallbacks), not hide."""
     from kselect.models import shipped_model_path
-    from kselect.selector.model.cost_model import DeviceMismatchError, check_device
+    from kselect.selector.model.checks import DeviceMismatchError, check_device
 
     fp = device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
     try:
