@@ -1,1 +1,2 @@
-"""Verify mode's own measurement of the kept choices and their background compiles."""
+"""Verify mode: measuring the kept choices (orchestration, kselect's own timing, background
+compiles) and caching the verified winner."""

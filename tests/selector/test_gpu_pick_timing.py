@@ -28,7 +28,7 @@ from gpu_model import served_model  # noqa: E402
 from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error, rotating_operands  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.timing import time_runners, warm_gpu  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
