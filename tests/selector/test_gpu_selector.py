@@ -410,7 +410,7 @@ def test_verify_really_benchmarked(verify_first):
     winner), so at least one of the four must have had Inductor benchmark its kept set.
 
     Fails on the mutation: verify keeping one choice, as predict does (`if mode == "predict":`
-    made always true in _choose_by_gap, selector/decide/policy.py)."""
+    made always true in choose_by_gap, selector/decide/gap_policy.py)."""
     benchmarked = [g.key for g in GEMMS.values() if verify_first.benchmarked(g.key)]
     assert benchmarked, (
         "verify kept one choice per GEMM (or the model is sure of each): Inductor's benchmark of a kept "

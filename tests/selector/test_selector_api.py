@@ -132,7 +132,7 @@ def test_enable_refuses_a_named_model_it_cannot_read_and_keeps_the_active_select
     """A model file the user names is read when named: enable() (and selecting()) raise a
     ModelError naming the file and its problem, and the selector that was active stays.
 
-    Fails on the mutation: enable() without `sel.load_named_model()` (selector/inductor/hook.py),
+    Fails on the mutation: enable() without `sel.load_named_model()` (selector/inductor/lifecycle.py),
     which accepted such a model and refused it only at the first GEMM, with a fallback warning."""
     from kselect.selector.model.cost_model import ModelError
 

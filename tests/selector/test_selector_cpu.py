@@ -358,7 +358,7 @@ def test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
     GPU as it meets it.
 
     Fails on the mutation: `check_device` skipped in CostModelRanker.check
-    (selector/decide/policy.py): the H200 model would then rank the A100's GEMMs silently."""
+    (selector/decide/rankers.py): the H200 model would then rank the A100's GEMMs silently."""
     from kselect.models import shipped_model_path
     from kselect.selector.decide.rankers import CostModelRanker
     from kselect.selector.model.cost_model import CostModel
