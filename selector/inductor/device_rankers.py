@@ -1,5 +1,7 @@
-"""The ranker per device: the cost model that fits the device, loaded once per process (or the
-ranker enable() was given), and warmed for the GEMMs of each graph Inductor lowers."""
+"""The ranker per device: the cost model that fits the device (model/discovery.py), loaded once
+per process (or the ranker enable() was given), and warmed for the GEMMs of each graph Inductor
+lowers. A model file the user names is read once, at enable() (`load_named_model`), and serves
+any card, with one warning when it was made for another."""
 
 from __future__ import annotations
 

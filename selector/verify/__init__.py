@@ -1,2 +1,3 @@
-"""Verify mode: measuring the kept choices (orchestration, kselect's own timing, background
-compiles) and caching the verified winner."""
+"""Verify mode: measuring the kept choices (orchestration, kselect's own timing in interleaved
+rounds, background compiles), picking the winner beyond the rounds' noise (pick.py) and caching
+the verified winner."""
