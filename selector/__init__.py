@@ -12,7 +12,7 @@ __all__ = ["enable", "disable", "selecting", "enable_from_env", "print_options"]
 
 def __getattr__(name):
     if name in ("enable", "disable", "selecting", "enable_from_env"):
-        from kselect.selector.inductor import hook as inductor
+        from kselect.selector.inductor import lifecycle as inductor
 
         return getattr(inductor, name)
     if name == "print_options":

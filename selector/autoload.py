@@ -21,7 +21,7 @@ def load() -> None:
         return
     _loaded = True
     try:
-        from kselect.selector.inductor.hook import enable_from_env
+        from kselect.selector.inductor.lifecycle import enable_from_env
 
         enable_from_env()
     except Exception as exc:  # noqa: BLE001 -- never break `import torch`

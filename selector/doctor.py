@@ -65,8 +65,8 @@ def _versions() -> tuple[str, str | None]:
 def _device(device: str | None) -> dict:
     import torch
 
-    from kselect.selector.inductor.compat import device_fingerprint
-    from kselect.selector.model.cost_model import architecture
+    from kselect.selector.fingerprint import device_fingerprint
+    from kselect.selector.model.checks import architecture
 
     name = device or ("cuda" if torch.cuda.is_available() else "cpu")
     fp = device_fingerprint(torch.device(name))
@@ -76,7 +76,8 @@ def _device(device: str | None) -> dict:
 
 def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str, ...]]:
     """(model file, why, dtypes it holds) for this device, as the selector would choose."""
-    from kselect.selector.model.cost_model import CostModel, ModelError, load_shipped, serve_named
+    from kselect.selector.model.cost_model import CostModel, ModelError
+    from kselect.selector.model.discovery import load_shipped, serve_named
 
     if not fingerprint.get("gpu_name"):
         return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", ()
@@ -102,7 +103,7 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str
 def diagnose(device: str | None = None, environ=None) -> Report:
     """What kselect would do in a process started with `environ` (default os.environ)."""
     from kselect.selector.config import read
-    from kselect.selector.inductor.compat import torch_support_problem
+    from kselect.selector.inductor.compat.torch_release import torch_support_problem
 
     environ = os.environ if environ is None else environ
     torch_version, triton_version = _versions()

@@ -4,6 +4,7 @@ the selector's decision cache.
 `fingerprint_id` hashes only what changes kernel timings -- GPU model, SM count, shared memory,
 compute capability, CUDA/HIP, torch and triton versions (and, for a CPU, its model and thread
 count) -- so a model can refuse a machine it was not trained for while ignoring the hostname.
+`device_fingerprint` reads those keys for the torch device a GEMM runs on (the selector's).
 """
 
 from __future__ import annotations
@@ -46,3 +47,50 @@ def device_peaks(gpu_name: str) -> dict:
         if tag in (gpu_name or ""):
             return peaks
     return {"peak_tflops": {}, "mem_bandwidth_gbs": 0.0}
+
+
+# (device type, index) -> its fingerprint, for GPUs only (a GPU's cannot change in a process)
+_GPU_FINGERPRINTS: dict = {}
+
+
+def device_fingerprint(device) -> dict:
+    """What identifies the device a GEMM runs on: name + SM count for GPUs (what the cost
+    model's check_device compares) and a short id over name, SMs and software versions.
+    A GPU's is computed once per process (it cannot change; a CPU's thread count can)."""
+    key = (getattr(device, "type", str(device)), getattr(device, "index", None))
+    if key in _GPU_FINGERPRINTS:
+        return dict(_GPU_FINGERPRINTS[key])
+    fp = _device_fingerprint(device)
+    if fp.get("gpu_name") and key[1] is not None:  # "cuda" alone follows the current device
+        _GPU_FINGERPRINTS[key] = dict(fp)
+    return fp
+
+
+def _device_fingerprint(device) -> dict:
+    import platform
+
+    import torch
+
+    fp: dict = {"device_type": getattr(device, "type", str(device)), "torch_version": torch.__version__}
+    if fp["device_type"] == "cuda" and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(device)
+        fp.update(
+            {
+                "gpu_name": props.name,
+                "sm_count": props.multi_processor_count,
+                "shared_memory_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
+                "compute_capability": f"{props.major}.{props.minor}",
+                "cuda_version": torch.version.cuda,
+                "hip_version": getattr(torch.version, "hip", None),
+            }
+        )
+        try:
+            import triton
+
+            fp["triton_version"] = triton.__version__
+        except ImportError:
+            pass
+    else:
+        fp.update({"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads()})
+    fp["fingerprint_id"] = fingerprint_id(fp)
+    return fp

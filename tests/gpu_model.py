@@ -16,10 +16,11 @@ def served_model():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from kselect.selector.inductor import compat
-    from kselect.selector.model.cost_model import DeviceMismatchError, load_shipped
+    from kselect.selector.fingerprint import device_fingerprint
+    from kselect.selector.model.checks import DeviceMismatchError
+    from kselect.selector.model.discovery import load_shipped
 
-    fingerprint = compat.device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
+    fingerprint = device_fingerprint(torch.device("cuda", torch.cuda.current_device()))
     try:
         return fingerprint, load_shipped(fingerprint=fingerprint)
     except DeviceMismatchError as exc:

@@ -12,14 +12,14 @@ import pytest
 def inductor_sandbox(tmp, saver, **config):
     import torch
 
-    from kselect.selector.inductor import compat
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
+    from kselect.selector.inductor.compat import autotune
 
     patch = pytest.MonkeyPatch()
     patch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
     patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))
     patch.setenv("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
-    remove = compat.add_feedback_saver(saver)
+    remove = autotune.add_feedback_saver(saver)
     try:
         with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True, **config):
             yield saver

@@ -9,7 +9,8 @@ from kselect.kernels import Candidate, Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.models import shipped_model_path
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import CostModelRanker, choose_kept
+from kselect.selector.decide.rankers import CostModelRanker
+from kselect.selector.decide.policy import choose_kept
 
 model = CostModel.load(shipped_model_path("h200-bf16.json"))
 ranker = CostModelRanker(model, model.fingerprint)

@@ -12,8 +12,10 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.selector.model.compile_cost import shipped_compile_cost
-from kselect.selector.model.cost_model import load_shipped
-from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, CostModelRanker, choose_kept
+from kselect.selector.model.discovery import load_shipped
+from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
+from kselect.selector.decide.rankers import CostModelRanker
+from kselect.selector.decide.policy import choose_kept
 
 wins = collections.defaultdict(collections.Counter)   # problem -> winner counts over H200 measurements
 for f in glob.glob("reports/**/results.json", recursive=True) + glob.glob("reports/**/gpu_report.json", recursive=True):

@@ -19,8 +19,10 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.selector.model.compile_cost import CompileCostModel, compile_features, shipped_compile_cost
-from kselect.selector.model.cost_model import load_shipped
-from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, CostModelRanker, choose_kept
+from kselect.selector.model.discovery import load_shipped
+from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
+from kselect.selector.decide.rankers import CostModelRanker
+from kselect.selector.decide.policy import choose_kept
 from kselect.training.compile_cost.fit import cv_metrics, load_compile_times
 
 out = {"models": [], "decisions": []}

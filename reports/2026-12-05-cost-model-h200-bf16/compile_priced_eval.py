@@ -27,7 +27,8 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.space import triton_space
 from kselect.selector.model.compile_cost import CompileCostModel, compile_fields
-from kselect.selector.decide.policy import CompilePrice, choose_kept
+from kselect.selector.model.compile_price import CompilePrice
+from kselect.selector.decide.policy import choose_kept
 from kselect.training.compile_cost.collect import H200_SMS, PlannedCompile
 
 _spec = importlib.util.spec_from_file_location("adaptive_k_eval", "reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py")
@@ -94,8 +95,8 @@ def evaluate(cost, k, adaptive, min_k, budget):
 
 def lm_head(budget):
     """The shipped model's own verify decision on the 1-layer decode's lm_head."""
-    from kselect.selector.model.cost_model import load_shipped
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.model.discovery import load_shipped
+    from kselect.selector.decide.rankers import CostModelRanker
 
     problem = Problem(8, 128256, 4096, "bf16", "nt")
     model = load_shipped("h200-bf16.json")

@@ -28,9 +28,9 @@ def one_process(warm: str) -> dict:
 
     from kselect.kernels.backend import Candidate, Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.inductor import compat
-    from kselect.selector.model import cost_model as M
-    from kselect.selector.decide import policy as P
+    from kselect.selector.inductor.compat import choice_candidates
+    from kselect.selector.model import discovery
+    from kselect.selector.decide import rankers
     from kselect.selector.decide.cache import candidate_set_digest
 
     repo = Path(__file__).resolve().parents[2]
@@ -39,9 +39,9 @@ def one_process(warm: str) -> dict:
     out, t = {"warm_up": warm}, time.perf_counter
     problems = [Problem(m, n, k, "bf16", "nt") for m, n, k in DECODE_GEMMS]
     t0 = t()
-    model = M.load_shipped(fingerprint=fingerprint)
+    model = discovery.load_shipped(fingerprint=fingerprint)
     model.set_threads(1)
-    ranker = P.CostModelRanker(model, fingerprint)
+    ranker = rankers.CostModelRanker(model, fingerprint)
     ranker.check()
     out["model_ms"] = (t() - t0) * 1e3
     if warm != "none":   # what the selector does after the model: warm, then prime its memos
@@ -49,7 +49,7 @@ def one_process(warm: str) -> dict:
         space = ranker.warm_up(problems if warm == "graph" else None)
         out["warm_up_ms"] = (t() - t1) * 1e3
         t1 = t()
-        compat.prime_ktc_memo(space)
+        choice_candidates.prime_ktc_memo(space)
         candidate_set_digest(c.key for c in space)
         out["prime_and_digest_ms"] = (t() - t1) * 1e3
     out["load_ms"] = (t() - t0) * 1e3

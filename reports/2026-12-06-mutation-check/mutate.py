@@ -45,7 +45,7 @@ class Mutation:
 MUTATIONS = [
     Mutation(
         "cache-key-without-model",
-        "selector/inductor/hook.py",
+        "selector/decide/pipeline.py",
         '"ranker": getattr(ranker, "ident", type(ranker).__name__),',
         '"ranker": type(ranker).__name__,',
         ("tests/selector/test_selector_settings.py::test_decision_cache_key_holds_the_rankers_identity_not_its_class",),
@@ -54,7 +54,7 @@ MUTATIONS = [
     ),
     Mutation(
         "device-check-skipped",
-        "selector/decide/policy.py",
+        "selector/decide/rankers.py",
         "            self.model.check_device(self.fingerprint)\n",
         "            pass\n",
         ("tests/selector/test_selector_cpu.py::test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks",),
@@ -84,7 +84,7 @@ MUTATIONS = [
     ),
     Mutation(
         "named-model-not-checked",
-        "selector/inductor/hook.py",
+        "selector/inductor/lifecycle.py",
         "        sel.load_named_model()\n",
         "        pass\n",
         (
@@ -96,7 +96,7 @@ MUTATIONS = [
     ),
     Mutation(
         "verify-keeps-one-choice",
-        "selector/decide/policy.py",
+        "selector/decide/gap_policy.py",
         '    if mode == "predict":\n        if len(templates) and',
         "    if True:\n        if len(templates) and",
         (
@@ -108,9 +108,9 @@ MUTATIONS = [
     ),
     Mutation(
         "predict-takes-the-worst",
-        "selector/inductor/hook.py",
-        "scores = np.array(ranker.rank(problem, candidates), dtype=np.float64)",
-        "scores = -np.array(ranker.rank(problem, candidates), dtype=np.float64)",
+        "selector/decide/pipeline.py",
+        "return np.array(ranker.rank(problem, candidates), dtype=np.float64)",
+        "return -np.array(ranker.rank(problem, candidates), dtype=np.float64)",
         ("tests/selector/test_gpu_pick_timing.py::test_no_pick_is_slower_than_plains_cublas",),
         "gpu",
         "the ranker's scores negated: predict takes the template ranked worst",

@@ -1,7 +1,7 @@
 """Values derived from an immutable candidate tuple, remembered by the tuple's identity.
 
 The early decision hands the ranker the same tuple object for every GEMM of one size class
-(inductor_compat.template_candidates memoises it). What depends only on the candidates -- their
+(compat/enumeration.py's template_candidates memoises it). What depends only on the candidates -- their
 encoding into feature arrays, their keys, the digest of those keys, the backends present --
 is then computed once per size class instead of once per GEMM (~2,400 candidates each).
 

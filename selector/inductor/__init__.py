@@ -1,1 +1,3 @@
-"""Inside Inductor: the max-autotune hook, the private-API compatibility layer, epilogue-aware checks, FlyDSL's join."""
+"""Inside Inductor: installing kselect (lifecycle.py), the Selector and its hook points (hook.py)
+with its per-device rankers and early decision, the op gate (op_kind.py: which ops kselect
+decides), the private-API boundary (compat/), epilogue-aware checks, FlyDSL's join."""

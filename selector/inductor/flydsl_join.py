@@ -1,6 +1,6 @@
 """FlyDSL joins mm/addmm max-autotune on ROCm gfx942/gfx950, through the selector's handler.
 
-`templates` is asked (by inductor_compat, where ATen's mm/addmm is built) for extra templates:
+`templates` is asked (by compat/template_configs.py, where ATen's mm/addmm is built) for extra templates:
 FlyDSL's ExternKernelChoice, whose configs then reach the templates stage as KTCs and are
 ranked with every other backend before anything is compiled. `finalize` compiles the FlyDSL
 configs that were kept, in subprocesses, and drops those that do not build. Where the ROCm
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from kselect.selector.inductor import compat
+from kselect.selector.inductor.compat import choice_candidates
 from kselect.selector.warn import warn_once
 
 log = logging.getLogger("kselect.selector")
@@ -74,7 +74,7 @@ class FlyDSLJoin:
         """`kept` without the FlyDSL configs that do not compile; if that leaves nothing, the
         stock list's other backends (a FlyDSL-only pick that cannot build is no pick)."""
         try:
-            builds = compat.flydsl_builds(kept)
+            builds = choice_candidates.flydsl_builds(kept)
             if not builds:
                 return kept
             from kselect.kernels.flydsl import inductor as fly
@@ -86,9 +86,9 @@ class FlyDSLJoin:
                 f"flydsl-compile:{type(exc).__name__}",
                 f"kselect: cannot compile FlyDSL choices ({type(exc).__name__}: {exc}) -- the other backends carry on",
             )
-            drop = {i for i, k in enumerate(kept) if compat.is_flydsl_ktc(k)}
+            drop = {i for i, k in enumerate(kept) if choice_candidates.is_flydsl_ktc(k)}
         out = [k for i, k in enumerate(kept) if i not in drop]
         if out:
             return out
         log.info("kselect: no kept choice survived FlyDSL compilation; back to the other backends")
-        return [k for k in stock if not compat.is_flydsl_ktc(k)]
+        return [k for k in stock if not choice_candidates.is_flydsl_ktc(k)]

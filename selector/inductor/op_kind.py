@@ -23,7 +23,7 @@ from typing import Callable
 
 from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
 from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
-from kselect.selector.decide.policy import RankerUnavailable
+from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.warn import inform_once
 
 log = logging.getLogger("kselect.selector")

@@ -10,7 +10,8 @@ On disk a model is two files (selector/model/artifact.py, the one schema for eve
 `<name>.json` (the XGBoost booster, XGBoost's own JSON) and `<name>.meta.json` (kind
 "cost-model", feature schema, device fingerprint, dataset hash, objective, training command,
 metrics; for 'reg:aten' models the nearest-shape template table verify reads,
-selector/decide/nearest.py). Loading checks the feature schema always and the device unless forced.
+selector/decide/nearest.py). Loading checks the feature schema always and the device unless
+forced (selector/model/checks.py); which shipped model serves a card is selector/model/discovery.py.
 
 Serving needs no xgboost: a loaded JSON model predicts through `forest.TreeEnsemble` (numpy,
 bit-identical), and the XGBoost booster is loaded only when something asks for `booster_`
@@ -28,7 +29,8 @@ import numpy as np
 
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar  # noqa: F401 -- this model's errors and reader
-from kselect.selector.model.artifact import sidecar_path as meta_path
+from kselect.selector.model.artifact import sidecar_path as meta_path  # noqa: F401 -- a model file's sidecar
+from kselect.selector.model.checks import FeatureSchemaError, check_device, check_schema
 from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -48,14 +50,6 @@ OBJECTIVES = {
     "reg:log": "reg:squarederror",
     "reg:aten": "reg:squarederror",
 }
-
-
-class FeatureSchemaError(ModelError):
-    """The model was trained on another feature schema than this code computes."""
-
-
-class DeviceMismatchError(ModelError):
-    """The model was trained for another GPU than the one it is asked to serve."""
 
 
 class CostModel(artifact.HyperParameters):
@@ -353,137 +347,6 @@ def _read_forest(path: Path):
             f"{len(FEATURE_NAMES)}: retrain it with `kselect train`"
         )
     return forest
-
-
-def check_schema(meta: Mapping, source: str = "model") -> None:
-    version, names = meta.get("feature_schema_version"), meta.get("feature_names")
-    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(FEATURE_NAMES):
-        detail = ""
-        if names is not None and list(names) != list(FEATURE_NAMES):
-            extra = sorted(set(names) - set(FEATURE_NAMES))
-            gone = sorted(set(FEATURE_NAMES) - set(names))
-            detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
-        raise FeatureSchemaError(
-            f"{source} was trained on feature schema v{version} but this kselect computes "
-            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`"
-        )
-
-
-def architecture(fingerprint: Mapping) -> str | None:
-    """The GPU architecture a fingerprint names: "sm_90" from a CUDA compute capability, the gfx
-    target on ROCm (its feature suffixes dropped), None when it names neither."""
-    if fingerprint.get("hip_version"):
-        arch = str(fingerprint.get("gcn_arch") or "").split(":")[0]
-        return arch or None
-    cc = fingerprint.get("compute_capability")
-    return f"sm_{str(cc).replace('.', '')}" if cc else None
-
-
-def device_match(meta: Mapping, fingerprint: Mapping) -> str | None:
-    """How a model's training device relates to this one: "card" (same GPU name and SM count),
-    "architecture" (another card of the same architecture), else None."""
-    trained = dict(meta.get("fingerprint") or {})
-    trained.setdefault("gpu_name", meta.get("gpu_name"))
-    trained.setdefault("sm_count", meta.get("sm_count"))
-    if all(str(trained.get(k)) == str(fingerprint.get(k)) for k in ("gpu_name", "sm_count")):
-        return "card"
-    arch = architecture(trained)
-    if arch is not None and arch == architecture(fingerprint):
-        return "architecture"
-    return None
-
-
-# what a loaded model may serve: the card it was trained on, any card of its architecture
-# (discovery found no model of this card), or any card (the user named it: one warning)
-SCOPES = ("card", "architecture", "any")
-
-
-def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False, scope: str = "card") -> None:
-    trained = meta.get("fingerprint") or {}
-    want = {
-        "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
-        "sm_count": trained.get("sm_count", meta.get("sm_count")),
-    }
-    have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
-    diff = [k for k in want if str(want[k]) != str(have[k])]
-    match = device_match(meta, fingerprint)
-    if not diff:
-        if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
-            log.info(
-                "model fingerprint %s != device %s (same GPU; software versions differ)",
-                trained.get("fingerprint_id"),
-                fingerprint.get("fingerprint_id"),
-            )
-        return
-    if scope == "any" or (scope == "architecture" and match == "architecture"):
-        return  # the loader said why, once (load_shipped's info line, the selector's warning)
-    msg = (
-        f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
-        f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
-        f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
-        f"differs in {diff}"
-    )
-    if force:
-        log.warning("%s -- used anyway (force=True)", msg)
-        return
-    raise DeviceMismatchError(msg + ": train a model for this device or pass force=True")
-
-
-def shipped_models() -> list[Path]:
-    """Cost-model booster files shipped in kselect.models (artifact.discover)."""
-    return artifact.discover(KIND)
-
-
-def serve_named(model: "CostModel", fingerprint: Mapping, name: object) -> str | None:
-    """Let a model the user named serve this device; returns the warning to give when it was
-    trained on another card (None when on this one). The user's choice stands: the model
-    serves, and the warning says which card it was made for."""
-    match = device_match(getattr(model, "metadata_", {}) or {}, fingerprint)
-    if match == "card" or not fingerprint.get("gpu_name"):
-        return None
-    model.device_scope = "any"
-    trained = model.fingerprint
-    return (
-        f"kselect: model {name} was trained on {trained.get('gpu_name')} ({trained.get('sm_count')} SMs, "
-        f"{architecture(trained) or 'unknown architecture'}) but this device is {fingerprint.get('gpu_name')} "
-        f"({fingerprint.get('sm_count')} SMs, {architecture(fingerprint) or 'unknown architecture'}); "
-        "it ranks here because you named it"
-    )
-
-
-def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
-    """A shipped model by file name, or (name=None) the one to serve `fingerprint`'s GPU: a model
-    of this exact card first, else one of its architecture; one info line names the model and
-    why. Raises DeviceMismatchError when neither exists."""
-    from kselect.models import shipped_model_path
-
-    if name is not None:
-        return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
-    if fingerprint is None:
-        raise ModelError("load_shipped needs a model name or a device fingerprint")
-    found: dict[str, Path] = {}
-    for path in shipped_models():
-        meta = read_sidecar(meta_path(path))
-        try:
-            check_schema(meta, source=str(path))
-        except ModelError:
-            continue
-        match = device_match(meta, fingerprint)
-        if match is not None:
-            found.setdefault(match, path)
-    for scope in ("card", "architecture"):
-        if scope in found:
-            model = CostModel.load(found[scope])
-            model.device_scope = scope
-            model.check_device(fingerprint)
-            trained = model.fingerprint.get("gpu_name")
-            why = "this card" if scope == "card" else f"{trained}, same architecture {architecture(fingerprint)}"
-            log.info("kselect: serving model %s (trained on %s)", found[scope].name, why)
-            return model
-    raise DeviceMismatchError(
-        f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs, "
-        f"{architecture(fingerprint) or 'unknown architecture'}); shipped: {[p.name for p in shipped_models()]}"
-    )
 
 
 class _Progress:

@@ -1,1 +1,3 @@
-"""Verify mode's own measurement of the kept choices and their background compiles."""
+"""Verify mode: measuring the kept choices (orchestration, kselect's own timing in interleaved
+rounds, background compiles), picking the winner beyond the rounds' noise (pick.py) and caching
+the verified winner."""

@@ -44,10 +44,10 @@ def is_extern(choice) -> bool:
 def inductor_worker_submit() -> Submit | None:
     """A submit function over Inductor's compile-worker pool, or None where none is up (one
     compile thread, the pool still starting, a torch without this API)."""
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import compile_pool
 
     try:
-        if compat.compile_worker_pool() is None:
+        if compile_pool.compile_worker_pool() is None:
             return None
     except Exception as exc:  # noqa: BLE001 -- another torch: the threads compile everything
         log.debug("kselect verify: no compile-worker pool (%s); compiling in threads", exc)
@@ -58,7 +58,7 @@ def inductor_worker_submit() -> Submit | None:
         if type(bmreq).__name__ != "TritonGPUBenchmarkRequest":
             return None
         with open(bmreq.module_path) as f:
-            return compat.submit_triton_compile(bmreq.kernel_name, f.read())
+            return compile_pool.submit_triton_compile(bmreq.kernel_name, f.read())
 
     return submit
 

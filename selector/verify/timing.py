@@ -6,10 +6,10 @@ holds ATen and a close Triton kernel is settled by an artefact -- stock picked a
 kernel on 333x7168x5120 that way. Here every kept choice runs on the same operands, is
 checked against the ATen result (a wrong kernel is dropped, never picked), and is timed by
 `kselect.kernels.timing.time_runners` (CUDA-graph replay over L2-cold rotating operands), the
-harness the training data was measured with. The kept choices are read in interleaved rounds (kselect.kernels.timing.time_interleaved),
-and a template replaces ATen only when it is faster than ATen beyond the noise of those same
-rounds (`Measured.winner`). The winner alone goes back to Inductor, which then benchmarks
-nothing.
+harness the training data was measured with. The kept choices are read in interleaved rounds
+(kselect.kernels.timing.time_interleaved), and a template replaces ATen only when it is faster
+than ATen beyond the noise of those same rounds (`Measured.winner`, selector/verify/pick.py).
+The winner alone goes back to Inductor, which then benchmarks nothing.
 
 Anything this module cannot do for a set (a choice kind without a run function, a failed
 graph capture) raises VerifyTimingUnavailable and Inductor benchmarks the set as before.
@@ -20,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
 
 from kselect.kernels.timing import warm_gpu
+from kselect.selector.verify.pick import Measured
 from kselect.selector.verify.template_compiles import Compiles, is_extern
 
 log = logging.getLogger("kselect.selector")
@@ -49,71 +48,16 @@ IDLE_RATIO = 1.0
 # Interleaved rounds over the kept set: each round reads every kept choice once (alternating
 # order), so drift between rounds falls on ATen and the templates alike.
 ROUNDS = 3
-# A template replaces ATen only when it is faster in the median of its paired (same-round)
-# ratios by more than this, and by more than half those ratios' range: gaps under 1 % lie
-# inside plain torch.compile's own process-to-process noise on the H100 (median 0.66 %, 90th
-# percentile 2.8 %; reports/2026-12-05-unseen-bench-h100), where a template pick buys nothing
-# and can lose.
-MIN_MARGIN = 0.01
 
 
 class VerifyTimingUnavailable(RuntimeError):
     """This set of choices cannot be measured here; Inductor's own benchmark must do it."""
 
 
-@dataclass
-class Measured:
-    """Per kept choice (same order): median ms, or inf with the reason it was dropped."""
-
-    ms: list[float]
-    dropped: dict[int, str] = field(default_factory=dict)
-    method: str = ""
-    stats: dict[int, dict] = field(default_factory=dict)  # per timed choice: min/max/spread/reps
-    compiled_in: str = ""  # where the templates compiled: threads, workers, mixed, none
-    compiles: dict = field(default_factory=dict)  # template_compiles.Compiles.summary(): per-template times
-    phases_ms: dict = field(default_factory=dict)  # operands, reference, compile_wait, first_runs, timing
-    memory_mb: dict = field(default_factory=dict)  # CUDA: allocated before / after, reserved after
-
-    rounds: dict[int, list[float]] = field(default_factory=dict)  # per timed choice: its round medians
-    reference: int | None = None  # the ATen choice's index, which a template must beat beyond noise
-
-    @property
-    def best(self) -> int:
-        """The kept choice verify hands Inductor (`winner` with no epilogue charges)."""
-        return self.winner()
-
-    def winner(self, extra_ms: Sequence[float] | None = None) -> int:
-        """The fastest template that beats ATen beyond this decision's noise, else ATen.
-
-        `extra_ms[i]` is added to choice i's every reading (the unfused epilogue a choice that
-        cannot fuse it pays). A template beats ATen when its paired ratio to ATen, round by
-        round, has a median below 1 - margin, margin = max(MIN_MARGIN, half the ratios'
-        range). Without ATen's rounds (ATen dropped, or one reading) the fastest reading wins."""
-        extra = list(extra_ms) if extra_ms is not None else [0.0] * len(self.ms)
-        eff = [t + e for t, e in zip(self.ms, extra)]
-        finite = [i for i, t in enumerate(eff) if math.isfinite(t)]
-        if not finite:
-            raise VerifyTimingUnavailable("no kept choice compiled, ran and matched the reference")
-        fastest = min(finite, key=lambda i: eff[i])
-        ref = self.reference
-        if ref is None or ref not in finite or ref not in self.rounds:
-            return fastest
-        aten = [t + extra[ref] for t in self.rounds[ref]]
-        beating = []
-        for i in finite:
-            if i == ref or i not in self.rounds or len(self.rounds[i]) != len(aten):
-                continue
-            ratios = sorted((t + extra[i]) / a for t, a in zip(self.rounds[i], aten))
-            margin = max(MIN_MARGIN, (ratios[-1] - ratios[0]) / 2)
-            if statistics.median(ratios) < 1 - margin:
-                beating.append(i)
-        return min(beating, key=lambda i: eff[i]) if beating else ref
-
-
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
-    from kselect.selector.decide.policy import is_aten
-    from kselect.selector.inductor.compat import caller_candidate
+    from kselect.selector.decide.candidate_sets import is_aten
+    from kselect.selector.inductor.compat.choice_candidates import caller_candidate
 
     cand = caller_candidate(choice)
     return is_extern(choice) and cand is not None and is_aten(cand)

@@ -12,8 +12,8 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.selector.decide.aten_probe import AtenKernelFacts
-from kselect.selector.decide.policy import CostModelRanker
-from kselect.selector.model.cost_model import load_shipped
+from kselect.selector.decide.rankers import CostModelRanker
+from kselect.selector.model.discovery import load_shipped
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU side of the probe")
 

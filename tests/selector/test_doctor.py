@@ -4,7 +4,8 @@ shipped models were made for (their fingerprints, as the selector would see them
 import json
 
 from kselect.selector import doctor
-from kselect.selector.model.cost_model import meta_path, shipped_models
+from kselect.selector.model.cost_model import meta_path
+from kselect.selector.model.discovery import shipped_models
 from kselect.training.cli.main import main
 
 

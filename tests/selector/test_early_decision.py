@@ -34,8 +34,8 @@ from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, enumeration, signatures, template_configs  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 
@@ -66,7 +66,7 @@ def cuda_inputs(m: int, n: int, k: int, layout: str = "nn", batch: int = 0) -> M
 def inductor_candidates(kernel_inputs, templates, op_name: str) -> list:
     """What Inductor's own generators yield for `templates`, as candidates, in order."""
     stock = InductorChoices()
-    return [compat.ktc_candidate(ktc) for t in templates for ktc in stock.get_ktc(kernel_inputs, t, op_name)]
+    return [choice_candidates.ktc_candidate(ktc) for t in templates for ktc in stock.get_ktc(kernel_inputs, t, op_name)]
 
 
 CASES = [  # (M, N, K, layout, batch, op, templates)
@@ -84,8 +84,8 @@ def test_enumeration_equals_inductors_generators(case, space):
     m, n, k, layout, batch, op, templates = case
     with lowering(space):
         ki = cuda_inputs(m, n, k, layout, batch)
-        problem, _, device = compat.ktc_signature(ki, op)
-        ours = compat.template_candidates(problem, templates, space)
+        problem, _, device = signatures.ktc_signature(ki, op)
+        ours = enumeration.template_candidates(problem, templates, space)
         theirs = inductor_candidates(ki, templates, op)
     assert device.type == "cuda" and problem.op == op
     assert list(ours) == theirs  # the same candidates in the same order
@@ -98,20 +98,22 @@ def test_templates_kselect_does_not_enumerate_come_from_inductors_generator():
     stock = InductorChoices()
     with lowering():
         ki = cuda_inputs(64, 64, 64)
-        problem, _, _ = compat.ktc_signature(ki, "mm")
+        problem, _, _ = signatures.ktc_signature(ki, "mm")
         # (a template of both torch 2.11 and 2.13 that kselect does not enumerate itself)
-        assert compat.template_candidates(problem, (aten_mm, mm_contiguous_subgraph_template), "EXHAUSTIVE") is None
+        assert (
+            enumeration.template_candidates(problem, (aten_mm, mm_contiguous_subgraph_template), "EXHAUSTIVE") is None
+        )
         templates = (aten_mm, mm_template, mm_contiguous_subgraph_template)
         generated = []
 
         def generate(t):
             generated.append(t.uid)
-            return compat.ktc_candidates(stock.get_ktc(ki, t, "mm"))
+            return choice_candidates.ktc_candidates(stock.get_ktc(ki, t, "mm"))
 
-        got = compat.template_candidates(problem, templates, "EXHAUSTIVE", generate)
+        got = enumeration.template_candidates(problem, templates, "EXHAUSTIVE", generate)
         assert generated == ["contiguous_mm"]
         assert list(got) == inductor_candidates(ki, templates, "mm")
-        assert compat.templates_of(
+        assert enumeration.templates_of(
             (aten_mm, mm_template, decompose_k_subgraph_template), [Candidate.make("triton", "decompose_k", k_split=2)]
         ) == [decompose_k_subgraph_template]
 
@@ -126,20 +128,20 @@ def test_pick_ktcs_pulls_only_until_it_has_what_was_kept():
 
     with lowering():
         ki = cuda_inputs(333, 7168, 5120, "nt")
-        problem, _, _ = compat.ktc_signature(ki, "mm")
-        space = compat.template_candidates(problem, (aten_mm, mm_template), "EXHAUSTIVE")
+        problem, _, _ = signatures.ktc_signature(ki, "mm")
+        space = enumeration.template_candidates(problem, (aten_mm, mm_template), "EXHAUSTIVE")
         wanted = {space[0], space[10]}  # ATen and the tenth Triton config
         stock = InductorChoices()
         gens = {t.uid: counting(stock.get_ktc(ki, t, "mm")) for t in (aten_mm, mm_template)}
-        got = compat.pick_ktcs(gens, wanted)
-        assert {compat.ktc_candidate(k) for k in got} == wanted
+        got = enumeration.pick_ktcs(gens, wanted)
+        assert {choice_candidates.ktc_candidate(k) for k in got} == wanted
         assert len(pulled) == 11  # not the ~1,400 configs of the template
         missing = Candidate.make(
             "triton", "mm", BLOCK_M=999, BLOCK_N=16, BLOCK_K=16, GROUP_M=8, num_stages=1, num_warps=1
         )
         gens = {t.uid: stock.get_ktc(ki, t, "mm") for t in (aten_mm, mm_template)}
-        with pytest.raises(compat.PlanMissed, match="BM999"):
-            compat.pick_ktcs(gens, {missing})
+        with pytest.raises(enumeration.PlanMissed, match="BM999"):
+            enumeration.pick_ktcs(gens, {missing})
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +168,7 @@ class GetKtcSpy:
 
 
 def _handler(sel: Selector):
-    return compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), plan_ktcs=sel.plan_ktcs)
+    return template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), plan_ktcs=sel.plan_ktcs)
 
 
 # skinny, K-heavy: the shipped model keeps ATen for it in predict mode (checked below, both ways)
@@ -217,7 +219,7 @@ def test_verify_early_keeps_the_set_the_usual_path_keeps(h200_ranker, case):
         ktcs = [k for t in templates for k in InductorChoices().get_ktc(ki, t, "mm")]
         kept = late.select_ktcs(ktcs, ki, "mm")
     assert early.decisions[-1]["early"] and not late.decisions[-1]["early"]
-    assert sorted(c.key for c in planned) == sorted(compat.ktc_candidate(k).key for k in kept)
+    assert sorted(c.key for c in planned) == sorted(choice_candidates.ktc_candidate(k).key for k in kept)
     assert any(c.backend == "aten" for c in planned) and len(planned) >= 2  # ATen's safety net + the top 2
 
 
@@ -229,9 +231,9 @@ def test_a_plan_inductor_cannot_honour_takes_the_usual_path():
 
     def keep_aten(ktcs, kernel_inputs, op_name, restock=None):
         seen.append(len(ktcs))
-        return [k for k in ktcs if compat.ktc_candidate(k).backend == "aten"]
+        return [k for k in ktcs if choice_candidates.ktc_candidate(k).backend == "aten"]
 
-    handler = compat.make_selecting_choices(keep_aten, "test", plan_ktcs=lambda ki, ts, op, gen: [bogus])
+    handler = template_configs.make_selecting_choices(keep_aten, "test", plan_ktcs=lambda ki, ts, op, gen: [bogus])
     with lowering():
         ki = cuda_inputs(333, 7168, 5120, "nt")
         choices = handler.get_template_configs(ki, [aten_mm, mm_template], "mm")
@@ -263,15 +265,15 @@ def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h20
     """GEMMs of one size class get the very same candidate tuple, so what depends on the
     candidates alone (encoding, candidate-only feature columns, keys, digest) is computed
     once; the features are still each GEMM's own, equal to encoding a fresh list."""
-    from kselect.selector.decide.policy import candidate_keys
+    from kselect.selector.decide.candidate_sets import candidate_keys
     from kselect.selector.model import features as F
 
     with lowering():
         one, two, other = (
-            compat.ktc_signature(cuda_inputs(m, n, k, "nt"), "mm")[0]
+            signatures.ktc_signature(cuda_inputs(m, n, k, "nt"), "mm")[0]
             for m, n, k in ((333, 7168, 5120), (777, 4096, 4096), (8, 4096, 4096))
         )
-        a, b, c = (compat.template_candidates(p, (aten_mm, mm_template), "EXHAUSTIVE") for p in (one, two, other))
+        a, b, c = (enumeration.template_candidates(p, (aten_mm, mm_template), "EXHAUSTIVE") for p in (one, two, other))
     assert a is b and a is not c and list(a) != list(c)
     fp = h200_ranker.fingerprint
     for p in (one, two):  # a memo hit for the second GEMM: its own problem columns
@@ -280,13 +282,13 @@ def test_one_size_class_gives_one_candidate_tuple_and_its_work_is_remembered(h20
     assert candidate_keys(a) is candidate_keys(b) == tuple(x.key for x in a)
     # a template Inductor generated for this GEMM: a fresh tuple, never remembered
     with lowering():
-        gen = compat.template_candidates(
+        gen = enumeration.template_candidates(
             one,
             (aten_mm, mm_template, mm_contiguous_subgraph_template),
             "EXHAUSTIVE",
             lambda t: [Candidate.make("triton", "other", x=1)],
         )
-        again = compat.template_candidates(
+        again = enumeration.template_candidates(
             one,
             (aten_mm, mm_template, mm_contiguous_subgraph_template),
             "EXHAUSTIVE",

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector.decide.policy import choose_kept  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
+from kselect.selector.inductor.compat import autotune, current_graph, signatures  # noqa: E402
 from kselect.selector.inductor.epilogue import EPILOGUE_KERNEL_MS, effective_ms, epilogue_saving_ms, fuses_epilogue  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
@@ -78,14 +78,14 @@ def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypat
     SwiGLU: each output element needs another one, so no template can fuse it)."""
     monkeypatch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    assert compat.output_feeds_pointwise() is False  # nothing is being lowered
+    assert current_graph.output_feeds_pointwise() is False  # nothing is being lowered
     seen = {}
 
     def record(choices):
-        seen[compat.choices_signature(choices)[0].key] = compat.output_feeds_pointwise()
+        seen[signatures.choices_signature(choices)[0].key] = current_graph.output_feeds_pointwise()
         return choices
 
-    remove = compat.add_preprocessing_fn(record)
+    remove = autotune.add_preprocessing_fn(record)
     g = torch.Generator().manual_seed(0)
     args = (
         torch.randn(4, 64, 96, generator=g),

@@ -18,9 +18,11 @@ from kselect.kernels.flydsl import inductor as fly  # noqa: E402
 from kselect.kernels.flydsl import space  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
-from kselect.selector.decide.policy import UNSEEN_KEEP, MeasuredRanker, choose_kept  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.policy import UNSEEN_KEEP, choose_kept  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
+from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, template_configs  # noqa: E402
 
 NT = Problem(256, 256, 512, "bf16", "nt")
 
@@ -55,20 +57,20 @@ def test_flydsl_extern_callers_map_to_the_space_candidates_not_aten(graph):
     want = space.candidates(NT, "gfx942", "default")[:3]
     for cand in want:
         bound = extern.bind([a, w_t], layout, ab_layout="nt", **cand.kwargs)  # no KTC attached
-        got = compat.caller_candidate(bound)
+        got = choice_candidates.caller_candidate(bound)
         assert got == cand and got.key == cand.key and got.backend == "flydsl"
-        assert compat.choice_candidate(bound) == cand
+        assert choice_candidates.choice_candidate(bound) == cand
         # through Inductor's KTC path, as the templates stage and the choices stage see it
         ktc = KernelTemplateChoice(extern, DictKernelTemplateParams(cand.kwargs), {"ab_layout": "nt"}, layout, inputs)
-        assert compat.ktc_candidate(ktc) == cand and compat.caller_candidate(ktc.choice) == cand
-        assert compat.is_flydsl_ktc(ktc)
-        [(_, build)] = compat.flydsl_builds([ktc])
+        assert choice_candidates.ktc_candidate(ktc) == cand and choice_candidates.caller_candidate(ktc.choice) == cand
+        assert choice_candidates.is_flydsl_ktc(ktc)
+        [(_, build)] = choice_candidates.flydsl_builds([ktc])
         assert space.kernel_params(cand, NT) == build
-    assert compat.template_of(extern.uid) == ("flydsl", "gemm")
-    assert compat.template_of("aten::flydsl_gemm_addmm") == ("flydsl", "gemm")
-    assert compat.caller_candidate(aten_mm.bind([a, w_t], layout)) == Candidate.make("aten", "mm")
+    assert choice_candidates.template_of(extern.uid) == ("flydsl", "gemm")
+    assert choice_candidates.template_of("aten::flydsl_gemm_addmm") == ("flydsl", "gemm")
+    assert choice_candidates.caller_candidate(aten_mm.bind([a, w_t], layout)) == Candidate.make("aten", "mm")
     # knobs missing: unmapped (the selector then leaves the GEMM to stock), never ATen
-    assert compat.caller_candidate(extern.bind([a, w_t], layout, ab_layout="nt")) is None
+    assert choice_candidates.caller_candidate(extern.bind([a, w_t], layout, ab_layout="nt")) is None
 
 
 def test_gate_off_in_a_cpu_max_autotune_compile_logs_once_and_compiles(caplog):
@@ -165,7 +167,7 @@ def test_unseen_policy_limits_and_a_ranker_that_knows_the_backend():
     # a table that measured FlyDSL scores it like any backend; one that did not, does not
     table = {NT.key: {c.key: t for c, t in zip(cands, np.exp(close))}}
     sel = ksi.Selector("predict", ranker=MeasuredRanker(table))
-    fp = compat.device_fingerprint(torch.device("cpu"))
+    fp = device_fingerprint(torch.device("cpu"))
     assert cands[sel.select("templates", NT, {}, fp, cands)[0][0]].backend == "flydsl"
     no_fly = {NT.key: {c.key: t for c, t in zip(cands, np.exp(close)) if c.backend != "flydsl"}}
     sel = ksi.Selector("verify", k=4, ranker=MeasuredRanker(no_fly))
@@ -204,13 +206,13 @@ def test_open_gate_handler_adds_ranks_and_compiles_flydsl(graph, monkeypatch, tm
 
     table = {NT.key: {"aten:mm": 1.0}}  # no FlyDSL data: verify benchmarks the first two
     sel = ksi.Selector("verify", k=4, ranker=Recording(table))
-    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
+    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
     with torch._inductor.config.patch(max_autotune=True):
         choices = handler.get_template_configs(inputs, [aten_mm], "mm")
         other = handler.get_template_configs(MMKernelInputs([a, w_t]), [aten_mm], "bmm")
-    assert [compat.caller_candidate(c).backend for c in other] == ["aten"]  # FlyDSL joins mm/addmm only
+    assert [choice_candidates.caller_candidate(c).backend for c in other] == ["aten"]  # FlyDSL joins mm/addmm only
     assert seen and seen[0] == [Candidate.make("aten", "mm")] + fly_cands
-    got = [compat.caller_candidate(c) for c in choices]
+    got = [choice_candidates.caller_candidate(c) for c in choices]
     assert got == [Candidate.make("aten", "mm")] + fly_cands[:UNSEEN_KEEP]
     assert all(type(c.layout).__name__ == "FixedLayout" for c in choices)
     assert choices[1].kwargs["ab_layout"] == "nt"

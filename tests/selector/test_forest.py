@@ -66,7 +66,7 @@ def test_shipped_model_serves_without_importing_xgboost():
     the scikit-learn it imports) never load."""
     code = (
         "import sys, numpy as np\n"
-        "from kselect.selector.model.cost_model import load_shipped\n"
+        "from kselect.selector.model.discovery import load_shipped\n"
         "from kselect.kernels.problem import Problem\n"
         "from kselect.kernels.candidate import Candidate\n"
         "from kselect.kernels.triton.space import triton_space\n"
@@ -87,7 +87,7 @@ def test_shipped_model_ranks_exactly_as_xgboost():
     from kselect.kernels.candidate import Candidate
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.model.cost_model import load_shipped
+    from kselect.selector.model.discovery import load_shipped
     from kselect.selector.model.features import featurize_candidates
 
     served = load_shipped("h200-bf16.json")

@@ -5,13 +5,9 @@ import math
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.decide.policy import (
-    VERIFY_GAP_TIERS,
-    CompilePrice,
-    choose_kept,
-    confident_template,
-    templates_to_time,
-)
+from kselect.selector.decide.gap_policy import VERIFY_GAP_TIERS, confident_template, templates_to_time
+from kselect.selector.decide.policy import choose_kept
+from kselect.selector.model.compile_price import CompilePrice
 
 
 def tile(bm, bn, warps=4):
@@ -73,7 +69,7 @@ def test_without_aten_a_template_is_still_timed():
 
 
 def test_gap_scores_come_from_a_reg_aten_model():
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.decide.rankers import CostModelRanker
     from kselect.selector.model.cost_model import CostModel
 
     assert CostModelRanker(CostModel(objective="reg:aten"), None).aten_gap_scores

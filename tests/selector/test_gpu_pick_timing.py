@@ -28,7 +28,7 @@ from gpu_model import served_model  # noqa: E402
 from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error, rotating_operands  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.timing import time_runners, warm_gpu  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -147,8 +147,8 @@ def test_no_pick_is_slower_than_plains_cublas(timed, index):
     """Both kselect modes decided this GEMM, computed it right, and run it no slower than plain's
     cuBLAS beyond the noise measured here.
 
-    Fails on the mutation: the ranker's scores negated in Selector.select
-    (selector/inductor/hook.py), so that predict takes the template the model ranks worst."""
+    Fails on the mutation: the ranker's scores negated in the decision's
+    ranking step (selector/decide/pipeline.py), so that predict takes the template the model ranks worst."""
     res = timed[index]
     for v in VARIANTS:
         assert res["errors"][v] < TOLERANCE["bf16"], (v, res["errors"][v], _row(res))

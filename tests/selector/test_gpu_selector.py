@@ -37,9 +37,9 @@ from gpu_model import served_model  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -99,7 +99,7 @@ def bf16_inputs():
     )  # dW: X (K, M), dY (K, N)
 
 
-# kselect's log lines (selector/inductor/hook.py)
+# kselect's log lines (the logger the selector's rooms share)
 DECISION = re.compile(r"^kselect (templates|choices) (\S+): (\d+) candidates seen, kept (\d+) .*; chosen (\[.*\])$")
 HIT = re.compile(r"^kselect (templates|choices) (\S+): decision cache hit -> kept (\[.*\])$")
 
@@ -161,12 +161,14 @@ class Benchmarks:
 
     def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
         try:
-            key = compat.choices_signature(list(choices))[0].key
+            key = signatures.choices_signature(list(choices))[0].key
         except Exception as exc:  # noqa: BLE001 -- recorded, and the tests flag unknown keys
             key = f"unreadable:{name}:{type(exc).__name__}"
         measured: dict = {}
         for choice, ms in dict(timings).items():
-            cand = compat.caller_candidate(choice) or Candidate.make("unmapped", str(getattr(choice, "name", "")))
+            cand = choice_candidates.caller_candidate(choice) or Candidate.make(
+                "unmapped", str(getattr(choice, "name", ""))
+            )
             measured[cand] = min(float(ms), measured.get(cand, float("inf")))
         self.runs.append((key, measured))
 
@@ -227,7 +229,7 @@ def harness(served):
     old_level = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(logs)
-    remove = compat.add_feedback_saver(bench)
+    remove = autotune.add_feedback_saver(bench)
     try:
         yield Harness(bench, logs)
     finally:
@@ -303,7 +305,7 @@ def verify_cool(harness, operands, tmp_path_factory):
 @pytest.fixture(scope="module")
 def verify_workers(harness, operands, tmp_path_factory):
     """verify with compile_in="workers", deciding afresh, once Inductor's worker pool is up."""
-    if compat.warm_compile_pool() is None:
+    if compile_pool.warm_compile_pool() is None:
         pytest.skip("this torch compiles in one process: no compile-worker pool to use")
     return _verify(
         harness,
@@ -408,7 +410,7 @@ def test_verify_really_benchmarked(verify_first):
     winner), so at least one of the four must have had Inductor benchmark its kept set.
 
     Fails on the mutation: verify keeping one choice, as predict does (`if mode == "predict":`
-    made always true in _choose_by_gap, selector/decide/policy.py)."""
+    made always true in choose_by_gap, selector/decide/gap_policy.py)."""
     benchmarked = [g.key for g in GEMMS.values() if verify_first.benchmarked(g.key)]
     assert benchmarked, (
         "verify kept one choice per GEMM (or the model is sure of each): Inductor's benchmark of a kept "
@@ -560,7 +562,8 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu(served):
     scores are gaps to ATen; one slot is the nearest measured shape's pick)."""
     from kselect.kernels.problem import Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.decide.policy import choose_kept, nearest_candidates
+    from kselect.selector.decide.gap_policy import nearest_candidates
+    from kselect.selector.decide.policy import choose_kept
 
     fingerprint = served[0]
     problem = Problem(16, 128256, 4096, "bf16", "nt")

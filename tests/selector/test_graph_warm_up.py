@@ -19,11 +19,11 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 from kselect.kernels.backend import Candidate, Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
-from kselect.selector.decide.policy import CostModelRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import autotune, current_graph  # noqa: E402
 from kselect.selector.model import features  # noqa: E402
-from kselect.selector.model.cost_model import load_shipped  # noqa: E402
+from kselect.selector.model.discovery import load_shipped  # noqa: E402
 
 BF16 = torch.bfloat16
 # one-layer decode GEMMs (M = 8): qkv, o (with a bias: addmm), lm_head
@@ -63,21 +63,23 @@ def _fingerprint() -> dict:
 
 
 def test_the_graphs_gemms_are_read_with_their_layouts_and_symbolic_sizes_are_skipped():
-    assert compat.graph_gemm_problems(_Graph(_decode, _decode_args())) == DECODE
+    assert current_graph.graph_gemm_problems(_Graph(_decode, _decode_args())) == DECODE
 
     def backward_like(dy, x, a, b):  # dY.T @ X is "tn"; a batched product, a bmm with bias
         return torch.mm(dy.t(), x), torch.bmm(a, b), torch.baddbmm(a[:, :, :5], a, b)
 
     args = (torch.empty(64, 32), torch.empty(64, 48), torch.empty(3, 5, 7), torch.empty(3, 7, 5))
-    got = compat.graph_gemm_problems(_Graph(backward_like, args))
+    got = current_graph.graph_gemm_problems(_Graph(backward_like, args))
     assert got == [
         Problem(32, 48, 64, "fp32", "tn"),
         Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3),
         Problem(5, 5, 7, "fp32", "nn", op="bmm", batch=3),
     ]
     # dynamic shapes: the sizes are symbols; reading them must not specialise the compile
-    assert compat.graph_gemm_problems(_Graph(torch.mm, (torch.empty(9, 16), torch.empty(16, 24)), "symbolic")) == []
-    assert compat.lowering_graph() is None  # outside a compile
+    assert (
+        current_graph.graph_gemm_problems(_Graph(torch.mm, (torch.empty(9, 16), torch.empty(16, 24)), "symbolic")) == []
+    )
+    assert current_graph.lowering_graph() is None  # outside a compile
 
 
 def test_a_real_lowering_shows_the_hook_its_graphs_gemms(tmp_path, monkeypatch):
@@ -87,10 +89,10 @@ def test_a_real_lowering_shows_the_hook_its_graphs_gemms(tmp_path, monkeypatch):
     seen = []
 
     def look(choices):
-        seen.append(compat.graph_gemm_problems(compat.lowering_graph()))
+        seen.append(current_graph.graph_gemm_problems(current_graph.lowering_graph()))
         return choices
 
-    remove = compat.add_preprocessing_fn(look)
+    remove = autotune.add_preprocessing_fn(look)
     try:
         torch._dynamo.reset()
         a, b, c = torch.randn(4, 64, 96), torch.randn(4, 96, 80), torch.randn(4, 80, 32)
@@ -135,7 +137,7 @@ def test_the_selector_warms_once_per_graph_and_without_a_graph_once_per_process(
     warm_up = ranker.warm_up
     monkeypatch.setattr(ranker, "warm_up", lambda problems=None: warmed.append(problems) or warm_up(problems))
     decode = _Graph(_decode, _decode_args())
-    monkeypatch.setattr(compat, "lowering_graph", lambda: decode)
+    monkeypatch.setattr(current_graph, "lowering_graph", lambda: decode)
     sel._load_ranker(fingerprint)
     sel._load_ranker(fingerprint)  # the graph's later GEMMs: warmed already
     assert warmed == [DECODE]
@@ -147,16 +149,16 @@ def test_the_selector_warms_once_per_graph_and_without_a_graph_once_per_process(
     sel.select("templates", DECODE[2], {}, fingerprint, lm_head, early=True)
     assert sel.decisions[-1]["setup_ms"] < first["setup_ms"]  # the next one set nothing up
     other = _Graph(_decode, _decode_args())  # a second graph (a recompile): read again
-    monkeypatch.setattr(compat, "lowering_graph", lambda: other)
+    monkeypatch.setattr(current_graph, "lowering_graph", lambda: other)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE]
-    monkeypatch.setattr(compat, "lowering_graph", lambda: None)  # no graph: the default, once
+    monkeypatch.setattr(current_graph, "lowering_graph", lambda: None)  # no graph: the default, once
     sel._load_ranker(fingerprint)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE, None]
 
     unreadable = _Graph(_decode, _decode_args())
     unreadable.module = None  # its GEMMs cannot be read: the default (done)
-    monkeypatch.setattr(compat, "lowering_graph", lambda: unreadable)
+    monkeypatch.setattr(current_graph, "lowering_graph", lambda: unreadable)
     sel._load_ranker(fingerprint)
     assert warmed == [DECODE, DECODE, None]

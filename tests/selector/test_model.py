@@ -5,15 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from kselect.selector.model.cost_model import (
-    CostModel,
-    DeviceMismatchError,
-    FeatureSchemaError,
-    ModelError,
-    load_shipped,
-    meta_path,
-    shipped_models,
-)
+from kselect.selector.model.checks import DeviceMismatchError, FeatureSchemaError
+from kselect.selector.model.cost_model import CostModel, ModelError, meta_path
+from kselect.selector.model.discovery import load_shipped, shipped_models
 from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
 from kselect.training.learn.evaluate import ShapeSet

@@ -7,16 +7,9 @@ import warnings
 
 import pytest
 
-from kselect.selector.model.cost_model import (
-    CostModel,
-    DeviceMismatchError,
-    architecture,
-    device_match,
-    load_shipped,
-    meta_path,
-    serve_named,
-    shipped_models,
-)
+from kselect.selector.model.checks import DeviceMismatchError, architecture, device_match
+from kselect.selector.model.cost_model import CostModel, meta_path
+from kselect.selector.model.discovery import load_shipped, serve_named, shipped_models
 
 
 def _shipped_fingerprints() -> dict[str, dict]:

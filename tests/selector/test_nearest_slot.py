@@ -78,7 +78,8 @@ def test_the_last_slot_goes_to_the_lookup_of_another_family():
 
 
 def test_the_table_ships_in_the_sidecar_and_serves(tmp_path):
-    from kselect.selector.decide.policy import CostModelRanker, RankerUnavailable, nearest_candidates
+    from kselect.selector.decide.gap_policy import nearest_candidates
+    from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable
     from kselect.selector.model.cost_model import CostModel, meta_path
     from kselect.selector.model.features import FEATURE_NAMES
 
@@ -161,7 +162,7 @@ def test_evaluation_simulates_the_selector_s_rule():
 
 
 def test_the_compile_price_passes_over_a_slow_lookup_pick():
-    from kselect.selector.decide.policy import CompilePrice
+    from kselect.selector.model.compile_price import CompilePrice
 
     price = CompilePrice(lambda idx: np.array([9000.0 if int(i) == 6 else 300.0 for i in idx]), 300.0, 1.5)
     kept, why = choose_kept(CANDS, SCORES, "verify", 4, True, False, aten_gap=True, compile_price=price, nearest=[6, 5])

@@ -32,9 +32,10 @@ from torch._inductor import ir  # noqa: E402
 from torch._inductor.choices import InductorChoices  # noqa: E402
 from torch._inductor.kernel_inputs import MMKernelInputs  # noqa: E402
 
-from kselect.selector.decide.policy import RankerUnavailable  # noqa: E402
-from kselect.selector.inductor import compat, op_kind  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import RankerUnavailable  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor import op_kind  # noqa: E402
+from kselect.selector.inductor.compat import autotune, choice_candidates, template_configs  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -173,7 +174,7 @@ def compile_twice(fn, args, tmp, ranker, **inductor_config) -> tuple:
 
     ksi.disable()
     ksi._ensure_preprocess()  # kselect's preprocessing runs before the recorder
-    remove = compat.add_preprocessing_fn(record)
+    remove = autotune.add_preprocessing_fn(record)
     patch = pytest.MonkeyPatch()
     patch.setattr(InductorChoices, "get_ktc", spy_get_ktc)
     logger = logging.getLogger("kselect.selector")
@@ -350,7 +351,7 @@ def finalized(monkeypatch):
 
     def spy(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
         ktcs = real(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
-        seen.append([compat.ktc_candidate(k).key for k in ktcs])
+        seen.append([choice_candidates.ktc_candidate(k).key for k in ktcs])
         return [k for k in ktcs if isinstance(k.template, ExternKernelChoice)]
 
     monkeypatch.setattr(InductorChoices, "_finalize_template_configs", spy)
@@ -386,7 +387,7 @@ def test_gpu_lowerings_left_to_stock_are_generated_in_the_users_space(case, fina
         selected.append(op_name)
         return sel.select_ktcs(ktcs, kernel_inputs, op_name, restock=restock)
 
-    handler = compat.make_selecting_choices(select, sel.uuid(), stock_space=sel.op_gate.stock_space)
+    handler = template_configs.make_selecting_choices(select, sel.uuid(), stock_space=sel.op_gate.stock_space)
     caplog.set_level(logging.INFO, logger="kselect.selector")
     with lowering("EXHAUSTIVE"), warnings.catch_warnings():
         warnings.simplefilter("error", KselectFallbackWarning)

@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 from torch._inductor import config as inductor_config  # noqa: E402
 
 from kselect.selector import config as options  # noqa: E402
-from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import inductor_settings, torch_release  # noqa: E402
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def outer():
 
 def _active_unchanged(sel):
     assert ksi.current() is sel
-    assert compat.current_choices().kselect_selector is sel
+    assert inductor_settings.current_choices().kselect_selector is sel
     assert inductor_config.max_autotune_gemm_search_space == "EXHAUSTIVE" and sel.stock_space == "DEFAULT"
 
 
@@ -132,7 +132,7 @@ def test_enable_refuses_a_named_model_it_cannot_read_and_keeps_the_active_select
     """A model file the user names is read when named: enable() (and selecting()) raise a
     ModelError naming the file and its problem, and the selector that was active stays.
 
-    Fails on the mutation: enable() without `sel.load_named_model()` (selector/inductor/hook.py),
+    Fails on the mutation: enable() without `sel.load_named_model()` (selector/inductor/lifecycle.py),
     which accepted such a model and refused it only at the first GEMM, with a fallback warning."""
     from kselect.selector.model.cost_model import ModelError
 
@@ -153,7 +153,7 @@ def test_enable_reads_a_named_model_once(tmp_path):
     from disk after enable(), its GPU still gets a ranker."""
     import json
 
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.decide.rankers import CostModelRanker
 
     pair = _shipped_pair(tmp_path)
     fingerprint = json.loads(pair[1].read_text())["fingerprint"]
@@ -175,11 +175,11 @@ def test_autoload_with_a_bad_model_warns_and_leaves_stock(tmp_path, monkeypatch)
     monkeypatch.setattr(autoload, "_loaded", False)
     monkeypatch.setenv("KSELECT_MODE", "predict")
     monkeypatch.setenv("KSELECT_MODEL", str(pair[0]))
-    before = compat.current_choices()
+    before = inductor_settings.current_choices()
     with pytest.warns(UserWarning, match="stock Inductor") as caught:
         autoload.load()
     assert len(caught) == 1 and pair[1].name in str(caught[0].message), [str(w.message) for w in caught]
-    assert ksi.current() is None and compat.current_choices() is before
+    assert ksi.current() is None and inductor_settings.current_choices() is before
 
 
 def test_selecting_with_bad_arguments_keeps_the_outer_selector(outer):
@@ -205,10 +205,10 @@ def test_selecting_restores_the_outer_configuration_on_any_exit(outer):
 
 
 def test_selecting_without_an_outer_selector_leaves_none():
-    before = compat.current_choices()
+    before = inductor_settings.current_choices()
     with ksi.selecting("predict", ranker=MeasuredRanker({})):
         assert ksi.current() is not None
-    assert ksi.current() is None and compat.current_choices() is before
+    assert ksi.current() is None and inductor_settings.current_choices() is before
 
 
 def test_paths_expand_home_and_environment_variables(tmp_path, monkeypatch):
@@ -261,22 +261,22 @@ def test_enable_outside_the_supported_torch_range_warns_once_and_keeps_stock(mon
         assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
         # nothing installed: Inductor keeps its own handler and the user's search space
         assert ksi.current() is None
-        assert getattr(compat.current_choices(), "kselect_selector", None) is None
+        assert getattr(inductor_settings.current_choices(), "kselect_selector", None) is None
         assert inductor_config.max_autotune_gemm_search_space == "DEFAULT"
 
 
 @pytest.mark.parametrize("version", ["2.11.0+cu130", "2.13.0+cpu"])
 def test_the_supported_torch_releases_are_inside_the_range(version):
-    assert compat.torch_support_problem(version) is None
+    assert torch_release.torch_support_problem(version) is None
 
 
 def test_the_supported_range_is_the_one_pyproject_pins():
-    """compat.SUPPORTED_TORCH and pyproject's torch requirement name the same releases."""
+    """torch_release.SUPPORTED_TORCH and pyproject's torch requirement name the same releases."""
     from pathlib import Path
 
     import tomllib
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("torch"))
-    (low_major, low_minor), (high_major, high_minor) = compat.SUPPORTED_TORCH
+    (low_major, low_minor), (high_major, high_minor) = torch_release.SUPPORTED_TORCH
     assert pin.replace(" ", "") == f"torch>={low_major}.{low_minor},<{high_major}.{high_minor + 1}"

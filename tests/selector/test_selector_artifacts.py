@@ -15,7 +15,7 @@ import pytest
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.selector.decide.cache import DecisionCache
-from kselect.selector.decide.policy import MeasuredRanker
+from kselect.selector.decide.rankers import MeasuredRanker
 from kselect.selector.model.cost_model import CostModel, ModelError, meta_path
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings
 

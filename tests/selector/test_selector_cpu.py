@@ -18,25 +18,22 @@ import warnings
 import numpy as np
 import pytest
 
-from kselect.selector.verify.timing import Measured
+from kselect.selector.verify.pick import Measured
 
 torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import config as options  # noqa: E402
-from kselect.selector.decide import policy  # noqa: E402
+from kselect.selector.decide import families  # noqa: E402
 from kselect.selector.decide.cache import DecisionCache  # noqa: E402
-from kselect.selector.decide.policy import (  # noqa: E402
-    COMPILE_BUDGET,
-    MeasuredRanker,
-    RankerUnavailable,
-    adaptive_k,
-    choose_kept,
-    verified_keep,
-)
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.policy import adaptive_k, choose_kept  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
+from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
+from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
+from kselect.selector.verify.verified_winners import verified_keep  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -105,9 +102,9 @@ def stock(inductor):
     counts = compile_and_check(inductor)
     table: dict = {}
     for _name, timings, choices in inductor.runs:
-        problem, _, _ = compat.choices_signature(choices)  # as the selector reads them
+        problem, _, _ = signatures.choices_signature(choices)  # as the selector reads them
         for choice, ms in timings.items():
-            table.setdefault(problem.key, {})[compat.caller_candidate(choice).key] = ms
+            table.setdefault(problem.key, {})[choice_candidates.caller_candidate(choice).key] = ms
     return counts, table
 
 
@@ -330,7 +327,7 @@ def test_shipped_model_refuses_cpu_and_other_gpus_ranks_h200():
     h200 = _h200_fingerprint()
     sel = ksi.Selector("predict")
     with pytest.raises(RankerUnavailable) as e:
-        sel.ranker_for(compat.device_fingerprint(torch.device("cpu")))
+        sel.ranker_for(device_fingerprint(torch.device("cpu")))
     assert e.value.cause == "no-gpu"
     other = {
         **h200,
@@ -361,9 +358,9 @@ def test_a_model_for_another_gpu_is_refused_and_its_own_gpu_ranks():
     GPU as it meets it.
 
     Fails on the mutation: `check_device` skipped in CostModelRanker.check
-    (selector/decide/policy.py): the H200 model would then rank the A100's GEMMs silently."""
+    (selector/decide/rankers.py): the H200 model would then rank the A100's GEMMs silently."""
     from kselect.models import shipped_model_path
-    from kselect.selector.decide.policy import CostModelRanker
+    from kselect.selector.decide.rankers import CostModelRanker
     from kselect.selector.model.cost_model import CostModel
 
     h200 = _h200_fingerprint()
@@ -411,11 +408,11 @@ def test_gemm_signature_reads_ops_and_layouts():
         ),
     ]
     for nodes, out, op, key in cases:
-        problem, fields, device = compat.gemm_signature(nodes, out, op)
+        problem, fields, device = signatures.gemm_signature(nodes, out, op)
         assert problem.key == key and device.type == "cpu"
         assert [i[1] for i in fields["inputs"]] == [list(n.get_stride()) for n in nodes]
     with pytest.raises(ValueError):
-        compat.gemm_signature((a, buf("x", [50, 80], [80, 1])), [64, 80])
+        signatures.gemm_signature((a, buf("x", [50, 80], [80, 1])), [64, 80])
 
 
 def test_adaptive_k_follows_confidence_and_never_exceeds_cap():
@@ -518,23 +515,23 @@ def test_verify_keeps_one_tile_per_family_where_warps_or_stages_are_all_that_dif
     assert choose_kept(cands, scores, "verify", 3, True, False, adaptive=False)[0] == [0, 3, 5, 6]
     kept, _ = choose_kept(cands, scores, "verify", 4, True, False)  # adaptive: all six are close
     assert kept == [0, 3, 5, 6]  # three tile families and ATen
-    assert policy.tile_family(cands[0]) == policy.tile_family(cands[2]) != policy.tile_family(cands[3])
+    assert families.tile_family(cands[0]) == families.tile_family(cands[2]) != families.tile_family(cands[3])
     # only the knobs that do not change the tile's shape are ignored
-    assert policy.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
+    assert families.FAMILY_FREE_KNOBS == {"GROUP_M", "num_stages", "num_warps"}
 
 
 def test_known_broken_choices_are_never_kept(monkeypatch):
     dk = Candidate.make("triton", "decompose_k", k_split=4)
     bf16 = Problem(16, 4096, 131072, "bf16")
     monkeypatch.setattr(torch, "__version__", "2.11.0+cu130")
-    assert compat.broken_templates(bf16) == {"decompose_k"}
-    assert not compat.broken_templates(Problem(16, 4096, 131072, "fp16"))
+    assert torch_release.broken_templates(bf16) == {"decompose_k"}
+    assert not torch_release.broken_templates(Problem(16, 4096, 131072, "fp16"))
     sel = ksi.Selector("predict", ranker=MeasuredRanker({bf16.key: {dk.key: 0.25, "aten:mm": 0.30}}))
-    fp = compat.device_fingerprint(torch.device("cpu"))
+    fp = device_fingerprint(torch.device("cpu"))
     kept, _ = sel.select("templates", bf16, {}, fp, [dk, Candidate.make("aten", "mm")])
     assert kept == [1]  # the measured-faster decompose-k cannot run on 2.11
     monkeypatch.setattr(torch, "__version__", "2.13.0")
-    assert not compat.broken_templates(bf16)
+    assert not torch_release.broken_templates(bf16)
 
 
 def test_env_var_enables_on_import(tmp_path):
@@ -543,7 +540,7 @@ def test_env_var_enables_on_import(tmp_path):
     import sys
 
     code = (
-        "import kselect.selector as s, kselect.selector.inductor.hook as i; "
+        "import kselect.selector as s, kselect.selector.inductor.lifecycle as i; "
         "sel = i.current(); print(sel.mode, sel.k, sel.cache.root); s.print_options()"
     )
     env = {**os.environ, "KSELECT_MODE": "predict", "KSELECT_K": "2", "KSELECT_CACHE_DIR": str(tmp_path)}
@@ -678,7 +675,7 @@ def test_options_env_and_help():
 
 
 def test_enable_from_env_installs_and_disable_restores(tmp_path):
-    before = compat.current_choices()
+    before = inductor_settings.current_choices()
     try:
         sel = ksi.enable_from_env(
             {
@@ -705,10 +702,10 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
             sel.release_memory,
             sel.warm_while_compiling,
         ) == ("verify", 3, tmp_path, True, False, False, False, False)
-        assert compat.current_choices().kselect_selector is sel
+        assert inductor_settings.current_choices().kselect_selector is sel
         with ksi.selecting("predict", k=1) as inner:
-            assert compat.current_choices().kselect_selector is inner
-        outer = compat.current_choices().kselect_selector  # the outer configuration is back
+            assert inductor_settings.current_choices().kselect_selector is inner
+        outer = inductor_settings.current_choices().kselect_selector  # the outer configuration is back
         assert outer.mode == "verify" and outer.epilogue_fusion is True and outer.adaptive_k is False
         assert outer.early_decision is False and outer.release_memory is False
         assert outer.warm_while_compiling is False and outer.compile_in == "workers"
@@ -716,7 +713,7 @@ def test_enable_from_env_installs_and_disable_restores(tmp_path):
         assert outer.warm_start_on is False and outer.warm_start is not None  # workers need warm workers
     finally:
         ksi.disable()
-    assert compat.current_choices() is before
+    assert inductor_settings.current_choices() is before
     assert ksi.enable_from_env({"KSELECT_MODE": "off"}) is None
     # the handler's uuid goes into Inductor's FX-graph cache key: stable, yet mode-specific
     assert ksi.Selector("verify", k=3).uuid() == ksi.Selector("verify", k=3).uuid() != ksi.Selector("predict").uuid()
@@ -766,7 +763,7 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
 
     probe = (
         "import sys, torch\n"
-        "from kselect.selector.inductor import compat as c\n"
+        "from kselect.selector.inductor.compat import inductor_settings as c\n"
         "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
         "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n"
     )
@@ -819,7 +816,7 @@ def test_enable_widens_search_space_and_disable_restores_it():
 
 
 class _FakeChoice:
-    """A ChoiceCaller as compat.caller_candidate reads it: a name (with Inductor's per-compile
+    """A ChoiceCaller as choice_candidates.caller_candidate reads it: a name (with Inductor's per-compile
     counter) and an info_dict backend; "extern" is an ATen call."""
 
     annotations: dict = {}
@@ -856,15 +853,15 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
     extern = [_FakeChoice(op, "extern")]
     if op == "mm":
         templates = extern + templates
-    kept_t = sel._guarded("templates", templates, signature, compat.caller_candidates)
+    kept_t = sel._guarded("templates", templates, signature, choice_candidates.caller_candidates)
     choices = (extern if op == "addmm" else []) + list(kept_t)
-    kept = sel._guarded("choices", choices, signature, compat.caller_candidates)
+    kept = sel._guarded("choices", choices, signature, choice_candidates.caller_candidates)
     benchmarked = []
     if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
-        timings = {c: measured[compat.caller_candidate(c).key] for c in kept}
-        benchmarked = sorted(compat.caller_candidate(c).key for c in kept)
+        timings = {c: measured[choice_candidates.caller_candidate(c).key] for c in kept}
+        benchmarked = sorted(choice_candidates.caller_candidate(c).key for c in kept)
         sel.record_verified(list(kept), timings, "cuda")
-    return sel, sorted(compat.caller_candidate(c).key for c in kept_t), benchmarked
+    return sel, sorted(choice_candidates.caller_candidate(c).key for c in kept_t), benchmarked
 
 
 @pytest.mark.parametrize("op", ["addmm", "mm"])
@@ -913,27 +910,33 @@ def test_inductor_triton_ktcs_map_to_their_candidates_through_the_memo():
     assert {"mm", "persistent_tma", "decompose_k"} <= templates
     ktcs = inductor_ktcs(want)
     for _ in range(2):
-        assert compat.ktc_candidates(ktcs) == want
-        assert [compat.ktc_candidate(k) for k in ktcs] == want
+        assert choice_candidates.ktc_candidates(ktcs) == want
+        assert [choice_candidates.ktc_candidate(k) for k in ktcs] == want
     tiles = {c.params for c in want if c.template == "mm" and c.params} & {
         c.params for c in want if c.template == "persistent_tma"
     }
     assert tiles, "the two tile templates share tile configs"
     mm = next(c for c in want if c.backend == "triton" and c.template == "mm")
     odd = dict(mm.kwargs, EVEN_K=False, ACC_TYPE="tl.float16")
-    assert compat.ktc_candidate(KernelTemplateChoice(mm_template, DictKernelTemplateParams(odd), {}, None, None)) == mm
+    assert (
+        choice_candidates.ktc_candidate(
+            KernelTemplateChoice(mm_template, DictKernelTemplateParams(odd), {}, None, None)
+        )
+        == mm
+    )
 
     class OwnParams:  # a template with its own params class (no .kwargs dict)
         def to_kwargs(self):
             return dict(mm.kwargs)
 
-    assert compat.ktc_candidates([KernelTemplateChoice(mm_template, OwnParams(), {}, None, None)]) == [mm]
+    assert choice_candidates.ktc_candidates([KernelTemplateChoice(mm_template, OwnParams(), {}, None, None)]) == [mm]
 
 
 def test_bench_rank_times_the_whole_predict_decision_from_inductors_choices():
     """bench_rank --decision: real KTCs -> candidates -> Selector.select with a cache miss each
     time; the recorded decision covers the mapping (map_ms inside ms)."""
-    from kselect.selector.model.cost_model import CostModel, shipped_models
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.selector.model.discovery import shipped_models
     from kselect.training.bench.rank import bench_decision
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
@@ -959,8 +962,9 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
 
     # what the shipped model's ranker warms up on at load, and the selector then primes
     from kselect.kernels.triton import space as ts
-    from kselect.selector.decide.policy import CostModelRanker
-    from kselect.selector.model.cost_model import CostModel, shipped_models
+    from kselect.selector.decide.rankers import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.selector.model.discovery import shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
     ts._tile_space.cache_clear()  # as in a fresh process
@@ -973,16 +977,16 @@ def test_priming_the_ktc_memo_maps_mm_bmm_and_tma_ktcs_to_the_primed_candidates(
         for template in ("mm", "persistent_tma"):
             assert set(ts.template_space(Problem(m, 9216, 3072, "bf16", "nt"), template)) <= set(space)
     assert ts._tile_space.cache_info().misses == enumerated
-    compat.prime_ktc_memo(space)
-    assert compat.prime_ktc_memo(space) == 0  # idempotent
+    choice_candidates.prime_ktc_memo(space)
+    assert choice_candidates.prime_ktc_memo(space) == 0  # idempotent
     objects = {"mm": (mm_template, bmm_template), "persistent_tma": (persistent_tma_mm_template,)}
     for c in [c for c in space if c.backend == "triton"][::97]:
         for template in objects[c.template]:
             kw = {"EVEN_K": False, "ACC_TYPE": "tl.float32", **c.kwargs}
             ktc = KernelTemplateChoice(template, DictKernelTemplateParams(kw), {}, None, None)
-            got = compat.ktc_candidates([ktc])[0]
+            got = choice_candidates.ktc_candidates([ktc])[0]
             assert got is c  # what Inductor's uid names, built independently of the memo:
-            assert c == Candidate.make("triton", compat.template_of(template.uid)[1], **c.kwargs)
+            assert c == Candidate.make("triton", choice_candidates.template_of(template.uid)[1], **c.kwargs)
 
 
 def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again():
@@ -992,8 +996,9 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     ATen -- what the H200 measured in reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode). Choices the templates stage
     never saw (the CPU's C++ GEMMs come only there) are still decided."""
     from kselect.kernels.triton.space import template_space
-    from kselect.selector.decide.policy import CostModelRanker
-    from kselect.selector.model.cost_model import CostModel, shipped_models
+    from kselect.selector.decide.rankers import CostModelRanker
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.selector.model.discovery import shipped_models
 
     model = CostModel.load([p for p in shipped_models() if p.name == "h200-bf16.json"][0])
     ranker = CostModelRanker(model, model.fingerprint)
@@ -1009,7 +1014,7 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     sel = ksi.Selector("verify", k=4, ranker=ranker)
     planned = run(sel, "templates", space)
     assert len(planned) == 5 and sum(c.backend == "triton" for c in planned) == 4
-    assert len({policy.tile_family(c) for c in planned}) == 5
+    assert len({families.tile_family(c) for c in planned}) == 5
     assert run(sel, "choices", planned) == planned  # measured as kept
     assert sel.decisions[-1]["why"] == "verify: the templates stage's kept set, as is"
     fresh = ksi.Selector("verify", k=4, ranker=ranker)  # no plan: decided over the five

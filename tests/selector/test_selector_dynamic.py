@@ -21,9 +21,10 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.decide.policy import MeasuredRanker, RankerUnavailable  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide import dynamic_sizes  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -57,10 +58,10 @@ class Benchmarks:
         # read during the compile: symbolic sizes have hints only while its graph is lowered
         ops = {"linear_unary": "addmm", "bmm": "bmm4x"}  # Inductor's names of the two GEMMs
         try:
-            problem = compat.choices_signature(list(choices))[0].key
+            problem = signatures.choices_signature(list(choices))[0].key
         except ValueError:  # unreadable: named as Inductor names it
             problem = f"{ops.get(name, name)}:unread"
-        self.runs.append((problem, [compat.caller_candidate(c).key for c in choices]))
+        self.runs.append((problem, [choice_candidates.caller_candidate(c).key for c in choices]))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,7 @@ def test_predict_decides_dynamic_gemms_at_every_size_and_benchmarks_nothing(stoc
     picks = list(sel.dynamic_picks)
     assert sorted(p["problem"] for p in picks) == ["addmm:64x80x96:fp32:nn", "bmm4x:64x80x96:fp32:nn"]
     for p in picks:
-        assert list(p["per_size"]) == [HINT] + [s for s in ksi.DYNAMIC_M_SIZES if s != HINT]
+        assert list(p["per_size"]) == [HINT] + [s for s in dynamic_sizes.DYNAMIC_M_SIZES if s != HINT]
         assert len(p["kept"]) == 1 and p["kept"][0].startswith("cpp:") and not p["by_inductor_size"]
 
 
@@ -185,11 +186,13 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
         return KernelTemplateChoice(mm_template, DictKernelTemplateParams(kw), {}, None, None)
 
     ktcs = [ktc(bm, hint) for hint in (None, 512) for bm in (16, 32, 64, 128)]
-    assert [compat.hint_override_of(k) for k in ktcs] == [None] * 4 + [512] * 4
+    assert [choice_candidates.hint_override_of(k) for k in ktcs] == [None] * 4 + [512] * 4
     problem = Problem(M=16, N=4096, K=4096, dtype="fp16", layout="nn")
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("predict", ranker=_BlockForSize())
-    kept = sel._guarded("templates", ktcs, lambda: (problem, fields, torch.device("cpu")), compat.ktc_candidates)
+    kept = sel._guarded(
+        "templates", ktcs, lambda: (problem, fields, torch.device("cpu")), choice_candidates.ktc_candidates
+    )
     assert kept == [ktcs[0], ktcs[7]]  # BLOCK_M 16 at the hint 16, 128 for M=512
     pick = sel.dynamic_picks[-1]
     assert pick["by_inductor_size"] and list(pick["per_size"]) == [16, 512]
@@ -197,7 +200,12 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
     sel = ksi.Selector("predict", ranker=_BlockForSize())
     static = {k: v for k, v in fields.items() if k != "dynamic"}
     assert (
-        len(sel._guarded("templates", ktcs, lambda: (problem, static, torch.device("cpu")), compat.ktc_candidates)) == 1
+        len(
+            sel._guarded(
+                "templates", ktcs, lambda: (problem, static, torch.device("cpu")), choice_candidates.ktc_candidates
+            )
+        )
+        == 1
         and not sel.dynamic_picks
     )
 
@@ -237,7 +245,7 @@ def test_a_gemm_kselect_cannot_decide_gets_the_users_own_space(case, tmp_path):
         else ksi.Selector("predict", model=str(tmp_path / "no-such-model.json"))
     )
     sel.stock_space = None if case == "not-widened" else "DEFAULT"
-    handler = compat.make_selecting_choices(sel.select_ktcs, sel.uuid())
+    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid())
     reset_warnings()
     with lowering("EXHAUSTIVE"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -249,13 +257,13 @@ def test_a_gemm_kselect_cannot_decide_gets_the_users_own_space(case, tmp_path):
     if case == "not-widened":
         assert len(kept) == exhaustive
     else:
-        assert [compat.ktc_candidate(k) for k in kept] == default
+        assert [choice_candidates.ktc_candidate(k) for k in kept] == default
     assert sel.stats["fallbacks"] == 1
     assert len([w for w in caught if issubclass(w.category, KselectFallbackWarning)]) == 1
 
 
 def test_symbolic_sizes_read_through_the_torch_versions_hint_api():
-    """compat.size_hint: a static size as is; a symbolic one by the lowering graph's own hint
+    """signatures.size_hint: a static size as is; a symbolic one by the lowering graph's own hint
     API (2.13: optimization_hint_with_override; 2.11: size_hint), hint_override included."""
     import sympy
     from torch._dynamo.source import ConstantSource
@@ -267,10 +275,10 @@ def test_symbolic_sizes_read_through_the_torch_versions_hint_api():
     s0 = env.create_symbol(48, source=ConstantSource("m"))
     graph = GraphLowering(torch.fx.symbolic_trace(lambda x: x + 1), shape_env=env)
     with V.set_graph_handler(graph):
-        assert compat.size_hint(7) == 7 and compat.size_hint(sympy.Integer(9)) == 9
-        assert compat.size_hint(s0) == 48 and compat.size_hint(2 * s0) == 96
-        assert compat.size_hint(s0, hint_override=512) == 512
-        assert compat.is_symbolic(s0) and not compat.is_symbolic(sympy.Integer(3))
+        assert signatures.size_hint(7) == 7 and signatures.size_hint(sympy.Integer(9)) == 9
+        assert signatures.size_hint(s0) == 48 and signatures.size_hint(2 * s0) == 96
+        assert signatures.size_hint(s0, hint_override=512) == 512
+        assert signatures.is_symbolic(s0) and not signatures.is_symbolic(sympy.Integer(3))
 
 
 def test_per_size_union_is_never_larger_than_the_stock_list():
@@ -299,11 +307,11 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
         "templates",
         items,
         lambda: (problem, fields, torch.device("cpu")),
-        compat.ktc_candidates,
+        choice_candidates.ktc_candidates,
         restock=lambda space: stock,
     )
     assert len(kept) == len(stock) and kept[-1] is items[-1]  # capped; ATen kept
-    assert ksi._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
+    assert dynamic_sizes._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
     cands = [Candidate.make("cpp", f"gemm{i}") for i in range(9)] + [Candidate.make("aten", "mm")]
-    assert ksi._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and ksi._within([1, 9], 1, cands) == [1]
-    assert ksi._within([1, 2], 3, cands) == [1, 2]
+    assert dynamic_sizes._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and dynamic_sizes._within([1, 9], 1, cands) == [1]
+    assert dynamic_sizes._within([1, 2], 3, cands) == [1, 2]

@@ -14,8 +14,9 @@ from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import config  # noqa: E402
 from kselect.selector.decide import policy  # noqa: E402
-from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.model import compile_price  # noqa: E402
 
 FIELDS = {f.name: f for f in dataclasses.fields(config.SelectorSettings)}
 
@@ -70,7 +71,7 @@ def test_selector_settings_make_it_again_and_read_as_attributes():
 
 def test_policy_defaults_are_the_settings_defaults():
     assert policy.ATEN_MARGIN_SD == config.DEFAULTS.aten_margin
-    assert policy.COMPILE_BUDGET == config.DEFAULTS.compile_budget
+    assert compile_price.COMPILE_BUDGET == config.DEFAULTS.compile_budget
 
 
 PROBLEM = Problem(256, 256, 256, "fp32", "nn")
@@ -122,7 +123,7 @@ def test_decision_cache_key_holds_the_rankers_identity_not_its_class(tmp_path):
     model's decision.
 
     Fails on the mutation: the key's "ranker" field as `type(ranker).__name__` instead of the
-    ranker's `ident` (selector/inductor/hook.py, the key built around `_decision_fields`)."""
+    ranker's `ident` (selector/decide/pipeline.py, the key built around `_decision_fields`)."""
     from kselect.models import shipped_model_path
     from kselect.selector.model.cost_model import CostModel
 

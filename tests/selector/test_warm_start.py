@@ -159,7 +159,7 @@ def test_enable_installs_the_warm_start_at_each_compile_start_and_disable_remove
     import torch
     from torch._dynamo.callback import callback_handler
 
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     before = list(callback_handler.start_callbacks)
     try:

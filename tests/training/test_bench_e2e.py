@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kselect.selector.decide.policy import COMPILE_BUDGET  # noqa: E402
+from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.training.bench import e2e as be  # noqa: E402
 from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E402
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
@@ -802,7 +802,7 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
     from kselect.kernels.backend import Candidate, Problem
     from kselect.kernels.triton.space import triton_space
     from kselect.models import shipped_model_path
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     fingerprint = {
         **json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"],

@@ -100,7 +100,7 @@ def test_ranker_preflight_names_why_kselect_cannot_rank_here(tmp_path):
     from pathlib import Path
 
     torch = pytest.importorskip("torch")
-    from kselect.selector.decide.policy import RankerUnavailable
+    from kselect.selector.decide.rankers import RankerUnavailable
     from kselect.training.bench.common import ranker_ident
 
     cpu = torch.device("cpu")

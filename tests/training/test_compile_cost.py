@@ -1,5 +1,5 @@
 """Compile cost: Triton compiles for sm_90 on this CPU, the collector, the fitted model, and
-verify's price on a kept template's compile (policy.CompilePrice, the selector's wiring)."""
+verify's price on a kept template's compile (compile_price.CompilePrice, the selector's wiring)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, compile_request, cross_compile, plan_to_dict
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.decide.policy import COMPILE_BUDGET, CompilePrice, choose_kept
+from kselect.selector.decide.policy import choose_kept
 from kselect.selector.model.compile_cost import (
     COMPILE_FEATURES,
     CompileCostModel,
@@ -24,6 +24,7 @@ from kselect.selector.model.compile_cost import (
     compile_fields,
     shipped_compile_cost,
 )
+from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
 from kselect.selector.model.cost_model import ModelError, meta_path
 from kselect.training.cli.main import main
 from kselect.training.compile_cost.collect import H200_SMS, collect_compile_costs, collection_plans
@@ -197,8 +198,8 @@ def test_verify_on_a_decode_projection_keeps_a_quicker_set_at_the_default_budget
     (its scores are gaps to ATen, read as the selector reads them; on the CPU, without cuBLAS's
     kernel columns): the unpriced kept set holds a slow BK256 tile; priced, a quicker-compiling
     member of its family takes its place, and the set's slowest predicted compile falls by a third."""
-    from kselect.selector.decide.policy import CostModelRanker
-    from kselect.selector.model.cost_model import load_shipped
+    from kselect.selector.decide.rankers import CostModelRanker
+    from kselect.selector.model.discovery import load_shipped
 
     gate = Problem(8, 14336, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(gate, "exhaustive")
@@ -223,7 +224,7 @@ def test_verify_on_a_decode_projection_keeps_a_quicker_set_at_the_default_budget
 
 def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, monkeypatch, caplog):
     from kselect import models
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
     from kselect.selector.warn import KselectFallbackWarning, reset_warnings
 
     h200 = {"device_type": "cuda", "compute_capability": "9.0", "fingerprint_id": "x"}

@@ -21,14 +21,15 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.decide.policy import MeasuredRanker  # noqa: E402
-from kselect.selector.inductor import compat  # noqa: E402
-from kselect.selector.inductor import hook as ksi  # noqa: E402
+from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import choice_candidates, signatures  # noqa: E402
+from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table  # noqa: E402
 from kselect.training.data import lookup_table as lt  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
 
-MISSING = compat.lookup_table_missing()
+MISSING = inductor_lookup_table.lookup_table_missing()
 needs_table = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING}")
 
 M, N, K = 64, 80, 96
@@ -50,7 +51,7 @@ class Benchmarks:
         self.runs: list = []
 
     def __call__(self, timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
-        self.runs.append({compat.caller_candidate(c).key: ms for c, ms in timings.items()})
+        self.runs.append({choice_candidates.caller_candidate(c).key: ms for c, ms in timings.items()})
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_key_is_inductors_own(inductor):
 
     class Recording(LookupTableChoices):
         def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            _, fields, _ = compat.ktc_signature(kernel_inputs, op_name)
+            _, fields, _ = signatures.ktc_signature(kernel_inputs, op_name)
             theirs = LookupTableChoices._generate_kernel_inputs_key(kernel_inputs) + "+" + op_name
             seen.append((theirs, lt.inductor_key(op_name, fields["inputs"], lt.DEFAULT_SCALARS.get(op_name))))
             return super()._finalize_template_configs(
@@ -190,7 +191,7 @@ def test_key_round_trips_to_the_problem():
 
 @needs_table
 def test_configs_name_inductors_templates():
-    uids = compat.lookup_template_uids()
+    uids = inductor_lookup_table.lookup_template_uids()
     tile = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=32, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
     cfg = lt.table_config(tile, "addmm", 96, uids)
     assert cfg == {
@@ -328,7 +329,9 @@ def test_cli_export_and_import(tmp_path, capsys):
 
 
 def test_missing_lookup_table_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(compat, "lookup_table_missing", lambda: "torch 2.0 has no Inductor template lookup table")
+    monkeypatch.setattr(
+        inductor_lookup_table, "lookup_table_missing", lambda: "torch 2.0 has no Inductor template lookup table"
+    )
     with pytest.raises(lt.LookupTableError, match="torch 2.0 has no Inductor template lookup table"):
         lt.export_from_cache(".")
 

@@ -125,15 +125,15 @@ torch = pytest.importorskip("torch")
 def _stock_bmm_table(problem: Problem, tmp_path) -> dict[str, float]:
     """Stock max-autotune's own timings of the bmm's choices (ATen and CPP) on this CPU."""
     from kselect.kernels.operands import make_operands
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import autotune, choice_candidates
 
     seen: dict[str, float] = {}
 
     def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
         for ch, ms in timings.items():
-            seen[compat.caller_candidate(ch).key] = float(ms)
+            seen[choice_candidates.caller_candidate(ch).key] = float(ms)
 
-    remove = compat.add_feedback_saver(saver)
+    remove = autotune.add_feedback_saver(saver)
     try:
         torch._dynamo.reset()
         with torch._inductor.config.patch(

@@ -33,11 +33,11 @@ def ranker_ident(device, model: str | None = None, selector=None) -> str:
     and return its ident. Raises when there is none -- no model for this GPU, a broken file --
     because a kselect variant would then time stock Inductor under kselect's name. With an
     enabled `selector`, its own ranker is loaded (and kept for the compile that follows)."""
-    from kselect.selector.inductor import compat
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.fingerprint import device_fingerprint
+    from kselect.selector.inductor.hook import Selector
 
-    selector = selector or ksi.Selector(mode="predict", model=model or None)
-    ranker = selector.ranker_for(compat.device_fingerprint(device))
+    selector = selector or Selector(mode="predict", model=model or None)
+    ranker = selector.ranker_for(device_fingerprint(device))
     return str(getattr(ranker, "ident", type(ranker).__name__))
 
 
@@ -87,7 +87,7 @@ def policy_keywords(settings: Mapping) -> dict:
 
 def describe_choice(choice) -> str:
     """A benchmarked choice as a kselect candidate key (or Inductor's name for it)."""
-    from kselect.selector.inductor.compat import caller_candidate
+    from kselect.selector.inductor.compat.choice_candidates import caller_candidate
 
     try:
         cand = caller_candidate(choice)
@@ -148,7 +148,7 @@ class GemmCounter:
 
 def _problem_key(choices) -> str:
     """The GEMM's kselect problem key ('' when its choices do not read as one)."""
-    from kselect.selector.inductor.compat import choices_signature
+    from kselect.selector.inductor.compat.signatures import choices_signature
 
     try:
         return choices_signature(list(choices))[0].key

@@ -9,7 +9,8 @@ import logging
 import statistics
 from pathlib import Path
 
-from kselect.selector.decide.policy import ATEN_MARGIN_SD, COMPILE_BUDGET
+from kselect.selector.decide.policy import ATEN_MARGIN_SD
+from kselect.selector.model.compile_price import COMPILE_BUDGET
 from kselect.training.bench.common import run_settings
 from kselect.training.bench.e2e_spec import (
     ORDER,

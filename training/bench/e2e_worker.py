@@ -44,7 +44,7 @@ def worker_main(spec_path: str) -> None:
         traceback.print_exc()
     save()
     try:
-        from kselect.selector.inductor import hook as ksi
+        from kselect.selector.inductor import lifecycle as ksi
 
         ksi.disable()  # flushes kselect's queued decision-cache writes; os._exit skips atexit
     except Exception:  # noqa: BLE001 -- the result is saved already
@@ -98,7 +98,7 @@ def configure(spec: dict):
     if v.backends:
         config.max_autotune_gemm_backends = v.backends
     if v.kselect:
-        from kselect.selector.inductor import hook as ksi
+        from kselect.selector.inductor import lifecycle as ksi
 
         # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
         # narrows a GEMM it cannot rank back to DEFAULT.
@@ -230,7 +230,7 @@ def measure(spec: dict, res: dict, save) -> None:
         torch.cuda.reset_peak_memory_stats()
         warm_gpu()
     if spec.get("warm_pool", True):  # the pool's start must not race the timed compile
-        from kselect.selector.inductor.compat import warm_compile_pool
+        from kselect.selector.inductor.compat.compile_pool import warm_compile_pool
 
         pool_s = warm_compile_pool()
         res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
@@ -242,7 +242,7 @@ def measure(spec: dict, res: dict, save) -> None:
     finally:  # what autotuning did, also when the run failed
         res["gemms"] = counter.summary()
         if sel_log is not None:
-            from kselect.selector.inductor import hook as ksi
+            from kselect.selector.inductor import lifecycle as ksi
 
             sel = ksi.current()
             res["kselect"] = sel_log.summary(sel)
@@ -259,10 +259,10 @@ def measure(spec: dict, res: dict, save) -> None:
 def instrument(spec: dict):
     """Our feedback saver (GEMMs and candidates benchmarked) and, for kselect variants, a
     handler on kselect's log (decisions, ranking time, fallback warnings)."""
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import autotune
 
     counter = GemmCounter()
-    compat.add_feedback_saver(counter)
+    autotune.add_feedback_saver(counter)
     if not VARIANTS[spec["variant"]].kselect:
         return counter, None
     sel_log = SelectorLog()
@@ -276,7 +276,7 @@ def ranker_preflight(device) -> str:
     this GPU, xgboost missing) would make this run measure stock Inductor under kselect's
     name: fail it at once instead. On the CPU no model exists by design (kselect falls back to
     stock, one warning): say so and go on."""
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.inductor import lifecycle as ksi
 
     try:
         return ranker_ident(device, selector=ksi.current())

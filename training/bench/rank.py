@@ -118,8 +118,8 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     from torch._inductor.kernel.mm import aten_mm, mm_template, persistent_tma_mm_template
 
     from kselect.kernels.triton import space as space_mod
-    from kselect.selector.decide.policy import CostModelRanker
-    from kselect.selector.inductor import compat
+    from kselect.selector.decide.rankers import CostModelRanker
+    from kselect.selector.inductor.compat import choice_candidates, enumeration
     from kselect.selector.inductor.hook import Selector
 
     if pin and hasattr(os, "sched_setaffinity"):
@@ -134,12 +134,12 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     device = {"fingerprint_id": model.fingerprint.get("fingerprint_id") or "bench"}
 
     def late():
-        return compat.ktc_candidates(ktcs)
+        return choice_candidates.ktc_candidates(ktcs)
 
     def early(cold: bool):
         if cold:  # a size class no earlier GEMM had (the per-knob candidate memo stays warm)
             space_mod._tile_space.cache_clear()
-        return compat.template_candidates(problem, templates, "EXHAUSTIVE")
+        return enumeration.template_candidates(problem, templates, "EXHAUSTIVE")
 
     out = {"problem": problem.key, "candidates": len(cands), "reps": reps, "threads": 1}
     for name, to_candidates, is_early in (

@@ -69,9 +69,9 @@ class Export:
 
 def require_lookup_tables() -> None:
     """Raise LookupTableError unless this torch has Inductor's template lookup table."""
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
 
-    missing = compat.lookup_table_missing()
+    missing = inductor_lookup_table.lookup_table_missing()
     if missing:
         raise LookupTableError(
             f"{missing}: Inductor lookup tables need a torch that has torch._inductor.lookup_table (2.11 and 2.13 do)"
@@ -241,7 +241,7 @@ def export_from_cache(cache_dir, device: str | None = None, device_key: str | No
     fingerprint id to export (required when the cache holds several). Where one GEMM was
     decided more than once, a verified decision wins, else the newest file."""
     require_lookup_tables()
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
 
     cache_dir = Path(cache_dir).expanduser()
     if not cache_dir.is_dir():
@@ -253,7 +253,7 @@ def export_from_cache(cache_dir, device: str | None = None, device_key: str | No
         raise LookupTableError(f"{cache_dir} holds decisions for devices {devices}: pass --device ID")
     if device is not None and device not in devices:
         raise LookupTableError(f"{cache_dir} holds no decision for device {device!r} (it has {devices})")
-    uids = compat.lookup_template_uids()
+    uids = inductor_lookup_table.lookup_template_uids()
     for (op_name, inputs), decisions in found.items():
         decisions = [d for d in decisions if device is None or d.device == device]
         if not decisions:
@@ -288,8 +288,8 @@ def export_from_model(
     node, which a shapes file does not describe."""
     require_lookup_tables()
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.decide.policy import RankerUnavailable
-    from kselect.selector.inductor import compat
+    from kselect.selector.decide.rankers import RankerUnavailable
+    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
     from kselect.selector.inductor.hook import Selector
 
     out = Export(
@@ -299,7 +299,7 @@ def export_from_model(
     # the selector itself decides, so the table holds exactly what predict mode would keep
     selector = Selector("predict", model=model, **({} if aten_margin is None else {"aten_margin": float(aten_margin)}))
     fingerprint = getattr(model, "fingerprint", None) or {}
-    uids = compat.lookup_template_uids()
+    uids = inductor_lookup_table.lookup_template_uids()
     for problem in problems:
         if problem.op not in ("mm", "bmm"):
             out.skipped[f"{problem.op}: its Inductor key names the bias node; export it from a decision cache"] += 1
@@ -351,7 +351,7 @@ def read_table(path) -> dict:
 def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Counter]:
     """Dataset rows (status ok, method `lookup_table`) for every config that carries a timing;
     NoTimings when none does (Inductor's own tables hold configs only)."""
-    from kselect.selector.inductor import compat
+    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
     from kselect.training.measure.collect import row_for
 
     table = read_table(path)
@@ -363,7 +363,7 @@ def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Coun
             "there is nothing to learn from: nothing imported"
         )
     require_lookup_tables()
-    uids = compat.lookup_template_uids()
+    uids = inductor_lookup_table.lookup_template_uids()
     rows, skipped = [], collections.Counter()
     for key, configs in table.items():
         try:

@@ -93,7 +93,7 @@ def capture_stats(aten: np.ndarray, best: np.ndarray, pick: np.ndarray) -> dict:
 
 def tile_family_ids(shapes: ShapeSet) -> np.ndarray:
     """Per row: an id of its tile family (template, BLOCK_M/N/K, split), as verify's
-    one-per-family rule groups candidates (selector/decide/policy.py tile_family)."""
+    one-per-family rule groups candidates (selector/decide/families.py tile_family)."""
     rows = shapes.rows
     cols = [shapes.tmpl.astype(np.float64)] + [
         rows[c].fillna(0).to_numpy(dtype=np.float64) for c in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "k_split")
@@ -236,12 +236,12 @@ def best_template_gaps(shapes: ShapeSet, cost: np.ndarray) -> tuple[np.ndarray, 
 def verify_with_nearest(
     shapes: ShapeSet, cost: np.ndarray, near_cost: np.ndarray, n: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """verify's outcome when the nearest-shape lookup takes a slot (selector/decide/policy.py
+    """verify's outcome when the nearest-shape lookup takes a slot (selector/decide/gap_policy.py
     with_nearest_slot, the selector's own rule): per shape the measured-fastest of ATen and the
     templates it times -- the model's first n - 1 tile families by `cost` and the first row by
     `near_cost` (the lookup's preference, finite = listed) of another family. Returns (pick
     times, templates timed)."""
-    from kselect.selector.decide.policy import with_nearest_slot
+    from kselect.selector.decide.gap_policy import with_nearest_slot
 
     fam = tile_family_ids(shapes)
     order, _ = template_order(shapes, cost)
@@ -274,12 +274,12 @@ def verify_with_nearest(
 
 def simulate_policies(shapes: ShapeSet, cost: np.ndarray, cap: int = 4, near_cost: np.ndarray | None = None) -> dict:
     """verify and predict as the selector runs them on an ATen-relative model's scores
-    (selector/decide/policy.py templates_to_time, confident_template), on the measured rows: verify's
+    (selector/decide/gap_policy.py templates_to_time, confident_template), on the measured rows: verify's
     pick is the measured-fastest of ATen and the templates it times (one per tile family; with
     `near_cost`, the held-out nearest-shape lookup's preference per row, one slot goes to the
     lookup as the selector gives it); predict's is its one pick. Returns per-shape pick times and
     templates timed."""
-    from kselect.selector.decide.policy import confident_template, templates_to_time
+    from kselect.selector.decide.gap_policy import confident_template, templates_to_time
 
     row, gap = best_template_gaps(shapes, cost)
     n = np.array([min(templates_to_time(g), cap) for g in gap], dtype=np.int64)

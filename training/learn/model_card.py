@@ -123,7 +123,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
                 "It predicts each candidate's log(time / cuBLAS's time) for the shape (`reg:aten`): verify "
                 "times as many templates as the best predicted gap calls for (0-4, ATen always; the last of "
                 "them the nearest measured shape's pick, from the table in the sidecar), predict "
-                "takes a template only when it is predicted well ahead of cuBLAS (selector/decide/policy.py).",
+                "takes a template only when it is predicted well ahead of cuBLAS (selector/decide/gap_policy.py).",
                 "",
             ]
             if meta.get("objective") == "reg:aten"
@@ -186,7 +186,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         "## Use",
         "",
         "```python",
-        "from kselect.selector.model.cost_model import load_shipped",
+        "from kselect.selector.model.discovery import load_shipped",
         f"model = load_shipped({model_path.name!r}, fingerprint=device_fingerprint)  # refuses other GPUs",
         "```",
         "",

@@ -234,8 +234,8 @@ def run_worker(plan: RetimePlan) -> int:
     """Re-time the plan's shapes on this process's device; 0 when done or out of time."""
     import torch
 
-    from kselect.selector.decide.policy import MeasuredRanker
-    from kselect.selector.inductor import hook as ksi
+    from kselect.selector.decide.rankers import MeasuredRanker
+    from kselect.selector.inductor import lifecycle as ksi
 
     ds = DatasetDir(Path(plan.out))
     done = set(ds.load(on_corrupt="quarantine")["problem_key"]) if ds.exists() else set()

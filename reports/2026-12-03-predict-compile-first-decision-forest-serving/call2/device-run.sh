@@ -4,7 +4,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 mkdir -p $OUT/b; git log --oneline -1 > $OUT/b/commit.txt
 python3 -c "
 import sys, time; t = time.perf_counter()
-from kselect.selector.model.cost_model import load_shipped; m = load_shipped('h200-bf16.json')
+from kselect.selector.model.discovery import load_shipped; m = load_shipped('h200-bf16.json')
 print('model load s', round(time.perf_counter() - t, 3), 'xgboost imported', 'xgboost' in sys.modules)" > $OUT/b/load.txt 2>&1
 kselect bench gemm --shapes-file data/shapes/h200-bf16-bench.csv --variants kselect-predict --max-minutes 1.2 --out $OUT/b/dec > $OUT/b/dec.log 2>&1
 echo "dec rc=$? at $(( $(date +%s) - T0 )) s"

@@ -2,9 +2,9 @@
 import sys, time, statistics, tempfile, os, json
 import numpy as np
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import CostModelRanker
+from kselect.selector.decide.rankers import CostModelRanker
 from kselect.selector.inductor.hook import Selector
-from kselect.selector.inductor import compat
+from kselect.selector.inductor.compat import choice_candidates
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.triton.space import triton_space
@@ -13,7 +13,7 @@ import importlib.util
 spec = importlib.util.spec_from_file_location("br", os.environ["BENCH_RANK"]); br = importlib.util.module_from_spec(spec); spec.loader.exec_module(br)
 m = CostModel.load(os.environ["MODEL"]); m.set_threads(1)
 r = CostModelRanker(m, m.fingerprint); r.warm_up()
-mapf = getattr(compat, "ktc_candidates", None) or (lambda ks: [compat.ktc_candidate(k) for k in ks])
+mapf = getattr(choice_candidates, "ktc_candidates", None) or (lambda ks: [choice_candidates.ktc_candidate(k) for k in ks])
 shapes = [(4096,4096,4096),(333,7168,5120),(8,4096,14336),(1000,3000,777),(8192,1024,8192),(2048,28672,4096)]
 probs = []
 for s in shapes:

@@ -4,7 +4,8 @@ models/h200-bf16.json, extracted with git show> models/h200-bf16.json` -> 30 of 
 26 autotuned bench shapes predict identical, verify kept sets identical on 25."""
 import sys, csv
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import CostModelRanker, choose_kept
+from kselect.selector.decide.rankers import CostModelRanker
+from kselect.selector.decide.policy import choose_kept
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.triton.space import triton_space

@@ -1,6 +1,6 @@
 import numpy as np
 from kselect.training.learn.headroom import shape_table, template_order, split_stats, best_template_gaps
-from kselect.selector.decide.policy import templates_to_time
+from kselect.selector.decide.gap_policy import templates_to_time
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes(); tab = shape_table(shapes); real = ~tab["decision_free"]
 cm = np.load("/tmp/hr/cost_casc30.npy"); ns = np.load("/tmp/hr/cost_nearest_shape.npy")

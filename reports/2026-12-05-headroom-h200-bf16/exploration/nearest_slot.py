@@ -35,7 +35,7 @@ def sim(nt, n, n_near_from=2):
         if rows: t[s] = min(t[s], shapes.time[rows].min())
     st = split_stats(shapes, t, tab)
     return st["realistic"]["capture"], timed[real].mean(), hit, {c: round(v["capture"], 3) for c, v in st["classes"].items()}
-from kselect.selector.decide.policy import templates_to_time
+from kselect.selector.decide.gap_policy import templates_to_time
 tiers = np.array([templates_to_time(g) for g in gap])
 for L in (4, 8, 16):
     nt = np.load(f"/tmp/hrw/nt{L}.npy")

@@ -12,7 +12,7 @@ from kselect.training.learn.headroom import (
 from kselect.training.learn.nearest_table import NearestTemplatesRanker
 from kselect.training.learn.train import ModelRanker
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.decide.policy import templates_to_time
+from kselect.selector.decide.gap_policy import templates_to_time
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 X = np.load("/tmp/hrw/X.npy"); cm = np.load("/tmp/hrw/cm.npy"); nt = np.load("/tmp/hrw/nt8.npy")
 params = CostModel.load("models/h200-bf16.json").get_params()

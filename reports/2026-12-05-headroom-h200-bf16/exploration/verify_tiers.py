@@ -2,7 +2,7 @@ import numpy as np
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.headroom import verify_with_nearest, split_stats, shape_table, best_template_gaps
-from kselect.selector.decide.policy import templates_to_time
+from kselect.selector.decide.gap_policy import templates_to_time
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 cm = np.load("/tmp/hrw/cm.npy"); nt = np.load("/tmp/hrw/nt8.npy")
 tab = shape_table(shapes); real = ~tab["decision_free"]

@@ -9,8 +9,8 @@ import warnings
 import torch
 
 import kselect.selector as ks
-from kselect.selector.decide.policy import MeasuredRanker
-from kselect.selector.inductor import compat
+from kselect.selector.decide.rankers import MeasuredRanker
+from kselect.selector.inductor.compat import autotune, choice_candidates, signatures
 
 
 def compile_once():
@@ -24,14 +24,14 @@ def compile_once():
 
 
 runs = []
-remove = compat.add_feedback_saver(lambda timings, name, nodes, choices, *rest: runs.append((timings, choices)))
+remove = autotune.add_feedback_saver(lambda timings, name, nodes, choices, *rest: runs.append((timings, choices)))
 with torch._inductor.config.patch(max_autotune=True, freezing=True, force_disable_caches=True):
     compile_once()
     table = {}
     for timings, choices in runs:
-        problem, _, _ = compat.choices_signature(choices)
+        problem, _, _ = signatures.choices_signature(choices)
         for choice, ms in timings.items():
-            table.setdefault(problem.key, {})[compat.caller_candidate(choice).key] = ms
+            table.setdefault(problem.key, {})[choice_candidates.caller_candidate(choice).key] = ms
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sel = ks.enable("predict", ranker=MeasuredRanker(table))

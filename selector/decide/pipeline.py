@@ -1,0 +1,216 @@
+"""One GEMM's decision, as named steps: the cache key -> a decision cached before -> rank ->
+keep (the policy) -> record. Measuring what is kept, and picking the winner, are verify's
+(selector/verify/orchestration.py); a dynamic M repeats this decision per size
+(decide/dynamic_sizes.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Sequence
+
+import numpy as np
+
+from kselect.selector.decide.cache import decision_key
+from kselect.selector.decide.candidate_sets import candidate_keys, unseen_backends
+from kselect.selector.decide.gap_policy import nearest_candidates
+from kselect.selector.decide.policy import choose_kept
+from kselect.selector.decide.switch_interval import short_switch_interval
+from kselect.selector.inductor.compat import torch_release
+from kselect.selector.logs import log_decision
+
+log = logging.getLogger("kselect.selector")
+
+
+class DecisionPipeline:
+    """`select`: one decision over a GEMM's candidates, and what the templates stage kept for the
+    choices stage to come. Reads the Selector's settings, `cache`, `stats`, `decisions`,
+    `_decision_fields` and `_local`, and its ranker and compile price per device."""
+
+    def select(
+        self,
+        stage: str,
+        problem,
+        fields: dict,
+        fingerprint: dict,
+        candidates: Sequence,
+        epilogue: bool = False,
+        mapped: tuple[float, float] = (0.0, 0.0),
+        early: bool = False,
+        map_parts: dict | None = None,
+        as_planned: bool = False,
+    ):
+        """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
+        when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
+        too (policy.choose_kept). `as_planned`: the candidates are the set this GEMM's templates
+        stage kept, so all are kept (see _planned_covers). The recorded ms is the whole decision (keys, cache lookup,
+        ranking, policy; not the one-time model load) plus `mapped` (wall, thread CPU seconds
+        the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
+        or enumerating them for an `early` decision: map_ms; `map_parts`, that time taken apart, joins
+        the recorded phases); cpu_ms is this thread's CPU time."""
+        ranker = self.ranker_for(fingerprint)  # the first call loads the model: not timed
+        t0, c0 = time.perf_counter(), time.thread_time()
+        map_s, map_cpu_s = mapped
+        keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
+        key_fields = self._key_fields(stage, fields, fingerprint, keys, ranker, epilogue, as_planned)
+        key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
+        if self.cache is not None:
+            key = decision_key(key_fields)
+            entry = (key, key_fields, keys)
+            kept = self._cache_hit(stage, problem, key, keys)
+            if kept is not None:
+                return kept, entry
+        t_rank = time.perf_counter()
+        scores = None
+        if as_planned:
+            t_ranked = time.perf_counter()
+            kept, why = list(range(len(candidates))), "verify: the templates stage's kept set, as is"
+        else:
+            scores = self._rank(ranker, problem, candidates)
+            t_ranked = time.perf_counter()
+            kept, why = self._keep(ranker, fingerprint, problem, candidates, scores, epilogue)
+        self._plan(stage, problem, keys, kept)
+        t_end = time.perf_counter()
+        ms = (t_end - t0 + map_s) * 1e3
+        cpu_ms = (time.thread_time() - c0 + map_cpu_s) * 1e3
+        # where the decision's wall time went: reading + mapping/enumerating, keys + cache lookup,
+        # ranking (featurise + trees when the ranker says), policy (choose_kept)
+        phases = {
+            "map": map_s * 1e3,
+            **(map_parts or {}),
+            "key_cache": (t_rank - t0) * 1e3,
+            "rank": (t_ranked - t_rank) * 1e3,
+            **getattr(ranker, "last_phases_ms", dict)(),
+            "policy": (t_end - t_ranked) * 1e3,
+        }
+        self._record(stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_s * 1e3, phases)
+        if self.cache is not None:
+            self.cache.put_later(key, [keys[i] for i in kept], key_fields)
+        return kept, entry
+
+    def _key_fields(self, stage: str, fields: dict, fingerprint: dict, keys, ranker, epilogue, as_planned) -> dict:
+        """What the decision depends on: its decision-cache key's fields."""
+        # the settings this mode decides by (config.SelectorSettings' `decides`): a changed
+        # policy must not reuse the old policy's decisions
+        key_fields = {
+            "stage": stage,
+            "device": fingerprint["fingerprint_id"],
+            "problem": fields,
+            **self._decision_fields,
+            "candidates": keys,
+            "ranker": getattr(ranker, "ident", type(ranker).__name__),
+        }
+        if epilogue:
+            key_fields["epilogue"] = True
+        if self.mode == "verify":
+            if self.compile_budget:  # and which compile-cost model priced it (None: unpriced)
+                model = self._compile_model(fingerprint)
+                key_fields["compile_budget"] = [
+                    self.compile_budget,
+                    (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None,
+                ]
+            if as_planned:
+                key_fields["as_planned"] = True
+        return key_fields
+
+    def _cache_hit(self, stage: str, problem, key: str, keys) -> list[int] | None:
+        """The indices a cached decision kept (all still among the candidates), or None."""
+        cached = self.cache.get(key)
+        if cached is not None and set(cached) <= set(keys):
+            self.stats["cache_hits"] += 1
+            log_decision("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
+            kept = [keys.index(k) for k in cached]
+            self._plan(stage, problem, keys, kept)
+            return kept
+        return None
+
+    def _rank(self, ranker, problem, candidates) -> np.ndarray:
+        """The ranker's scores (lower = predicted faster)."""
+        with short_switch_interval():
+            return np.array(ranker.rank(problem, candidates), dtype=np.float64)
+
+    def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool):
+        """(kept indices, the reason): the policy over the scores; templates this torch cannot run
+        are never kept (their scores become NaN in place)."""
+        bad = torch_release.broken_templates(problem)
+        broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
+        scores[broken] = np.nan  # never kept
+        unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
+        price = self.compile_price(fingerprint, problem, candidates)
+        return choose_kept(
+            candidates,
+            scores,
+            self.mode,
+            self.k,
+            self.keep_aten,
+            bool(getattr(ranker, "log_time_scores", False)),
+            unseen,
+            fusion_candidate=epilogue and self.mode == "verify",
+            adaptive=self.adaptive_k,
+            min_k=self.min_k,
+            aten_margin=self.aten_margin,
+            compile_price=price,
+            aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
+            nearest=nearest_candidates(ranker, self.mode, problem, candidates),
+        )
+
+    def _record(self, stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_ms, phases) -> None:
+        """The decision in the Selector's stats and `decisions`, and in the log (the scores too
+        at debug level; `scores` None: kept as planned, nothing ranked)."""
+        self.stats["decisions"] += 1
+        # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
+        # the model load and graph warm-up this thread did before deciding (not in ms; once each)
+        setup_ms, self._local.setup_ms = getattr(self._local, "setup_ms", 0.0), 0.0
+        self.decisions.append(
+            {
+                "stage": stage,
+                "problem": problem.key,
+                "seen": len(keys),
+                "kept": [keys[i] for i in kept],
+                "ms": ms,
+                "cpu_ms": cpu_ms,
+                "map_ms": map_ms,
+                "why": why,
+                "early": early,
+                "phases_ms": phases,
+                "setup_ms": round(setup_ms, 3),
+            }
+        )
+        log_decision(
+            "kselect %s %s: %d candidates seen, kept %d (%s) in %.1f ms; chosen %s",
+            stage,
+            problem.key,
+            len(keys),
+            len(kept),
+            f"{why}; early: over kselect's enumeration, before Inductor generates" if early else why,
+            ms,
+            [keys[i] for i in kept],
+        )
+        if log.isEnabledFor(logging.DEBUG) and scores is not None:
+            for i in sorted(range(len(keys)), key=lambda i: (scores[i] != scores[i], scores[i])):
+                log.debug("  score %10.4f %s%s", scores[i], keys[i], "  KEPT" if i in kept else "")
+
+    def _plan(self, stage: str, problem, keys, kept) -> None:
+        """Remember (this thread) what the templates stage kept for this GEMM; its choices
+        stage comes next in the same thread."""
+        if stage == "templates":
+            self._local.planned = (problem.key, frozenset(keys[i] for i in kept))
+
+    def _planned_covers(self, problem, cands) -> bool:
+        """Verify's choices stage over exactly what its templates stage kept (no choice added
+        outside the KTC path): that set is decided, so it is measured as is.
+
+        Why: ranking the kept set again with the same adaptive rule cut it further -- the rule's
+        spread is 0.5 standard deviations of the scores it sees, and a few kept choices plus
+        ATen spread wider than the whole space. The one-layer decode's lm_head kept four tile
+        families and measured two. Held out (reports/2026-12-04-prefill-gap-lm-head-kernel-8-layer-decode/dev-cpu/two_pass_eval.py,
+        404 shapes), the second pass took the default from 94.39 % of the best to 93.88 %
+        (oracle shapes 93.04 -> 91.32 %, within 1 % 60.4 -> 51.9 %), hardly above top-1's 93.79."""
+        planned = getattr(self._local, "planned", None)
+        self._local.planned = None
+        return (
+            self.mode == "verify"
+            and planned is not None
+            and planned[0] == problem.key
+            and {c.key for c in cands} <= planned[1]
+        )

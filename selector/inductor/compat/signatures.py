@@ -1,0 +1,126 @@
+"""A GEMM as Inductor hands it over (input nodes, output size) -> kselect's `Problem` and the
+decision-cache key fields; sizes read as Inductor itself tunes with them (dynamic ones by hint)."""
+
+from __future__ import annotations
+
+
+def size_hint(expr, hint_override: int | None = None) -> int:
+    """A size as the int Inductor itself tunes with: a static size as is; a symbolic one by the
+    lowering graph's hint (at `hint_override` where given, as Inductor's multi-kernel dispatch
+    reads its sizes). torch 2.13's SizeVarAllocator answers `optimization_hint(_with_override)`;
+    2.11's `size_hint(expr, fallback=, hint_override=)`."""
+    try:
+        return int(expr)
+    except TypeError:
+        pass
+    from torch._inductor.virtualized import V
+
+    sizevars = V.graph.sizevars
+    if hasattr(sizevars, "optimization_hint_with_override"):  # torch 2.13
+        return int(sizevars.optimization_hint_with_override(expr, hint_override))
+    return int(sizevars.size_hint(expr, hint_override=hint_override))  # torch 2.11
+
+
+def is_symbolic(expr) -> bool:
+    """Whether a size is symbolic (a dynamic dimension) rather than a plain int."""
+    try:
+        int(expr)
+    except TypeError:
+        return True
+    return False
+
+
+def layout_char(stride, rows: int, cols: int) -> str:
+    if cols == 1 or stride[-1] == 1:
+        return "n"
+    if rows == 1 or stride[-2] == 1:
+        return "t"
+    raise ValueError(f"operand with strides {stride} is neither row- nor column-major")
+
+
+def gemm_signature(nodes, out_size, op_name: str | None = None):
+    """Inductor input nodes + output size -> (Problem, cache-key fields, device).
+
+    A is an input whose rows are M (not a broadcast bias); K is its last dim; B a later input
+    shaped (K, N) (layout from its strides) or (N, K) (a Linear weight, i.e. transposed). Any
+    other input of N columns is a bias: addmm. The key fields carry every input's sizes,
+    strides and dtype, so decisions never cross layouts.
+    """
+    from kselect.kernels.problem import Problem
+
+    out = [size_hint(s) for s in out_size]
+    batch = out[0] if len(out) == 3 else 1
+    M, N = out[-2], out[-1]
+    shaped = []
+    for n in nodes:
+        try:
+            size = [size_hint(s) for s in n.get_size()]
+            stride = [size_hint(s) for s in n.get_stride()]
+        except Exception:
+            size, stride = [], []
+        shaped.append((n, size, stride))
+    found = None
+    for a_i, (_n, a_size, a_stride) in enumerate(shaped):
+        if len(a_size) < 2 or a_size[-2] != M or 0 in a_stride[-2:]:
+            continue
+        K = a_size[-1]
+        for b_i in range(a_i + 1, len(shaped)):
+            _n, size, stride = shaped[b_i]
+            if len(size) < 2:
+                continue
+            if size[-2:] == [K, N]:
+                found = (a_i, b_i, K, layout_char(stride, K, N))
+                break
+            if size[-2:] == [N, K]:
+                found = (a_i, b_i, K, "t" if layout_char(stride, N, K) == "n" else "n")
+                break
+        if found:
+            break
+    if found is None:
+        raise ValueError(f"no A (M={M}, K) and B (K, N={N}) among inputs {[s for _, s, _ in shaped]}")
+    a_i, b_i, K, b_layout = found
+    a_size, a_stride = shaped[a_i][1], shaped[a_i][2]
+    has_bias = any(i not in (a_i, b_i) and size and size[-1] == N for i, (_, size, _) in enumerate(shaped))
+    dtype = shaped[a_i][0].get_dtype()
+    device = shaped[a_i][0].get_device()
+    op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
+    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
+    fields = {
+        "op": op_name or op,
+        "out": out,
+        "dtype": str(dtype),
+        "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped],
+    }
+    dynamic = _dynamic_dims(out_size, shaped[a_i][0])
+    if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
+        fields["dynamic"] = dynamic
+    return problem, fields, device
+
+
+def _dynamic_dims(out_size, a_node) -> list[str]:
+    """The GEMM dimensions ("batch", "M", "N", "K") whose sizes are symbolic."""
+    names = (["batch"] if len(out_size) == 3 else []) + ["M", "N"]
+    dims = [name for name, s in zip(names, out_size) if is_symbolic(s)]
+    try:
+        if is_symbolic(a_node.get_size()[-1]):
+            dims.append("K")
+    except Exception:  # noqa: BLE001 -- sizes were read above; only the K mark is at stake
+        pass
+    return dims
+
+
+def ktc_signature(kernel_inputs, op_name: str):
+    """gemm_signature of a `_finalize_template_configs` call."""
+    return gemm_signature(kernel_inputs.nodes(), kernel_inputs.output_layout().size, op_name)
+
+
+def choices_signature(choices):
+    """gemm_signature of a preprocessing call (no op name there: inferred from shapes). Choices
+    may see different inputs (CPP GEMMs get a re-blocked weight): the first that parses wins."""
+    err = None
+    for choice in choices:
+        try:
+            return gemm_signature(choice.input_nodes, choice.layout.size, None)
+        except (ValueError, StopIteration, AttributeError) as exc:
+            err = exc
+    raise ValueError(f"cannot read a GEMM signature from {len(choices)} choices: {err}")

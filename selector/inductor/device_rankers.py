@@ -1,0 +1,133 @@
+"""The ranker per device: the cost model that fits the device (model/discovery.py), loaded once
+per process (or the ranker enable() was given), and warmed for the GEMMs of each graph Inductor
+lowers. A model file the user names is read once, at enable() (`load_named_model`), and serves
+any card, with one warning when it was made for another."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kselect.selector.decide.cache import candidate_set_digest
+from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable
+from kselect.selector.fingerprint import device_fingerprint
+from kselect.selector.inductor.compat import choice_candidates, current_graph
+from kselect.selector.warn import warn_once
+
+log = logging.getLogger("kselect.selector")
+
+
+class DeviceRankers:
+    """A ranker per device fingerprint (a RankerUnavailable remembered too) and the warm-up per
+    graph. Reads the Selector's `ranker`, `model`, `mode`, `compile_budget`, `warm_start`,
+    `_named_model`, `_lock`, `_local`, `_rankers`, `_warmed_graphs` and `_warmed_default`."""
+
+    def load_named_model(self) -> None:
+        """Read the model file the `model` setting names (nothing for the shipped model, a
+        loaded one or a `ranker`): its sidecar and trees by the one loader, never unpickled.
+        Raises ModelError naming the file and the problem; the device is checked per GPU."""
+        from kselect.selector.model.cost_model import CostModel
+
+        if self.ranker is None and self.model and not isinstance(self.model, CostModel):
+            self._named_model = CostModel.load(self.model)
+
+    def ranker_for(self, fingerprint: dict):
+        """The ranker for this device; raises RankerUnavailable (remembered) if there is none."""
+        if self.ranker is not None:
+            return self.ranker
+        fid = fingerprint["fingerprint_id"]
+        with self._lock:
+            if fid not in self._rankers:
+                try:
+                    self._rankers[fid] = self._load_model_ranker(fingerprint)
+                except RankerUnavailable as exc:
+                    self._rankers[fid] = exc
+            got = self._rankers[fid]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def _device_ranker(self, device):
+        """The ranker for `device`, loaded and warmed as a decision would (RankerUnavailable)."""
+        fingerprint = device_fingerprint(device)
+        self._load_ranker(fingerprint)
+        return self.ranker_for(fingerprint)
+
+    def _load_model_ranker(self, fingerprint: dict):
+        from kselect.selector.model.cost_model import CostModel, ModelError
+        from kselect.selector.model.discovery import load_shipped, serve_named
+
+        try:
+            if isinstance(self.model, CostModel):
+                model = self.model
+            elif self.model:
+                model = self._named_model or CostModel.load(self.model)
+                other_card = serve_named(model, fingerprint, self.model)  # the user's choice stands, with a warning
+                if other_card:
+                    warn_once("model:other-card", other_card)
+            elif fingerprint.get("gpu_name"):
+                model = load_shipped(fingerprint=fingerprint)
+            else:
+                raise RankerUnavailable(
+                    "no-gpu",
+                    f"kselect: no cost model for {fingerprint.get('device_type')} "
+                    "devices (models rank GPU kernels) -- stock autotuning",
+                )
+        except ModelError as exc:
+            raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
+        model.set_threads(1)
+        ranker = CostModelRanker(model, fingerprint)
+        ranker.check()
+        return ranker
+
+    def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
+        """Load this device's ranker if not yet (once per process; raises RankerUnavailable) and
+        warm it for the graph being lowered (once per graph); returns the (wall, thread CPU)
+        seconds that took, which are not the decision's: like the model load, they are reported
+        apart (the decision records them as `setup_ms`). Called before the candidates are mapped
+        or enumerated, since the warm-up also fills the memos those use -- the first decision of
+        a process otherwise enumerated cold (map 17.6 ms on the H200, reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels). Verify's
+        compile-cost model loads here too (~20 ms once), not in a decision."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        if self.warm_start is not None and not self.warm_start.started:
+            self.warm_start.start()  # the last chance: CUDA was not in use as the compile began
+        self._warm_for_graph(self.ranker_for(fingerprint))
+        if self.mode == "verify" and self.compile_budget:
+            self._compile_model(fingerprint)
+        took = time.perf_counter() - t0, time.thread_time() - c0
+        self._local.setup_ms = getattr(self._local, "setup_ms", 0.0) + took[0] * 1e3
+        return took
+
+    def _warm_for_graph(self, ranker) -> None:
+        """Warm `ranker` (CostModelRanker.warm_up) for the GEMMs of the graph Inductor is lowering,
+        at its first GEMM: a decode graph then encodes only its small size class, not the large
+        one it never uses (reports/2026-12-05-ranker-load-dev-cpu). Once per graph; with no graph in sight,
+        or none of its GEMMs readable, the default warm-up, once per process. A failure costs
+        only the first decisions' latency."""
+        warm_up = getattr(ranker, "warm_up", None)
+        if warm_up is None:
+            return
+        graph = current_graph.lowering_graph()
+        with self._lock:
+            if graph is not None:
+                try:
+                    if graph in self._warmed_graphs:
+                        return
+                    self._warmed_graphs.add(graph)
+                except TypeError:  # cannot be weakly referenced: as if no graph were in sight
+                    graph = None
+            problems = []
+            if graph is not None:
+                try:
+                    problems = current_graph.graph_gemm_problems(graph)
+                except Exception as exc:  # noqa: BLE001 -- an unexpected graph: the default warm-up
+                    log.debug("kselect: cannot read the graph's GEMMs: %s", exc)
+            if not problems and self._warmed_default:
+                return
+            try:
+                space = warm_up(problems or None)  # the candidates it ranked, primed into the hook's caches:
+                choice_candidates.prime_ktc_memo(space)  # KTC -> candidate mapping
+                candidate_set_digest(c.key for c in space)  # memoises each key's digest
+            except Exception as exc:  # noqa: BLE001 -- only the first decisions' latency is at stake
+                log.debug("kselect: ranker warm-up failed: %s", exc)
+            self._warmed_default |= not problems

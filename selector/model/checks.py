@@ -1,0 +1,96 @@
+"""Whether a cost model may serve here: it was trained on the feature schema this code computes
+(`check_schema`) and for a device it may serve (`check_device`: by default the training card, by
+name and SM count, other software versions only logged; or any card of its `architecture`, or
+any card, as the loader's scope says). Both raise a ModelError subclass naming what differs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Mapping
+
+from kselect.selector.model.artifact import ModelError
+from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+
+log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
+
+
+class FeatureSchemaError(ModelError):
+    """The model was trained on another feature schema than this code computes."""
+
+
+class DeviceMismatchError(ModelError):
+    """The model was trained for another GPU than the one it is asked to serve."""
+
+
+def check_schema(meta: Mapping, source: str = "model") -> None:
+    version, names = meta.get("feature_schema_version"), meta.get("feature_names")
+    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(FEATURE_NAMES):
+        detail = ""
+        if names is not None and list(names) != list(FEATURE_NAMES):
+            extra = sorted(set(names) - set(FEATURE_NAMES))
+            gone = sorted(set(FEATURE_NAMES) - set(names))
+            detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
+        raise FeatureSchemaError(
+            f"{source} was trained on feature schema v{version} but this kselect computes "
+            f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`"
+        )
+
+
+def architecture(fingerprint: Mapping) -> str | None:
+    """The GPU architecture a fingerprint names: "sm_90" from a CUDA compute capability, the gfx
+    target on ROCm (its feature suffixes dropped), None when it names neither."""
+    if fingerprint.get("hip_version"):
+        arch = str(fingerprint.get("gcn_arch") or "").split(":")[0]
+        return arch or None
+    cc = fingerprint.get("compute_capability")
+    return f"sm_{str(cc).replace('.', '')}" if cc else None
+
+
+def device_match(meta: Mapping, fingerprint: Mapping) -> str | None:
+    """How a model's training device relates to this one: "card" (same GPU name and SM count),
+    "architecture" (another card of the same architecture), else None."""
+    trained = dict(meta.get("fingerprint") or {})
+    trained.setdefault("gpu_name", meta.get("gpu_name"))
+    trained.setdefault("sm_count", meta.get("sm_count"))
+    if all(str(trained.get(k)) == str(fingerprint.get(k)) for k in ("gpu_name", "sm_count")):
+        return "card"
+    arch = architecture(trained)
+    if arch is not None and arch == architecture(fingerprint):
+        return "architecture"
+    return None
+
+
+# what a loaded model may serve: the card it was trained on, any card of its architecture
+# (discovery found no model of this card), or any card (the user named it: one warning)
+SCOPES = ("card", "architecture", "any")
+
+
+def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False, scope: str = "card") -> None:
+    trained = meta.get("fingerprint") or {}
+    want = {
+        "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
+        "sm_count": trained.get("sm_count", meta.get("sm_count")),
+    }
+    have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
+    diff = [k for k in want if str(want[k]) != str(have[k])]
+    match = device_match(meta, fingerprint)
+    if not diff:
+        if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
+            log.info(
+                "model fingerprint %s != device %s (same GPU; software versions differ)",
+                trained.get("fingerprint_id"),
+                fingerprint.get("fingerprint_id"),
+            )
+        return
+    if scope == "any" or (scope == "architecture" and match == "architecture"):
+        return  # the loader said why, once (load_shipped's info line, the selector's warning)
+    msg = (
+        f"model was trained on {want['gpu_name']} ({want['sm_count']} SMs, fingerprint "
+        f"{trained.get('fingerprint_id', meta.get('fingerprint_id'))}) but this device is "
+        f"{have['gpu_name']} ({have['sm_count']} SMs, fingerprint {fingerprint.get('fingerprint_id')}); "
+        f"differs in {diff}"
+    )
+    if force:
+        log.warning("%s -- used anyway (force=True)", msg)
+        return
+    raise DeviceMismatchError(msg + ": train a model for this device or pass force=True")

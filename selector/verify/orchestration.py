@@ -1,0 +1,137 @@
+"""verify's orchestration around a decision: measure the kept set (kselect's own harness,
+selector/verify/timing.py, or Inductor's benchmark), pick the winner (epilogue-aware; a template
+replaces ATen only beyond the noise of its rounds, verify/pick.py), and hand
+the verdict to the decision cache (selector/verify/verified_winners.py)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from kselect.selector.inductor.compat import autotune, choice_candidates
+from kselect.selector.inductor.epilogue import effective_ms
+from kselect.selector.logs import log_decision
+from kselect.selector.verify.timing import VerifyTimingUnavailable
+from kselect.selector.verify.timing import measure as measure_kept
+from kselect.selector.warn import warn_once
+
+log = logging.getLogger("kselect.selector")
+
+
+class VerifyOrchestration:
+    """The kept set measured and its winner picked. Reads the Selector's `mode`, `verify_timing`,
+    `warm_start`, `release_memory`, `warm_while_compiling`, `compile_in`, `stats` and
+    `measurements`; awaits and records verdicts through VerifiedWinners."""
+
+    def _verify_kept(self, stage: str, problem, entry, out: list, device_type: str, saving_ms: float) -> list:
+        """What verify does with a kept set of more than one choice: at the choices stage, measure
+        it (kselect's harness) and hand Inductor the winner alone; else leave the set to
+        Inductor's benchmark (ATen timed under a CUDA graph where it can be) and await the
+        timings that settle the cached decision. `out` as is in every other case."""
+        verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
+        if verifying_set and self._times_itself(device_type):
+            picked = self._measure_kept(problem, entry, out, device_type, saving_ms)
+            if picked is not None:
+                return picked
+        faithful = False
+        if verifying_set and device_type == "cuda":
+            try:
+                faithful = autotune.time_extern_under_cuda_graphs(out)
+            except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
+                warn_once(
+                    f"graph-timing:{type(exc).__name__}",
+                    f"kselect: cannot time ATen under CUDA graphs ({exc}); its verify verdicts use the misread margin",
+                )
+        if self.mode == "verify" and entry is not None and len(out) > 1:
+            self._await_verification(stage, problem.key, (*entry, faithful), out)
+        return out
+
+    def _times_itself(self, device_type: str) -> bool:
+        """Verify with our harness ("kselect") or Inductor's benchmark ("inductor"); "auto" = ours
+        on GPUs, where Inductor misreads ATen, Inductor's on the CPU, where it does not."""
+        if self.verify_timing == "auto":
+            return device_type == "cuda"
+        return self.verify_timing == "kselect"
+
+    def _measure_kept(self, problem, entry, kept_items, device_type: str, saving_ms: float = 0.0):
+        """Time the kept choices with the collector's harness (selector/verify/timing.py) and
+        hand Inductor the winner alone; None (one warning) leaves the set to Inductor.
+
+        saving_ms > 0 (the GEMM feeds a pointwise epilogue): choices that cannot fuse it are
+        charged the separate epilogue kernel (selector/inductor/epilogue.py) before the winner is taken."""
+        t0 = time.perf_counter()
+        if self.warm_start is not None:
+            self.warm_start.start()  # the last chance for the workers' warm-up: a pool that came up late
+        try:
+            got = measure_kept(
+                kept_items,
+                problem.dtype,
+                device_type,
+                release_memory=self.release_memory,
+                warm_while_compiling=self.warm_while_compiling,
+                compile_in=self.compile_in,
+            )
+            _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
+        except VerifyTimingUnavailable as exc:
+            log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
+            warn_once(
+                "verify-timing:unavailable",
+                f"kselect: verify cannot measure this set itself ({exc}); Inductor benchmarks it",
+            )
+            return None
+        except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake
+            warn_once(
+                f"verify-timing:{type(exc).__name__}",
+                f"kselect: verify measurement failed ({type(exc).__name__}: {exc}); Inductor benchmarks this set",
+            )
+            log.debug("kselect verify measurement failure", exc_info=True)
+            return None
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        cands = [choice_candidates.caller_candidate(it) for it in kept_items]
+        eff = effective_ms(got.ms, cands, saving_ms) if saving_ms else list(got.ms)
+        # a template replaces ATen only when faster beyond the noise of these rounds (Measured.winner)
+        best = got.winner([e - t if math.isfinite(t) else 0.0 for e, t in zip(eff, got.ms)])
+        keys = [c.key for c in cands]
+        self.stats["measured"] += len(kept_items)
+        record = {
+            "problem": problem.key,
+            "ms": dict(zip(keys, got.ms)),
+            "winner": keys[best],
+            "wall_ms": wall_ms,
+            "method": got.method,
+            "compiled_in": got.compiled_in,
+            "phases_ms": {k: round(v, 3) for k, v in got.phases_ms.items()},
+            "compiles": _compiles_by_key(got.compiles, keys),
+            "memory_mb": dict(got.memory_mb),
+            "dropped": {keys[i]: why for i, why in got.dropped.items()},
+            "stats": {keys[i]: st for i, st in got.stats.items()},
+            "rounds": {keys[i]: r for i, r in got.rounds.items()},
+        }
+        predicted = self._predicted_compile_ms(problem, cands)
+        if predicted:  # what the price expected, beside the compiles measured above
+            record["predicted_compile_ms"] = predicted
+        if saving_ms:
+            record["epilogue_saving_ms"] = saving_ms
+            record["bare_winner"] = keys[got.best]
+        self.measurements.append(record)
+        log_decision(
+            "kselect verify %s: measured %s (%s) in %.0f ms%s -> %s",
+            problem.key,
+            ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)),
+            got.method,
+            wall_ms,
+            f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "",
+            keys[best],
+        )
+        if entry is not None:
+            self._await_verification("choices", problem.key, (*entry, True), kept_items)
+            self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type)
+        return [kept_items[best]]
+
+
+def _compiles_by_key(compiles: dict, keys: list[str]) -> dict:
+    """verify_timing's compile record with each kept template named by its candidate key."""
+    if not compiles:
+        return {}
+    return {**compiles, "per_choice": {keys[i]: t for i, t in compiles["per_choice"].items()}}
