@@ -180,7 +180,7 @@ class CostModelRanker:
             tp = time.perf_counter()
             aten_kernel = self.aten_kernel(problem) if probe else None
             t0 = time.perf_counter()
-            X = featurize_candidates(problem, rows, self.model.fingerprint, aten_kernel)
+            X = featurize_candidates(problem, rows, self.model.fingerprint_for(self.fingerprint), aten_kernel)
             t1 = time.perf_counter()
             scores[seen] = self.model.selection_cost(X)
             # where this thread's latest ranking spent its time (copied into the decision record)

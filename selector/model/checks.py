@@ -46,16 +46,31 @@ def architecture(fingerprint: Mapping) -> str | None:
     return f"sm_{str(cc).replace('.', '')}" if cc else None
 
 
+def trained_fingerprints(meta: Mapping) -> list[dict]:
+    """The fingerprints of every card a model was trained on: `fingerprints` for a model of
+    several cards' data (`kselect train --data A --data B`), else its one `fingerprint`."""
+    many = [dict(f) for f in meta.get("fingerprints") or [] if isinstance(f, Mapping)]
+    if many:
+        return many
+    one = dict(meta.get("fingerprint") or {})
+    one.setdefault("gpu_name", meta.get("gpu_name"))
+    one.setdefault("sm_count", meta.get("sm_count"))
+    return [one]
+
+
+def same_card(trained: Mapping, fingerprint: Mapping) -> bool:
+    """Same GPU name and SM count: what makes a training card this card."""
+    return all(str(trained.get(k)) == str(fingerprint.get(k)) for k in ("gpu_name", "sm_count"))
+
+
 def device_match(meta: Mapping, fingerprint: Mapping) -> str | None:
-    """How a model's training device relates to this one: "card" (same GPU name and SM count),
-    "architecture" (another card of the same architecture), else None."""
-    trained = dict(meta.get("fingerprint") or {})
-    trained.setdefault("gpu_name", meta.get("gpu_name"))
-    trained.setdefault("sm_count", meta.get("sm_count"))
-    if all(str(trained.get(k)) == str(fingerprint.get(k)) for k in ("gpu_name", "sm_count")):
+    """How a model's training cards relate to this one: "card" (one of them is this GPU: same
+    name and SM count), "architecture" (another card of the same architecture), else None."""
+    cards = trained_fingerprints(meta)
+    if any(same_card(t, fingerprint) for t in cards):
         return "card"
-    arch = architecture(trained)
-    if arch is not None and arch == architecture(fingerprint):
+    here = architecture(fingerprint)
+    if here is not None and any(architecture(t) == here for t in cards):
         return "architecture"
     return None
 
@@ -66,14 +81,15 @@ SCOPES = ("card", "architecture", "any")
 
 
 def check_device(meta: Mapping, fingerprint: Mapping, force: bool = False, scope: str = "card") -> None:
-    trained = meta.get("fingerprint") or {}
+    match = device_match(meta, fingerprint)
+    trained = next((t for t in trained_fingerprints(meta) if same_card(t, fingerprint)), None)
+    trained = trained or meta.get("fingerprint") or {}
     want = {
         "gpu_name": trained.get("gpu_name", meta.get("gpu_name")),
         "sm_count": trained.get("sm_count", meta.get("sm_count")),
     }
     have = {"gpu_name": fingerprint.get("gpu_name"), "sm_count": fingerprint.get("sm_count")}
     diff = [k for k in want if str(want[k]) != str(have[k])]
-    match = device_match(meta, fingerprint)
     if not diff:
         if trained.get("fingerprint_id") and trained.get("fingerprint_id") != fingerprint.get("fingerprint_id"):
             log.info(

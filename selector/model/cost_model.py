@@ -304,6 +304,19 @@ class CostModel(artifact.HyperParameters):
             model.check_device(fingerprint, force=force)
         return model
 
+    def fingerprint_for(self, device: Mapping | None) -> dict:
+        """The training card's fingerprint to featurise `device`'s GEMMs with: the matching card
+        of a model trained on several cards' data (their bandwidth and L2 differ), else the
+        model's one training fingerprint."""
+        from kselect.selector.model.checks import same_card, trained_fingerprints
+
+        meta = getattr(self, "metadata_", {}) or {}
+        if device and meta.get("fingerprints"):
+            for trained in trained_fingerprints(meta):
+                if same_card(trained, device):
+                    return trained
+        return self.fingerprint
+
     @property
     def fingerprint(self) -> dict:
         """The fingerprint of the device the model was trained on (from its metadata)."""

@@ -12,7 +12,13 @@ from typing import Mapping
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar
 from kselect.selector.model.artifact import sidecar_path as meta_path
-from kselect.selector.model.checks import DeviceMismatchError, architecture, check_schema, device_match
+from kselect.selector.model.checks import (
+    DeviceMismatchError,
+    architecture,
+    check_schema,
+    device_match,
+    trained_fingerprints,
+)
 from kselect.selector.model.cost_model import KIND, CostModel
 
 log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
@@ -40,17 +46,26 @@ def serve_named(model: CostModel, fingerprint: Mapping, name: object) -> str | N
     )
 
 
+def _preference(match: str, n_cards: int) -> tuple[int, int]:
+    """Lower serves first: a model of this card alone, then one of several cards among them
+    this one, then (no model of this card) one of several cards of its architecture -- it has
+    seen more than one card's clocks and memory -- then one of a single other card."""
+    if match == "card":
+        return (0, 0 if n_cards == 1 else 1)
+    return (1, 0 if n_cards > 1 else 1)
+
+
 def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
     """A shipped model by file name, or (name=None) the one to serve `fingerprint`'s GPU: a model
-    of this exact card first, else one of its architecture; one info line names the model and
-    why. Raises DeviceMismatchError when neither exists."""
+    of this exact card first, else one of its architecture (`_preference`); one info line names
+    the model and why. Raises DeviceMismatchError when neither exists."""
     from kselect.models import shipped_model_path
 
     if name is not None:
         return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
     if fingerprint is None:
         raise ModelError("load_shipped needs a model name or a device fingerprint")
-    found: dict[str, Path] = {}
+    ranked = []
     for path in shipped_models():
         meta = read_sidecar(meta_path(path))
         try:
@@ -59,16 +74,18 @@ def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, fo
             continue
         match = device_match(meta, fingerprint)
         if match is not None:
-            found.setdefault(match, path)
-    for scope in ("card", "architecture"):
-        if scope in found:
-            model = CostModel.load(found[scope])
-            model.device_scope = scope
-            model.check_device(fingerprint)
-            trained = model.fingerprint.get("gpu_name")
-            why = "this card" if scope == "card" else f"{trained}, same architecture {architecture(fingerprint)}"
-            log.info("kselect: serving model %s (trained on %s)", found[scope].name, why)
-            return model
+            ranked.append((_preference(match, len(trained_fingerprints(meta))), path.name, path, match))
+    if ranked:
+        _, _, path, scope = min(ranked)
+        model = CostModel.load(path)
+        model.device_scope = scope
+        model.check_device(fingerprint)
+        cards = ", ".join(t.get("gpu_name") or "?" for t in trained_fingerprints(model.metadata_))
+        why = "this card" if scope == "card" else "the same architecture"
+        log.info(
+            "kselect: serving model %s (trained on %s; %s)", path.name, cards, why + f" {architecture(fingerprint)}"
+        )
+        return model
     raise DeviceMismatchError(
         f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs, "
         f"{architecture(fingerprint) or 'unknown architecture'}); shipped: {[p.name for p in shipped_models()]}"

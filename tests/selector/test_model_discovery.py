@@ -75,3 +75,32 @@ def test_a_named_model_of_another_card_serves_with_a_warning_text():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.check_device(other)  # serves it now
+
+
+def _cards_of(name: str) -> list[dict]:
+    meta = json.loads(meta_path(next(p for p in shipped_models() if p.name == name)).read_text())
+    return meta.get("fingerprints") or [meta["fingerprint"]]
+
+
+def test_a_model_of_several_cards_serves_each_of_them_as_the_card_and_featurises_with_its_own():
+    """Fails if discovery reads only a pooled model's first card (the H100 would be served an
+    architecture match), or if the ranker featurises the H100's GEMMs with the H200's bandwidth."""
+    h100 = next(fp for fp in _cards_of("hopper-bf16.json") if "H100" in fp["gpu_name"])
+    model = load_shipped(fingerprint=h100)
+    assert model.metadata_["booster_file"] == "hopper-bf16.json" and model.device_scope == "card"
+    used = model.fingerprint_for(h100)
+    assert used["gpu_name"] == h100["gpu_name"] and used["mem_bandwidth_gbs"] == h100["mem_bandwidth_gbs"]
+    assert used["mem_bandwidth_gbs"] != model.fingerprint["mem_bandwidth_gbs"]  # the first card is the H200
+
+
+def test_a_card_with_a_model_of_its_own_keeps_it_over_a_pooled_one():
+    """Fails if a pooled model displaces the model made for this card alone (the H200 keeps h200-bf16)."""
+    h200 = _shipped_fingerprints()["h200-bf16.json"]
+    assert load_shipped(fingerprint=h200).metadata_["booster_file"] == "h200-bf16.json"
+
+
+def test_an_unseen_card_of_the_architecture_gets_the_model_of_several_cards():
+    """Fails if an sm_90 card with no model of its own is served a single other card's model
+    while one trained on several Hopper cards ships."""
+    model = load_shipped(fingerprint=_another_sm90_card())
+    assert model.metadata_["booster_file"] == "hopper-bf16.json" and model.device_scope == "architecture"
