@@ -58,12 +58,10 @@ def warm_gpu(ms: float = 200.0, until: Callable[[], bool] | None = None, duty: f
     """Run matrix work for ~`ms` so clocks leave their idle state before timing; with `until`,
     also for as long as it returns False (keep the GPU busy while kernels compile).
 
-    `duty` < 1 idles the GPU for that share of each ~2 ms slice: clocks stay up without the
+    `duty` < 1 idles the GPU for the rest of the time after each GEMM: clocks stay up without the
     sustained full-power load that trips the card's software power cap (an H100 then runs at
     ~1605 instead of 1980 MHz, and whatever is timed next reads slow:
     reports/2026-12-06-verify-aten-reading)."""
-    import time
-
     import torch
 
     if not 0 < duty <= 1:
@@ -85,7 +83,6 @@ class _HostTimer:
     method = "cpu_wall"
 
     def __init__(self, runners, target_ms: float):
-        import time
 
         n = len(runners)
         for r in runners[: min(n, 3)]:
@@ -97,7 +94,6 @@ class _HostTimer:
         self.calls = int(min(MAX_CALLS_PER_GRAPH, max(1, math.ceil(target_ms / max(probe, 1e-4)))))
 
     def read(self, replays: int) -> list[float]:
-        import time
 
         n, times = len(self.runners), []
         for _ in range(replays):
