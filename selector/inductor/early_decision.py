@@ -64,7 +64,9 @@ class EarlyDecision:
                     "unknown" if cands is None else len(cands),
                 )
                 return None
-            mapped = (t_mapped - started[0] - load[0], time.thread_time() - started[1] - load[1])
+            # the ranker's load is left out by its wall time around the call (its own timer misses
+            # the call's edges), so the map phase is exactly the sum of its parts below
+            mapped = (t_mapped - started[0] - (t_enum - t_dev), time.thread_time() - started[1] - load[1])
             # the map phase taken apart (ms): reading the GEMM, device fingerprint + epilogue
             # check, kselect's enumeration, and Inductor's own generation of the templates kselect
             # does not enumerate (inside the enumeration; work stock Inductor does for every GEMM)
