@@ -95,9 +95,9 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str
             path = model.metadata_.get("booster_file") or "shipped model"
     except ModelError as exc:
         return None, f"{exc} -- stock autotuning", ()
-    meta = model.metadata_
-    dtypes = tuple(meta.get("dtypes") or (meta.get("training") or {}).get("dtypes") or ("bf16",))
-    return path, why, dtypes
+    from kselect.selector.decide.rankers import CostModelRanker
+
+    return path, why, CostModelRanker(model, fingerprint).dtypes  # the dtypes the selector will decide
 
 
 def diagnose(device: str | None = None, environ=None) -> Report:
