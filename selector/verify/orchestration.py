@@ -126,7 +126,7 @@ class VerifyOrchestration:
         )
         if entry is not None:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
-            self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type)
+            self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type, winner=kept_items[best])
         return [kept_items[best]]
 
 

@@ -58,9 +58,11 @@ class VerifiedWinners:
                 self._pending.clear()
             self._pending[tuple(id(c) for c in kept_items)] = entries
 
-    def record_verified(self, kept_items: list, timings: dict, device_type: str) -> None:
-        """verify mode: Inductor measured the kept set; cache its winner (verified_keep),
-        so the next compile of this GEMM keeps that one choice and benchmarks nothing.
+    def record_verified(self, kept_items: list, timings: dict, device_type: str, winner=None) -> None:
+        """verify mode: the kept set was measured; cache its winner, so the next compile of this
+        GEMM keeps that one choice and benchmarks nothing. `winner` is the choice kselect's own
+        measurement picked (by its noise rule, verify/pick.py); without it (Inductor benchmarked
+        the set) the winner is verified_keep's reading of `timings`.
 
         Both stages' entries get it: the choices-stage entry of the set measured now; the
         templates-stage entry of the same problem, narrowed to the verified templates (a winner
@@ -77,7 +79,11 @@ class VerifiedWinners:
             cand = choice_candidates.caller_candidate(choice)
             if cand is not None:
                 measured[cand] = min(float(t), measured.get(cand, math.inf))
-        keep = verified_keep(measured, device_type, aten_faithful=bool(pend[0][3]))
+        if winner is not None:
+            chosen = choice_candidates.caller_candidate(winner)
+            keep = [chosen] if chosen is not None else []
+        else:
+            keep = verified_keep(measured, device_type, aten_faithful=bool(pend[0][3]))
         if not keep:
             return
         kept = [c.key for c in keep]

@@ -828,12 +828,14 @@ class _FakeChoice:
         return {"backend": self.backend}
 
 
-def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
+def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict, own_winner: str | None = None):
     """One max-autotune compile of one GEMM as Inductor builds it on the GPU, through the real
     Selector: the templates stage sees the KTC choices (ATen among them for mm, not for addmm,
     whose ATen Inductor builds outside the KTC path), the choices stage sees what the templates
     stage kept plus the non-KTC choices; Inductor benchmarks what is left when more than one
-    and hands the timings to record_verified. Returns (selector, templates kept, benchmarked)."""
+    and hands the timings to record_verified -- with `own_winner`, the choice kselect's own
+    measurement picked by its noise rule. Returns (selector, templates kept, benchmarked, choices
+    kept)."""
     problem = Problem(M=256, N=4096, K=4096, dtype="bf16", layout="nt", op=op)
     aten = "aten:addmm" if op == "addmm" else "aten:mm"
     table = {
@@ -860,8 +862,10 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict):
     if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
         timings = {c: measured[choice_candidates.caller_candidate(c).key] for c in kept}
         benchmarked = sorted(choice_candidates.caller_candidate(c).key for c in kept)
-        sel.record_verified(list(kept), timings, "cuda")
-    return sel, sorted(choice_candidates.caller_candidate(c).key for c in kept_t), benchmarked
+        chosen = next((c for c in kept if choice_candidates.caller_candidate(c).key == own_winner), None)
+        sel.record_verified(list(kept), timings, "cuda", winner=chosen)
+    keys = lambda items: sorted(choice_candidates.caller_candidate(c).key for c in items)  # noqa: E731
+    return sel, keys(kept_t), benchmarked, keys(kept)
 
 
 @pytest.mark.parametrize("op", ["addmm", "mm"])
@@ -879,16 +883,29 @@ def test_verify_second_compile_reuses_verified_winner_across_both_stages(tmp_pat
     }[winner]
     verified = {"triton": [t1], "triton+aten-misread": sorted([t1, aten]), "aten": [aten]}[winner]
 
-    sel1, kept_t, bench1 = _gpu_gemm_compile(tmp_path, op, 1, measured)
+    sel1, kept_t, bench1, _ = _gpu_gemm_compile(tmp_path, op, 1, measured)
     assert kept_t == sorted([t1, t2] + ([aten] if op == "mm" else []))  # k=2 (+ the ATen net)
     assert bench1 == sorted([aten, t1, t2]) and sel1.stats["verified"] == 1
 
     for compile_no in (2, 3):  # the next compiles: nothing decided again
-        sel, kept_t, bench = _gpu_gemm_compile(tmp_path, op, compile_no, measured)
+        sel, kept_t, bench, _ = _gpu_gemm_compile(tmp_path, op, compile_no, measured)
         assert sel.stats["decisions"] == 0 and sel.stats["fallbacks"] == 0, (compile_no, sel.stats)
         assert bench == (verified if len(verified) > 1 else []), compile_no
         if winner != "aten" or op == "mm":  # the templates stage builds only the verified templates
             assert kept_t == sorted(set(verified) - ({aten} if op == "addmm" else set())), compile_no
+
+
+@pytest.mark.parametrize("op", ["addmm", "mm"])
+def test_verify_caches_its_own_measurements_winner_not_the_fastest_reading(tmp_path, op):
+    """kselect's own measurement kept ATen because the template's 2 % lead was inside the noise
+    of its rounds: the cache must hold ATen, or the next compile runs the template the rule
+    turned down."""
+    aten, t1, t2 = f"aten:{op}", "triton:triton_mm_T1", "triton:triton_mm_T2"
+    measured = {t1: 0.098, t2: 0.120, aten: 0.100}
+    sel1, _, _, _ = _gpu_gemm_compile(tmp_path, op, 1, measured, own_winner=aten)
+    assert sel1.stats["verified"] == 1
+    sel, _, bench, kept = _gpu_gemm_compile(tmp_path, op, 2, measured)
+    assert sel.stats["decisions"] == 0 and bench == [] and kept == [aten], (sel.stats, bench, kept)
 
 
 def test_inductor_triton_ktcs_map_to_their_candidates_through_the_memo():
