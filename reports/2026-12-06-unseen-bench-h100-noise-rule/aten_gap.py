@@ -16,7 +16,8 @@ Arms, each in its own fresh process, on the same shapes, timed as `kselect bench
 - `predict`: per shape plain, kselect-predict, plain (the probe runs inside predict's decision);
 - `predict_noprobe`: the same with the probe off (its columns stay missing, as on ROCm).
 Last, in each arm, the kernels each compiled function launches, called directly and replayed
-from a CUDA graph as the timing harness replays it (profiled after all timing).
+from a CUDA graph as the timing harness replays it (profiled after all timing); in `probe`, a
+profiler-free probe (ATen's call captured in a CUDA graph, its DOT dump read) timed beside it.
 
 Usage: python aten_gap.py OUT_DIR [--deadline-s 240]
 """
@@ -69,6 +70,39 @@ def _kernels(fn, args) -> dict[str, list[str]]:
     return got
 
 
+def _graph_dump_probe(problem) -> dict:
+    """A probe without a profiler: ATen's call captured in a CUDA graph and the graph's DOT dump
+    read for its kernel nodes -- how long it takes and what the dump names (to compare with the
+    profiler's names)."""
+    import tempfile
+
+    import torch
+
+    from kselect.kernels.aten.backend import AtenBackend
+    from kselect.kernels.operands import make_operands
+
+    t0 = time.perf_counter()
+    backend = AtenBackend()
+    ops = make_operands(problem, "cuda")
+    run = backend.runner(backend.compile(backend.candidates(problem)[0], problem), ops)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    graph.enable_debug_mode()
+    with torch.cuda.stream(stream):
+        run()
+        with torch.cuda.graph(graph, stream=stream):
+            run()
+    torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "graph.dot"
+        graph.debug_dump(str(path))
+        text = path.read_text(errors="replace")
+    ms = (time.perf_counter() - t0) * 1e3
+    kernel_lines = [line.strip()[:400] for line in text.splitlines() if "KERNEL" in line or "kernel" in line]
+    return {"ms": ms, "kernel_lines": kernel_lines[:6], "dot_chars": len(text)}
+
+
 def run_arm(arm: str, out: Path, deadline: float) -> None:
     import torch
 
@@ -118,6 +152,13 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
                 keep(gemm._measure_shape(p, "kselect-predict", selector, "cuda"), "predict")
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
+        if arm == "probe":  # a profiler-free probe of the same facts, for the fix to choose from
+            for p in problems[:3]:
+                try:
+                    got = _graph_dump_probe(p)
+                except Exception as exc:  # noqa: BLE001 -- a finding, not a failure of the arm
+                    got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                fh.write(json.dumps({"arm": arm, "step": "graph_dump_probe", "problem": p.key, **got}) + "\n")
         # the kernels each kind of compiled function launches, profiled after every timing
         for p in problems[:3]:
             ops = make_operands(p, "cuda", seed=1)
