@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .problem import Problem
 
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32"}
 
 
 def torch_dtype(problem: Problem):
@@ -74,10 +74,14 @@ def rotating_operands(problem: Problem, l2_bytes: int, device="cuda", first=None
 
 
 def reference(problem: Problem, ops: Operands):
-    """float32 reference result on the operands' device."""
+    """float32 reference result on the operands' device, multiplied in IEEE fp32 whatever
+    torch's TF32 setting (a TF32 problem is checked against full precision)."""
     import torch
 
-    ref = torch.matmul(ops.a.float(), ops.b.float())
+    from .precision import fp32_math
+
+    with fp32_math("fp32"):
+        ref = torch.matmul(ops.a.float(), ops.b.float())
     if ops.bias is not None:
         ref = ref + ops.bias.float()
     return ref
@@ -94,4 +98,4 @@ def relative_error(out, ref) -> float:
     return torch.linalg.vector_norm(out - ref).item() / denom
 
 
-TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3, "fp32": 2e-3}
+TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3, "fp32": 2e-3, "tf32": 5e-3}  # tf32 keeps fp16's 10-bit mantissa

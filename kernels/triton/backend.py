@@ -99,7 +99,9 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
         return LaunchPlan("decompose_k", (), 0, 0, problem.dtype, (), ks)
     kw = candidate.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
-    allow_tf32 = problem.dtype == "fp32" and problem.M >= 16 and min(problem.N, problem.K) >= 512
+    # Inductor's rule (template_heuristics/triton.py): TF32 where torch allows it and the GEMM is
+    # at least 16 x min(N, K) >= 512; a "tf32" problem is one where torch allows it
+    allow_tf32 = problem.dtype == "tf32" and problem.M >= 16 and min(problem.N, problem.K) >= 512
     const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8), "ALLOW_TF32": allow_tf32}
     if candidate.template == "mm":
         largest = max(problem.M * problem.K, problem.K * problem.N, problem.M * problem.N)
@@ -139,7 +141,7 @@ def _kernel_for(template: str):
 def _torch_dtype(name: str):
     import torch
 
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "tf32": torch.float32}[name]
 
 
 def _representative_stride(cls: int) -> int:

@@ -27,7 +27,7 @@ import time
 from kselect.kernels.triton.backend import STRIDE_ARGS, LaunchPlan
 
 _ARCH = re.compile(r"^sm_(\d+)$")
-_POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+_POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "tf32": "*fp32"}
 WARM_UP_PLAN = LaunchPlan(
     "mm",
     (

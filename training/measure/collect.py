@@ -356,6 +356,15 @@ def _device_usable(device: str) -> bool:
 
 
 def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
+    """One candidate's row, its compile, check and timing in the problem's fp32 math (TF32 or
+    IEEE for an fp32 GEMM; kernels/precision.py), as cuBLAS and Inductor read it."""
+    from kselect.kernels.precision import fp32_math
+
+    with fp32_math(p.dtype):
+        return _measure_candidate(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device)
+
+
+def _measure_candidate(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
     import torch
 
     from kselect.kernels.operands import TOLERANCE, relative_error

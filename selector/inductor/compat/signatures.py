@@ -46,6 +46,7 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     other input of N columns is a bias: addmm. The key fields carry every input's sizes,
     strides and dtype, so decisions never cross layouts.
     """
+    from kselect.kernels.precision import gemm_dtype
     from kselect.kernels.problem import Problem
 
     out = [size_hint(s) for s in out_size]
@@ -84,13 +85,16 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     dtype = shaped[a_i][0].get_dtype()
     device = shaped[a_i][0].get_device()
     op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
-    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
+    name = gemm_dtype(dtype, device)  # fp32 on CUDA: "tf32" where torch multiplies it in TF32
+    problem = Problem(M=M, N=N, K=K, dtype=name, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
     fields = {
         "op": op_name or op,
         "out": out,
         "dtype": str(dtype),
         "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped],
     }
+    if name == "tf32":  # the same tensors as an IEEE fp32 GEMM: the key must tell them apart
+        fields["math"] = "tf32"
     dynamic = _dynamic_dims(out_size, shaped[a_i][0])
     if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
         fields["dynamic"] = dynamic
