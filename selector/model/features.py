@@ -523,3 +523,16 @@ def infeasible(features: np.ndarray) -> np.ndarray:
 def estimated_time_ms(features: np.ndarray) -> np.ndarray:
     """The analytic wave/roofline estimate inside the features (the roofline baseline uses it)."""
     return 10.0 ** features[:, FEATURE_NAMES.index("log10_t_estimate_ms")].astype(np.float64)
+
+
+# fp8 scaled_mm's own problem columns, kept out of FEATURE_NAMES so every shipped model's schema
+# (and FEATURE_SCHEMA_VERSION) stays as it is: a model trained on fp8 data appends them.
+SCALED_MM_FEATURE_NAMES = ("scaled_rowwise", "out_dtype_bytes", "fast_accum")
+
+
+def scaled_mm_problem_features(problem: Problem) -> np.ndarray:
+    """SCALED_MM_FEATURE_NAMES of one problem (zeros and the operands' bytes for other ops)."""
+    return np.array(
+        [float(problem.scaling == "rowwise"), float(problem.out_dtype_bytes), float(problem.fast_accum)],
+        dtype=np.float64,
+    )

@@ -122,6 +122,9 @@ def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
         "dtype": problem.dtype,
         "layout": problem.layout,
         "model": problem.model,
+        "out_dtype": problem.out_dtype,
+        "scaling": problem.scaling,
+        "fast_accum": problem.fast_accum,
         "candidate_key": cand.key,
         "backend": cand.backend,
         "template": cand.template,
@@ -401,12 +404,13 @@ def _measure_candidate(p, cand, backend, sets, ref, smem_limit, target_ms, aten_
         )
     err = relative_error(sets[0].out, ref)
     if not err <= TOLERANCE[p.dtype]:
+        against = " against ATen's output" if p.op == "scaled_mm" else ""  # operands.reference
         return row_for(
             p,
             cand,
             status="wrong_result",
             rel_error=err,
-            error=f"relative error {err:.3g} > {TOLERANCE[p.dtype]}",
+            error=f"relative error{against} {err:.3g} > {TOLERANCE[p.dtype]}",
             compile_s=compile_s,
             **common,
         )

@@ -128,3 +128,51 @@ def choices_signature(choices):
         except (ValueError, StopIteration, AttributeError) as exc:
             err = exc
     raise ValueError(f"cannot read a GEMM signature from {len(choices)} choices: {err}")
+
+
+def scaled_scaling(a_size, b_size, scale_a_size, scale_b_size) -> str:
+    """The scaling kind of `_scaled_mm`'s scales, as Inductor's `get_scaling_options` reads it:
+    "tensorwise" (every dim 1, or a 0-d scale), "rowwise" (scale_a (M, 1), scale_b (1, N));
+    anything else (blockwise, MX) is refused by name: kselect does not model it."""
+    if all(s == 1 for s in scale_a_size) and all(s == 1 for s in scale_b_size):
+        return "tensorwise"
+    m, n = a_size[0], b_size[1]
+    if list(scale_a_size) == [m, 1] and list(scale_b_size) == [1, n]:
+        return "rowwise"
+    raise ValueError(f"scales {list(scale_a_size)} x {list(scale_b_size)} are neither tensorwise nor rowwise")
+
+
+def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
+    """tuned_scaled_mm's MMKernelInputs (mat_a, mat_b, scale_a, scale_b[, bias]) -> (Problem,
+    cache-key fields, device). C's dtype is the lowering's `out_dtype`; `fast_accum` is its
+    use_fast_accum (the ATen choice's kwarg override at get_template_configs). A bias (no TMA
+    template in Inductor's lowering) is refused."""
+    from kselect.kernels.problem import Problem
+
+    nodes = kernel_inputs.nodes()
+    if len(nodes) != 4:
+        raise ValueError(f"scaled_mm with {len(nodes)} inputs: only mat_a, mat_b, scale_a, scale_b are modelled")
+    sizes = [[size_hint(s) for s in n.get_size()] for n in nodes]
+    strides = [[size_hint(s) for s in n.get_stride()] for n in nodes[:2]]
+    (m, k), (_, n) = sizes[0], sizes[1]
+    layout = layout_char(strides[0], m, k) + layout_char(strides[1], k, n)
+    problem = Problem(
+        M=m,
+        N=n,
+        K=k,
+        dtype=nodes[0].get_dtype(),
+        layout=layout,
+        op="scaled_mm",
+        out_dtype=kernel_inputs.out_dtype(),
+        scaling=scaled_scaling(sizes[0], sizes[1], sizes[2], sizes[3]),
+        fast_accum=bool(fast_accum),
+    )
+    fields = {
+        "op": "scaled_mm",
+        "out": [m, n],
+        "dtype": str(nodes[0].get_dtype()),
+        "out_dtype": str(kernel_inputs.out_dtype()),
+        "fast_accum": bool(fast_accum),
+        "inputs": [(size, stride, str(nd.get_dtype())) for nd, size, stride in zip(nodes, sizes, strides + [[], []])],
+    }
+    return problem, fields, nodes[0].get_device()
