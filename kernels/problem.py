@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4, "fp8e4m3": 1}  # tf32: fp32 operands, TF32 math (precision.py)
+DTYPE_BYTES = {
+    "bf16": 2,
+    "fp16": 2,
+    "fp32": 4,
+    "tf32": 4,
+    "fp8e4m3": 1,
+}  # tf32: fp32 operands, TF32 math (precision.py)
 TORCH_DTYPE_NAMES = {
     "bfloat16": "bf16",
     "float16": "fp16",
