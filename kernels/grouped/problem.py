@@ -74,6 +74,11 @@ class GroupedProblem:
         return OP
 
     @property
+    def batch(self) -> int:
+        """The group count, where the dataset's schema keeps a bmm's batch."""
+        return self.G
+
+    @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
 

@@ -1,0 +1,147 @@
+"""Run grouped-GEMM candidates: ATen's `torch._grouped_mm` directly, and every choice Inductor's
+grouped-mm lowering builds (its Triton `grouped_mm` template as Inductor generates and compiles
+it), each on operands whose offsets follow the problem's routing, each checked against ATen.
+
+The Inductor path compiles the one-op function under max-autotune with a preprocessing hook
+that receives the lowering's choices, runs and times them there (the graph being lowered is
+still current, as Inductor's own benchmark needs), and hands Inductor back ATen's choice alone,
+so nothing else is benchmarked. Inductor would time the choices on its uniform offsets; here
+they run on the problem's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.grouped.problem import GroupedProblem
+from kselect.kernels.grouped.space import ATEN, TEMPLATE
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+REL_TOLERANCE = 2e-2  # bf16 outputs: K-long fp32 sums rounded once, as ATen's
+
+
+@dataclass
+class GroupedOperands:
+    a: object
+    b: object
+    offs: object | None
+
+    @property
+    def args(self) -> tuple:
+        return (self.a, self.b) + ((self.offs,) if self.offs is not None else ())
+
+
+def _matrix(shape, transposed: bool, dtype, device, gen):
+    """A tensor of logical `shape` whose last two dims are stored transposed when asked."""
+    import torch
+
+    if not transposed:
+        return torch.randn(shape, dtype=torch.float32, device=device, generator=gen).to(dtype)
+    stored = (*shape[:-2], shape[-1], shape[-2])
+    return torch.randn(stored, dtype=torch.float32, device=device, generator=gen).to(dtype).transpose(-2, -1)
+
+
+def grouped_operands(problem: GroupedProblem, device: str = "cuda", seed: int = 0) -> GroupedOperands:
+    """A, B and the offsets of `problem` (its routing's), laid out as `problem.layout` says."""
+    import torch
+
+    dtype = getattr(torch, TORCH_DTYPES[problem.dtype])
+    gen = torch.Generator(device=device).manual_seed(seed)
+    g, m, n, k = problem.G, problem.M, problem.N, problem.K
+    a_shape = (m, k) if problem.form.startswith("2d") else (g, m, k)
+    b_shape = (k, n) if problem.form.endswith("2d") else (g, k, n)
+    a = _matrix(a_shape, problem.layout[0] == "t", dtype, device, gen)
+    b = _matrix(b_shape, problem.layout[1] == "t", dtype, device, gen)
+    offs = None
+    if problem.ragged_dim is not None:
+        offs = torch.as_tensor(problem.offsets(), dtype=torch.int32, device=device)
+    return GroupedOperands(a, b, offs)
+
+
+def aten_grouped(ops: GroupedOperands):
+    import torch
+
+    return torch._grouped_mm(ops.a, ops.b, offs=ops.offs)
+
+
+def aten_runner(ops: GroupedOperands) -> Callable[[], object]:
+    return lambda: aten_grouped(ops)
+
+
+def relative_error(out, ref) -> float:
+    """max |out - ref| / max |ref| in fp32 (0 where both are all zeros)."""
+    diff = (out.float() - ref.float()).abs().max().item()
+    scale = ref.float().abs().max().item()
+    return diff / scale if scale > 0 else diff
+
+
+def choice_candidate(choice) -> Candidate | None:
+    """An Inductor grouped-mm choice as kselect's candidate: ATen's, or a Triton `grouped_mm`
+    config (its knobs from the choice's log info), None for any other template."""
+    if type(choice).__name__ == "ExternKernelCaller":
+        return ATEN if getattr(getattr(choice, "choice", None), "name", "") == "_grouped_mm" else None
+    info = getattr(choice, "log_info", None) or {}
+    if not str(getattr(choice, "name", "")).startswith(f"triton_{TEMPLATE}") or "tile_shape" not in info:
+        return None
+    bm, bn, bk = (int(x) for x in str(info["tile_shape"]).strip("()").split(","))
+    return Candidate.make(
+        "triton",
+        TEMPLATE,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        num_stages=int(info["num_stages"]),
+        num_warps=int(info["num_warps"]),
+    )
+
+
+def inductor_grouped_choices(problem: GroupedProblem, ops: GroupedOperands, on_choices: Callable) -> object:
+    """Compile `_grouped_mm` on `ops` under max-autotune (ATen and Triton); `on_choices(choices)`
+    gets the lowering's choices while the graph is current. Returns the compiled output."""
+    import torch
+    from torch._inductor import config
+    from torch._inductor import select_algorithm as sa
+
+    def hook(choices):
+        if any(choice_candidate(c) is not None for c in choices):
+            on_choices(list(choices))
+            return [c for c in choices if choice_candidate(c) == ATEN][:1] or choices[:1]
+        return choices
+
+    sa.add_preprocessing_fn(hook)
+    try:
+        torch._dynamo.reset()
+        with config.patch(
+            max_autotune=True,
+            max_autotune_gemm=True,
+            max_autotune_gemm_backends="ATEN,TRITON",
+            force_disable_caches=True,
+        ):
+            fn = torch.compile(lambda *args: torch._grouped_mm(*args[:2], offs=args[2] if len(args) > 2 else None))
+            return fn(*ops.args)
+    finally:
+        fns = sa.get_algorithm_selector_cache().preprocessing_fns
+        if hook in fns:
+            fns.remove(hook)
+        torch._dynamo.reset()
+
+
+def choice_runner(choice, ops: GroupedOperands, out) -> Callable[[], object]:
+    """A zero-argument launch of one Inductor choice writing `out` (ATen's returns its own)."""
+    if type(choice).__name__ == "ExternKernelCaller":
+        fn = choice.to_callable()
+        return lambda: out.copy_(fn(*ops.args))
+    choice.precompile()
+    return choice.bmreq.make_run_fn(*ops.args, out=out)
+
+
+def output_like(choice):
+    """An empty tensor of the choice's output layout (sizes, padded strides, dtype, device)."""
+    import torch
+
+    layout = choice.layout
+    return torch.empty_strided(
+        [int(s) for s in layout.size], [int(s) for s in layout.stride], dtype=layout.dtype, device=layout.device
+    )

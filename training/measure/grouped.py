@@ -1,0 +1,142 @@
+"""Collect grouped-GEMM (`_grouped_mm`) measurements: every candidate Inductor's grouped-mm
+lowering builds, per problem and routing, into a dataset directory of the one schema.
+
+A row is the collector's own (measure/collect.py `row_for`): `op` "grouped_mm", `batch` the
+group count G, `M` all groups' rows, and `problem_key` the GroupedProblem's key, which names
+the routing and seed (`grouped_problem_of` reads it back). One problem's rows are written as
+one atomic part file once the problem is done, so a rerun after a crash skips finished
+problems and redoes only the one it died in.
+
+Measurement (`measure_inductor`): one max-autotune compile per problem (kernels/grouped/run.py);
+each choice runs on the routing's offsets, is checked against ATen's output and timed by the
+one harness (kernels/timing.py) over rotating operand copies (L2-cold on CUDA). `measure_aten`
+runs ATen's kernel alone, with no compile (a CPU run, or a quick ATen-only baseline).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kselect.kernels.candidate import Candidate
+from kselect.kernels.grouped import run
+from kselect.kernels.grouped.problem import GroupedProblem
+from kselect.kernels.grouped.space import ATEN
+from kselect.kernels.timing import rotation_count, time_runners
+from kselect.training.data.dataset import DatasetDir
+from kselect.training.measure.collect import row_for
+
+MAX_OPERAND_SETS = 8
+Measurer = Callable[[GroupedProblem, str, float], list[tuple[Candidate, dict]]]
+
+
+def grouped_problem_of(row) -> GroupedProblem:
+    """The GroupedProblem a dataset row measured (its key names the routing), model tag kept."""
+    return GroupedProblem.from_key(str(row["problem_key"]), model=str(row.get("model", "") or ""))
+
+
+def _operand_sets(problem: GroupedProblem, device: str) -> list[run.GroupedOperands]:
+    """The problem's operands, copied so one rotation exceeds the L2 on CUDA (one set on the CPU)."""
+    first = run.grouped_operands(problem, device, seed=0)
+    if device != "cuda":
+        return [first]
+    import torch
+
+    nbytes = sum(t.untyped_storage().nbytes() for t in first.args) + problem.M * problem.N * problem.dtype_bytes
+    n = min(rotation_count(nbytes, torch.cuda.get_device_properties(device).L2_cache_size), MAX_OPERAND_SETS)
+    return [first] + [run.grouped_operands(problem, device, seed=i) for i in range(1, n)]
+
+
+def _timed(make_runner: Callable, sets, ref, device: str, target_ms: float) -> dict:
+    """Run on every set, check the first against `ref`, time them all: a row's measured fields."""
+    t0 = time.perf_counter()
+    try:
+        runners = [make_runner(ops) for ops in sets]
+        out = runners[0]()
+    except Exception as exc:  # noqa: BLE001 -- a candidate that fails is a row, not a crash
+        return {"status": "compile_error", "error": f"{type(exc).__name__}: {exc}"[:500]}
+    compile_s = time.perf_counter() - t0
+    err = run.relative_error(out, ref)
+    if not err <= run.REL_TOLERANCE:
+        return {"status": "wrong_result", "rel_error": err, "error": f"relative error {err:.3g} vs ATen"}
+    t = time_runners(runners, target_ms=target_ms, device=device)
+    return {
+        "time_ms": t.median_ms,
+        "time_min_ms": t.min_ms,
+        "time_max_ms": t.max_ms,
+        "spread": t.spread,
+        "noisy": t.noisy,
+        "reps": t.reps,
+        "method": t.method,
+        "rel_error": err,
+        "compile_s": compile_s,
+    }
+
+
+def measure_aten(problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25) -> list[tuple[Candidate, dict]]:
+    """ATen's `_grouped_mm` alone on the problem's routing."""
+    sets = _operand_sets(problem, device)
+    ref = run.aten_grouped(sets[0])
+    return [(ATEN, _timed(run.aten_runner, sets, ref, device, target_ms))]
+
+
+def measure_inductor(
+    problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25
+) -> list[tuple[Candidate, dict]]:
+    """Every choice Inductor's lowering builds for the problem, on the problem's routing."""
+    sets = _operand_sets(problem, device)
+    ref = run.aten_grouped(sets[0])
+    results: list[tuple[Candidate, dict]] = []
+
+    def on_choices(choices):
+        for choice in choices:
+            cand = run.choice_candidate(choice)
+            if cand is None:
+                continue
+            outs = {}
+
+            def make(ops, choice=choice, outs=outs):
+                out = outs.setdefault(id(ops), run.output_like(choice))
+                return run.choice_runner(choice, ops, out)
+
+            results.append((cand, _timed(make, sets, ref, device, target_ms)))
+
+    run.inductor_grouped_choices(problem, sets[0], on_choices)
+    if not results:
+        raise RuntimeError(f"Inductor built no grouped-mm choice kselect knows for {problem.key}")
+    return results
+
+
+def problem_rows(problem: GroupedProblem, measured: list[tuple[Candidate, dict]], common: dict) -> list[dict]:
+    return [row_for(problem, cand, **{**common, **fields}) for cand, fields in measured]
+
+
+def collect_grouped(
+    problems: Iterable[GroupedProblem],
+    out: str | Path,
+    measure: Measurer = measure_inductor,
+    device: str = "cuda",
+    target_ms: float = 0.25,
+    workload: str = "moe",
+    fingerprint_id: str = "",
+    max_minutes: float = 0.0,
+) -> dict:
+    """Measure each problem not yet on disk; one atomic part file per problem. Returns counts."""
+    ds = DatasetDir(Path(out))
+    done = {key for key, _cand in ds.done_keys()} if ds.exists() else set()
+    counts = {"measured": 0, "skipped": 0, "rows": 0, "failed_rows": 0}
+    t_start = time.monotonic()
+    common = {"space": "grouped", "workload": workload, "fingerprint_id": fingerprint_id, "worker": "grouped"}
+    for problem in sorted(problems, key=lambda p: p.key):
+        if problem.key in done:
+            counts["skipped"] += 1
+            continue
+        if max_minutes and time.monotonic() - t_start > 60 * max_minutes:
+            break
+        rows = problem_rows(problem, measure(problem, device, target_ms), common)
+        ds.append(rows, tag="grouped")
+        counts["measured"] += 1
+        counts["rows"] += len(rows)
+        counts["failed_rows"] += sum(r.get("status", "ok") != "ok" for r in rows)
+    return counts
