@@ -11,6 +11,7 @@ they run on the problem's own.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -77,24 +78,21 @@ def relative_error(out, ref) -> float:
     return diff / scale if scale > 0 else diff
 
 
+_KNOB = re.compile(r"\b(BLOCK_M|BLOCK_N|BLOCK_K|num_stages|num_warps)=(\d+)")
+
+
 def choice_candidate(choice) -> Candidate | None:
     """An Inductor grouped-mm choice as kselect's candidate: ATen's, or a Triton `grouped_mm`
-    config (its knobs from the choice's log info), None for any other template."""
+    config read from the choice's description (Inductor's "NAME=value, ..." of every template
+    kwarg, num_stages and num_warps), None for any other choice."""
     if type(choice).__name__ == "ExternKernelCaller":
         return ATEN if getattr(getattr(choice, "choice", None), "name", "") == "_grouped_mm" else None
-    info = getattr(choice, "log_info", None) or {}
-    if not str(getattr(choice, "name", "")).startswith(f"triton_{TEMPLATE}") or "tile_shape" not in info:
+    if not re.fullmatch(rf"triton_{TEMPLATE}_\d+", str(getattr(choice, "name", ""))):
         return None
-    bm, bn, bk = (int(x) for x in str(info["tile_shape"]).strip("()").split(","))
-    return Candidate.make(
-        "triton",
-        TEMPLATE,
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        num_stages=int(info["num_stages"]),
-        num_warps=int(info["num_warps"]),
-    )
+    knobs = {k: int(v) for k, v in _KNOB.findall(str(getattr(choice, "description", "")))}
+    if len(knobs) != 5:
+        return None
+    return Candidate.make("triton", TEMPLATE, **knobs)
 
 
 def inductor_grouped_choices(problem: GroupedProblem, ops: GroupedOperands, on_choices: Callable) -> object:

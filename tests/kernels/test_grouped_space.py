@@ -17,9 +17,7 @@ def _inductor_choices(problem: GroupedProblem, smem: int, monkeypatch) -> list[t
     kept = mm_grouped.early_config_prune(
         problem.G, problem.M, problem.dtype_bytes, mm_grouped.grouped_mm_configs(), named
     )
-    return [
-        (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps) for c in kept
-    ]
+    return [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps) for c in kept]
 
 
 def _ours(problem, smem) -> list[tuple]:

@@ -65,3 +65,21 @@ def test_the_workload_sets_are_the_issues_models_and_disjoint():
     assert {p.model.split("/")[0] for p in train} >= {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3-ep8"}
     assert not shapes & {(p.G, p.M, p.N, p.K) for p in unseen}
     assert min(p.M for p in train) == 1 and max(p.M for p in train) >= 8192
+
+
+def test_a_triton_choice_reads_as_its_config_from_inductors_description():
+    from types import SimpleNamespace
+
+    from kselect.kernels.candidate import Candidate
+
+    # Inductor's description of a grouped_mm choice: every template kwarg sorted, then the launch
+    described = (
+        "A_IS_2D=True, A_IS_K_MAJOR=True, BLOCK_K=128, BLOCK_M=64, BLOCK_N=256, B_IS_2D=False, "
+        "NUM_CONSUMER_GROUPS=1, NUM_SMS=132, SCALED=False, USE_TMA_LOAD=True, num_stages=3, num_warps=8"
+    )
+    choice = SimpleNamespace(name="triton_grouped_mm_17", description=described)
+    assert grouped.run.choice_candidate(choice) == Candidate.make(
+        "triton", "grouped_mm", BLOCK_M=64, BLOCK_N=256, BLOCK_K=128, num_stages=3, num_warps=8
+    )
+    assert grouped.run.choice_candidate(SimpleNamespace(name="triton_mm_3", description=described)) is None
+    assert grouped.run.choice_candidate(SimpleNamespace(name="triton_grouped_mm_1", description="")) is None

@@ -25,7 +25,8 @@ from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN
 from kselect.kernels.timing import rotation_count, time_runners
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import row_for
+from kselect.training.data.dataset_lock import collector_lock
+from kselect.training.measure.collect import parse_shard, row_for
 
 MAX_OPERAND_SETS = 8
 Measurer = Callable[[GroupedProblem, str, float], list[tuple[Candidate, dict]]]
@@ -74,7 +75,9 @@ def _timed(make_runner: Callable, sets, ref, device: str, target_ms: float) -> d
     }
 
 
-def measure_aten(problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25) -> list[tuple[Candidate, dict]]:
+def measure_aten(
+    problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25
+) -> list[tuple[Candidate, dict]]:
     """ATen's `_grouped_mm` alone on the problem's routing."""
     sets = _operand_sets(problem, device)
     ref = run.aten_grouped(sets[0])
@@ -119,24 +122,33 @@ def collect_grouped(
     device: str = "cuda",
     target_ms: float = 0.25,
     workload: str = "moe",
-    fingerprint_id: str = "",
+    shard: str = "0/1",
     max_minutes: float = 0.0,
 ) -> dict:
-    """Measure each problem not yet on disk; one atomic part file per problem. Returns counts."""
+    """Measure this shard's problems not yet on disk (sorted by key, every n-th from i), one
+    atomic part file per problem, holding the dataset's collector lock. Returns counts."""
+    from kselect.training.measure.fingerprint import collect_fingerprint
+
+    i, n = parse_shard(shard)
+    mine = sorted({p.key: p for p in problems}.values(), key=lambda p: p.key)[i::n]
     ds = DatasetDir(Path(out))
-    done = {key for key, _cand in ds.done_keys()} if ds.exists() else set()
     counts = {"measured": 0, "skipped": 0, "rows": 0, "failed_rows": 0}
     t_start = time.monotonic()
-    common = {"space": "grouped", "workload": workload, "fingerprint_id": fingerprint_id, "worker": "grouped"}
-    for problem in sorted(problems, key=lambda p: p.key):
-        if problem.key in done:
-            counts["skipped"] += 1
-            continue
-        if max_minutes and time.monotonic() - t_start > 60 * max_minutes:
-            break
-        rows = problem_rows(problem, measure(problem, device, target_ms), common)
-        ds.append(rows, tag="grouped")
-        counts["measured"] += 1
-        counts["rows"] += len(rows)
-        counts["failed_rows"] += sum(r.get("status", "ok") != "ok" for r in rows)
+    with collector_lock(out, (i, n)):
+        fp = collect_fingerprint(0) if device == "cuda" else {}
+        if fp:
+            ds.write_fingerprint(fp)
+        done = {key for key, _cand in ds.done_keys()} if ds.exists() else set()
+        common = {"space": "grouped", "workload": workload, "fingerprint_id": fp.get("fingerprint_id", "")}
+        for problem in mine:
+            if problem.key in done:
+                counts["skipped"] += 1
+                continue
+            if max_minutes and time.monotonic() - t_start > 60 * max_minutes:
+                break
+            rows = problem_rows(problem, measure(problem, device, target_ms), {**common, "worker": f"grouped-{i}"})
+            ds.append(rows, tag=f"grouped-{i}")
+            counts["measured"] += 1
+            counts["rows"] += len(rows)
+            counts["failed_rows"] += sum(r.get("status", "ok") != "ok" for r in rows)
     return counts
