@@ -95,20 +95,44 @@ def choice_candidate(choice) -> Candidate | None:
     return Candidate.make("triton", TEMPLATE, **knobs)
 
 
-def inductor_grouped_choices(problem: GroupedProblem, ops: GroupedOperands, on_choices: Callable) -> object:
+@dataclass
+class StockPick:
+    """What stock max-autotune chose for the GEMM (on its own uniform offsets) and what its
+    compile cost: the whole compile's wall seconds less the time our hook spent measuring."""
+
+    candidate: Candidate | None
+    compile_s: float
+
+
+def inductor_grouped_choices(
+    problem: GroupedProblem, ops: GroupedOperands, on_choices: Callable, stock: bool = False
+) -> StockPick | None:
     """Compile `_grouped_mm` on `ops` under max-autotune (ATen and Triton); `on_choices(choices)`
-    gets the lowering's choices while the graph is current. Returns the compiled output."""
+    gets the lowering's choices while the graph is current. Then, with `stock`, Inductor
+    benchmarks them all as it would and its pick is returned; else it gets ATen's alone."""
+    import time
+
     import torch
     from torch._inductor import config
     from torch._inductor import select_algorithm as sa
 
+    spent, picked = [0.0], []
+
     def hook(choices):
-        if any(choice_candidate(c) is not None for c in choices):
-            on_choices(list(choices))
-            return [c for c in choices if choice_candidate(c) == ATEN][:1] or choices[:1]
-        return choices
+        if not any(choice_candidate(c) is not None for c in choices):
+            return choices
+        t0 = time.perf_counter()
+        on_choices(list(choices))
+        spent[0] += time.perf_counter() - t0
+        return list(choices) if stock else [c for c in choices if choice_candidate(c) == ATEN][:1] or choices[:1]
+
+    def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+        if timings:
+            picked.append(choice_candidate(min(timings, key=timings.get)))
 
     sa.add_preprocessing_fn(hook)
+    sa.add_feedback_saver(saver)
+    cache = sa.get_algorithm_selector_cache()
     try:
         torch._dynamo.reset()
         with config.patch(
@@ -118,12 +142,15 @@ def inductor_grouped_choices(problem: GroupedProblem, ops: GroupedOperands, on_c
             force_disable_caches=True,
         ):
             fn = torch.compile(lambda *args: torch._grouped_mm(*args[:2], offs=args[2] if len(args) > 2 else None))
-            return fn(*ops.args)
+            t0 = time.perf_counter()
+            fn(*ops.args)
+            wall = time.perf_counter() - t0
     finally:
-        fns = sa.get_algorithm_selector_cache().preprocessing_fns
-        if hook in fns:
-            fns.remove(hook)
+        for fns, fn_ in ((cache.preprocessing_fns, hook), (cache.feedback_saver_fns, saver)):
+            if fn_ in fns:
+                fns.remove(fn_)
         torch._dynamo.reset()
+    return StockPick(picked[-1] if picked else None, wall - spent[0]) if stock else None
 
 
 def choice_runner(choice, ops: GroupedOperands, out) -> Callable[[], object]:

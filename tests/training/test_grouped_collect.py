@@ -52,12 +52,6 @@ def test_a_wrong_result_is_a_failed_row_not_a_timing():
     assert failed["status"] == "compile_error" and "no kernel" in failed["error"]
 
 
-def test_the_inductor_path_measures_the_lowerings_own_choices():
-    measured = grouped.measure_inductor(PROBLEMS[1], "cpu", 0.5)
-    assert [cand for cand, _ in measured] == [ATEN]  # the CPU lowering offers ATen's alone
-    assert measured[0][1]["rel_error"] == 0 and measured[0][1]["time_ms"] > 0
-
-
 def test_the_workload_sets_are_the_issues_models_and_disjoint():
     train, unseen = moe_training_problems(), moe_unseen_problems()
     shapes = {(p.G, p.M, p.N, p.K) for p in train}
@@ -83,3 +77,17 @@ def test_a_triton_choice_reads_as_its_config_from_inductors_description():
     )
     assert grouped.run.choice_candidate(SimpleNamespace(name="triton_mm_3", description=described)) is None
     assert grouped.run.choice_candidate(SimpleNamespace(name="triton_grouped_mm_1", description="")) is None
+
+
+def test_stock_autotuning_is_recorded_beside_the_rows(tmp_path):
+    import json
+
+    counts = grouped.collect_grouped(
+        PROBLEMS[:1], tmp_path, measure=grouped.measure_inductor, device="cpu", target_ms=0.5, stock=True
+    )
+    assert counts["measured"] == 1
+    picks = json.loads((tmp_path / f"shard-0-1-{grouped.STOCK_PICKS_FILE}").read_text())
+    assert picks[SHAPE.key]["candidate"] in ("", ATEN.key)  # one choice on the CPU: nothing benchmarked
+    assert picks[SHAPE.key]["compile_s"] > 0
+    rows = load_dataset(tmp_path)  # the lowering's own choices, measured on the routing
+    assert list(rows["candidate_key"]) == [ATEN.key] and rows["rel_error"].iloc[0] == 0

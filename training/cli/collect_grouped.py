@@ -20,6 +20,11 @@ def add_parser(sub) -> None:
     p.add_argument("--shard", default="0/1", help="i/n: measure every n-th problem (by key) from i")
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop starting new problems after this")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: ATen on the host (tests)")
+    p.add_argument(
+        "--stock",
+        action="store_true",
+        help="also let Inductor autotune as stock does; record its pick and compile time (the bench's baseline)",
+    )
     p.add_argument("--target-ms", type=float, default=0.25, help="GPU time per timed graph replay")
     p.set_defaults(func=run)
 
@@ -30,6 +35,8 @@ def run(args) -> int:
 
     problems = moe_training_problems() if args.set == "moe-train" else moe_unseen_problems()
     measure = grouped.measure_inductor if args.measure == "inductor" else grouped.measure_aten
+    if args.stock and args.measure != "inductor":
+        raise ValueError("--stock needs --measure inductor: stock's pick comes from Inductor's own autotuning")
     result = grouped.collect_grouped(
         problems,
         args.out,
@@ -39,6 +46,7 @@ def run(args) -> int:
         workload=args.set,
         shard=args.shard,
         max_minutes=args.max_minutes,
+        stock=args.stock,
     )
     print(json.dumps(result))
     return 0

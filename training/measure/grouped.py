@@ -15,6 +15,7 @@ runs ATen's kernel alone, with no compile (a CPU run, or a quick ATen-only basel
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -24,11 +25,13 @@ from kselect.kernels.grouped import run
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN
 from kselect.kernels.timing import rotation_count, time_runners
+from kselect.selector.atomic_write import write_text
 from kselect.training.data.dataset import DatasetDir
 from kselect.training.data.dataset_lock import collector_lock
 from kselect.training.measure.collect import parse_shard, row_for
 
 MAX_OPERAND_SETS = 8
+STOCK_PICKS_FILE = "stock-picks.json"  # problem key -> stock max-autotune's pick and compile seconds
 Measurer = Callable[[GroupedProblem, str, float], list[tuple[Candidate, dict]]]
 
 
@@ -85,9 +88,11 @@ def measure_aten(
 
 
 def measure_inductor(
-    problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25
+    problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25, stock_picks: dict | None = None
 ) -> list[tuple[Candidate, dict]]:
-    """Every choice Inductor's lowering builds for the problem, on the problem's routing."""
+    """Every choice Inductor's lowering builds for the problem, on the problem's routing. With
+    `stock_picks` (a dict), Inductor then autotunes as stock does and its pick and compile
+    seconds are stored there under the problem's key (the bench's stock baseline)."""
     sets = _operand_sets(problem, device)
     ref = run.aten_grouped(sets[0])
     results: list[tuple[Candidate, dict]] = []
@@ -105,7 +110,12 @@ def measure_inductor(
 
             results.append((cand, _timed(make, sets, ref, device, target_ms)))
 
-    run.inductor_grouped_choices(problem, sets[0], on_choices)
+    stock = run.inductor_grouped_choices(problem, sets[0], on_choices, stock=stock_picks is not None)
+    if stock is not None:
+        stock_picks[problem.key] = {
+            "candidate": stock.candidate.key if stock.candidate else "",
+            "compile_s": stock.compile_s,
+        }
     if not results:
         raise RuntimeError(f"Inductor built no grouped-mm choice kselect knows for {problem.key}")
     return results
@@ -124,9 +134,12 @@ def collect_grouped(
     workload: str = "moe",
     shard: str = "0/1",
     max_minutes: float = 0.0,
+    stock: bool = False,
 ) -> dict:
     """Measure this shard's problems not yet on disk (sorted by key, every n-th from i), one
-    atomic part file per problem, holding the dataset's collector lock. Returns counts."""
+    atomic part file per problem, holding the dataset's collector lock. Returns counts. With
+    `stock`, `measure` also records stock max-autotune's pick per problem (`measure_inductor`'s
+    `stock_picks`), kept in STOCK_PICKS_FILE beside the rows."""
     from kselect.training.measure.fingerprint import collect_fingerprint
 
     i, n = parse_shard(shard)
@@ -139,6 +152,8 @@ def collect_grouped(
         if fp:
             ds.write_fingerprint(fp)
         done = {key for key, _cand in ds.done_keys()} if ds.exists() else set()
+        picks_path = Path(out) / f"shard-{i}-{n}-{STOCK_PICKS_FILE}"
+        picks = json.loads(picks_path.read_text()) if stock and picks_path.exists() else {}
         common = {"space": "grouped", "workload": workload, "fingerprint_id": fp.get("fingerprint_id", "")}
         for problem in mine:
             if problem.key in done:
@@ -146,7 +161,11 @@ def collect_grouped(
                 continue
             if max_minutes and time.monotonic() - t_start > 60 * max_minutes:
                 break
-            rows = problem_rows(problem, measure(problem, device, target_ms), {**common, "worker": f"grouped-{i}"})
+            extra = {"stock_picks": picks} if stock else {}
+            measured = measure(problem, device, target_ms, **extra)
+            if stock:
+                write_text(picks_path, json.dumps(picks, indent=1, sort_keys=True))
+            rows = problem_rows(problem, measured, {**common, "worker": f"grouped-{i}"})
             ds.append(rows, tag=f"grouped-{i}")
             counts["measured"] += 1
             counts["rows"] += len(rows)
