@@ -26,6 +26,10 @@ SUBCOMMANDS = {
         "kselect.training.cli.collect_grouped",
         "measure Inductor's grouped-mm choices on MoE expert layers",
     ),
+    "grouped-eval": (
+        "kselect.training.cli.grouped_eval",
+        "fit the grouped-GEMM model; score its picks on unseen MoE shapes",
+    ),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
     "faithfulness": (

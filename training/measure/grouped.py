@@ -121,6 +121,14 @@ def measure_inductor(
     return results
 
 
+def load_stock_picks(out: str | Path) -> dict:
+    """Every shard's stock picks of a dataset directory, as one map of problem key -> record."""
+    picks: dict = {}
+    for path in sorted(Path(out).glob(f"shard-*-{STOCK_PICKS_FILE}")):
+        picks.update(json.loads(path.read_text()))
+    return picks
+
+
 def problem_rows(problem: GroupedProblem, measured: list[tuple[Candidate, dict]], common: dict) -> list[dict]:
     return [row_for(problem, cand, **{**common, **fields}) for cand, fields in measured]
 
