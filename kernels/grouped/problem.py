@@ -31,6 +31,14 @@ _KEY = re.compile(
 )
 
 
+def _int_at_least(name: str, value, least: int) -> int:
+    """`value` as an int (a CSV's '4096' too) of at least `least`, else an error naming `name`."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else _as_int(name, value)
+    if number < least:
+        raise ProblemError(f"{name} must be {'positive' if least == 1 else f'>= {least}'}, got {number}")
+    return number
+
+
 def check_routing(routing: str) -> str:
     """'uniform' or 'zipf<s>' with s > 0 (e.g. 'zipf1.2'); anything else is refused by name."""
     m = _ROUTING.match(str(routing))
@@ -53,13 +61,8 @@ class GroupedProblem:
     model: str = field(default="", compare=False, hash=False)
 
     def __post_init__(self):
-        for name in ("G", "M", "N", "K", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                value = _as_int(name, value)
-                object.__setattr__(self, name, value)
-            if value < (0 if name == "seed" else 1):
-                raise ProblemError(f"{name} must be {'>= 0' if name == 'seed' else 'positive'}, got {value}")
+        for name, least in (("G", 1), ("M", 1), ("N", 1), ("K", 1), ("seed", 0)):
+            object.__setattr__(self, name, _int_at_least(name, getattr(self, name), least))
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.layout not in LAYOUTS:
             raise ProblemError(f"unknown layout {self.layout!r}: expected one of {LAYOUTS}")
