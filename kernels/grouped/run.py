@@ -97,60 +97,101 @@ def choice_candidate(choice) -> Candidate | None:
 
 @dataclass
 class StockPick:
-    """What stock max-autotune chose for the GEMM (on its own uniform offsets) and what its
-    compile cost: the whole compile's wall seconds less the time our hook spent measuring."""
+    """What stock max-autotune chose for the GEMM (on its own uniform offsets), its compile's
+    wall seconds, and the wall seconds of the same compile keeping ATen's choice alone (every
+    choice still generated: the floor of a selector that prunes at the choices stage)."""
 
     candidate: Candidate | None
     compile_s: float
+    one_kept_s: float
 
 
-def inductor_grouped_choices(
-    problem: GroupedProblem, ops: GroupedOperands, on_choices: Callable, stock: bool = False
-) -> StockPick | None:
-    """Compile `_grouped_mm` on `ops` under max-autotune (ATen and Triton); `on_choices(choices)`
-    gets the lowering's choices while the graph is current. Then, with `stock`, Inductor
-    benchmarks them all as it would and its pick is returned; else it gets ATen's alone."""
+def _compile_once(ops: GroupedOperands, hook=None, saver=None) -> float:
+    """One max-autotune compile and run of `_grouped_mm` on `ops` (ATen and Triton, every cache
+    off, a fresh Triton cache) with the given preprocessing hook and feedback saver; wall seconds."""
     import time
 
     import torch
     from torch._inductor import config
     from torch._inductor import select_algorithm as sa
 
-    spent, picked = [0.0], []
+    from kselect.kernels.triton.cross_compile import _fresh_triton_cache
 
-    def hook(choices):
-        if not any(choice_candidate(c) is not None for c in choices):
-            return choices
-        t0 = time.perf_counter()
-        on_choices(list(choices))
-        spent[0] += time.perf_counter() - t0
-        return list(choices) if stock else [c for c in choices if choice_candidate(c) == ATEN][:1] or choices[:1]
-
-    def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
-        if timings:
-            picked.append(choice_candidate(min(timings, key=timings.get)))
-
-    sa.add_preprocessing_fn(hook)
-    sa.add_feedback_saver(saver)
     cache = sa.get_algorithm_selector_cache()
+    if hook is not None:
+        sa.add_preprocessing_fn(hook)
+    if saver is not None:
+        sa.add_feedback_saver(saver)
     try:
         torch._dynamo.reset()
-        with config.patch(
-            max_autotune=True,
-            max_autotune_gemm=True,
-            max_autotune_gemm_backends="ATEN,TRITON",
-            force_disable_caches=True,
+        with (
+            _fresh_triton_cache(),
+            config.patch(
+                max_autotune=True,
+                max_autotune_gemm=True,
+                max_autotune_gemm_backends="ATEN,TRITON",
+                force_disable_caches=True,
+            ),
         ):
             fn = torch.compile(lambda *args: torch._grouped_mm(*args[:2], offs=args[2] if len(args) > 2 else None))
             t0 = time.perf_counter()
             fn(*ops.args)
-            wall = time.perf_counter() - t0
+            return time.perf_counter() - t0
     finally:
         for fns, fn_ in ((cache.preprocessing_fns, hook), (cache.feedback_saver_fns, saver)):
             if fn_ in fns:
                 fns.remove(fn_)
         torch._dynamo.reset()
-    return StockPick(picked[-1] if picked else None, wall - spent[0]) if stock else None
+
+
+def _aten_alone(choices):
+    return [c for c in choices if choice_candidate(c) == ATEN][:1] or choices[:1]
+
+
+def stock_compile(ops: GroupedOperands) -> StockPick:
+    """Stock max-autotune on `ops`, then the same compile keeping ATen's choice alone."""
+    picked = []
+
+    def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+        if timings:
+            picked.append(choice_candidate(min(timings, key=timings.get)))
+
+    stock_s = _compile_once(ops, saver=saver)
+    one_kept_s = _compile_once(ops, hook=lambda choices: _aten_alone(choices) if len(choices) > 1 else choices)
+    return StockPick(picked[-1] if picked else None, stock_s, one_kept_s)
+
+
+def inductor_grouped_choices(ops: GroupedOperands, on_choices: Callable) -> None:
+    """Compile `_grouped_mm` on `ops` under max-autotune (ATen and Triton); `on_choices(choices)`
+    gets the lowering's choices while the graph is current; Inductor then gets ATen's alone."""
+
+    def hook(choices):
+        if not any(choice_candidate(c) is not None for c in choices):
+            return choices
+        on_choices(list(choices))
+        return _aten_alone(choices)
+
+    _compile_once(ops, hook=hook)
+
+
+def precompile_all(choices, workers: int | None = None) -> dict:
+    """Compile every Triton choice at once on a thread pool, as Inductor's autotuning does
+    (Triton's compile leaves the GIL for its passes and ptxas); returns {id(choice): error}."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    templates = [c for c in choices if type(c).__name__ != "ExternKernelCaller"]
+    errors = {}
+
+    def one(choice):
+        try:
+            choice.precompile()
+        except Exception as exc:  # noqa: BLE001 -- a config that fails to compile is a failed row
+            errors[id(choice)] = f"{type(exc).__name__}: {exc}"[:500]
+
+    with ThreadPoolExecutor(max_workers=workers or min(16, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, templates))
+    return errors
 
 
 def choice_runner(choice, ops: GroupedOperands, out) -> Callable[[], object]:

@@ -88,6 +88,6 @@ def test_stock_autotuning_is_recorded_beside_the_rows(tmp_path):
     assert counts["measured"] == 1
     picks = json.loads((tmp_path / f"shard-0-1-{grouped.STOCK_PICKS_FILE}").read_text())
     assert picks[SHAPE.key]["candidate"] in ("", ATEN.key)  # one choice on the CPU: nothing benchmarked
-    assert picks[SHAPE.key]["compile_s"] > 0
+    assert picks[SHAPE.key]["compile_s"] > 0 and picks[SHAPE.key]["one_kept_s"] > 0
     rows = load_dataset(tmp_path)  # the lowering's own choices, measured on the routing
     assert list(rows["candidate_key"]) == [ATEN.key] and rows["rel_error"].iloc[0] == 0

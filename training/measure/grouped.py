@@ -91,16 +91,21 @@ def measure_inductor(
     problem: GroupedProblem, device: str = "cuda", target_ms: float = 0.25, stock_picks: dict | None = None
 ) -> list[tuple[Candidate, dict]]:
     """Every choice Inductor's lowering builds for the problem, on the problem's routing. With
-    `stock_picks` (a dict), Inductor then autotunes as stock does and its pick and compile
-    seconds are stored there under the problem's key (the bench's stock baseline)."""
+    `stock_picks` (a dict), Inductor first autotunes as stock does, then compiles keeping ATen's
+    choice alone: stock's pick, both compiles' seconds are stored there under the problem's key
+    (the bench's stock baseline and the floor of pruning at the choices stage)."""
     sets = _operand_sets(problem, device)
     ref = run.aten_grouped(sets[0])
     results: list[tuple[Candidate, dict]] = []
 
     def on_choices(choices):
+        failed = run.precompile_all(choices)
         for choice in choices:
             cand = run.choice_candidate(choice)
             if cand is None:
+                continue
+            if id(choice) in failed:
+                results.append((cand, {"status": "compile_error", "error": failed[id(choice)]}))
                 continue
             outs = {}
 
@@ -110,12 +115,14 @@ def measure_inductor(
 
             results.append((cand, _timed(make, sets, ref, device, target_ms)))
 
-    stock = run.inductor_grouped_choices(problem, sets[0], on_choices, stock=stock_picks is not None)
-    if stock is not None:
+    if stock_picks is not None:  # first, so its Triton compiles are its own (nothing cached yet)
+        stock = run.stock_compile(sets[0])
         stock_picks[problem.key] = {
             "candidate": stock.candidate.key if stock.candidate else "",
             "compile_s": stock.compile_s,
+            "one_kept_s": stock.one_kept_s,
         }
+    run.inductor_grouped_choices(sets[0], on_choices)
     if not results:
         raise RuntimeError(f"Inductor built no grouped-mm choice kselect knows for {problem.key}")
     return results
