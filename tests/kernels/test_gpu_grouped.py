@@ -57,3 +57,13 @@ def test_aten_alone_is_one_row():
 
     ((cand, fields),) = measure_aten(PROBLEMS[0], "cuda", target_ms=0.1)
     assert cand == ATEN and fields["time_ms"] > 0 and fields["rel_error"] == 0
+
+
+@needs_sm90
+def test_stock_picks_one_of_its_own_choices_and_the_floor_is_cheaper():
+    from kselect.kernels.grouped import run
+
+    problem = PROBLEMS[1]
+    stock = run.stock_compile(run.grouped_operands(problem, "cuda"))
+    assert stock.candidate in grouped_space(problem, smem_limit=_smem())
+    assert 0 < stock.one_kept_s < stock.compile_s
