@@ -131,6 +131,7 @@ def _compile_once(ops: GroupedOperands, hook=None, saver=None) -> float:
                 max_autotune_gemm=True,
                 max_autotune_gemm_backends="ATEN,TRITON",
                 force_disable_caches=True,
+                benchmark_epilogue_fusion=False,  # one op, no epilogue: picked at the lowering, its saver fires
             ),
         ):
             fn = torch.compile(lambda *args: torch._grouped_mm(*args[:2], offs=args[2] if len(args) > 2 else None))
