@@ -176,3 +176,50 @@ def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
         "inputs": [(size, stride, str(nd.get_dtype())) for nd, size, stride in zip(nodes, sizes, strides + [[], []])],
     }
     return problem, fields, nodes[0].get_device()
+
+
+def grouped_signature(nodes, out_size):
+    """A `_grouped_mm` lowering's input nodes (A, B[, offs]) and output size -> (GroupedProblem,
+    cache-key fields, device). The form comes from the operands' ranks, G from B's or A's leading
+    dim (else the offsets' length). The offsets' values are data the compile never sees: the
+    problem reads them as Inductor benchmarks them, "uniform" (docs/grouped-mm.md)."""
+    from kselect.kernels.grouped.problem import GroupedProblem
+
+    a, b, *rest = nodes
+    a_size, b_size = [size_hint(s) for s in a.get_size()], [size_hint(s) for s in b.get_size()]
+    a_stride, b_stride = [size_hint(s) for s in a.get_stride()], [size_hint(s) for s in b.get_stride()]
+    form = f"{len(a_size)}d{len(b_size)}d"
+    M, K = a_size[-2:]
+    N = b_size[-1]
+    if b_size[-2] != K:
+        raise ValueError(f"grouped GEMM A {a_size} and B {b_size} disagree on K")
+    if len(a_size) == 3:
+        G = a_size[0]
+    elif len(b_size) == 3:
+        G = b_size[0]
+    elif rest:
+        G = size_hint(rest[0].get_size()[0])
+    else:
+        raise ValueError(f"grouped GEMM of 2-D A {a_size} and B {b_size} without offsets")
+    layout = layout_char(a_stride, M, K) + layout_char(b_stride, K, N)
+    problem = GroupedProblem(G=G, M=M, N=N, K=K, dtype=a.get_dtype(), layout=layout, form=form)
+    fields = {
+        "op": problem.op,
+        "out": [size_hint(s) for s in out_size],
+        "dtype": str(a.get_dtype()),
+        "inputs": [
+            ([size_hint(s) for s in n.get_size()], [size_hint(s) for s in n.get_stride()], str(n.get_dtype()))
+            for n in nodes
+        ],
+    }
+    dynamic = [name for name, s in (("M", a.get_size()[-2]), ("K", a.get_size()[-1])) if is_symbolic(s)]
+    if dynamic:
+        fields["dynamic"] = dynamic
+    return problem, fields, a.get_device()
+
+
+def choices_grouped_signature(choices):
+    """grouped_signature of a preprocessing call of `_grouped_mm` (every choice sees A, B, offs)."""
+    if not choices:
+        raise ValueError("no choices to read a grouped GEMM from")
+    return grouped_signature(choices[0].input_nodes, choices[0].layout.size)
