@@ -122,9 +122,10 @@ def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
         "dtype": problem.dtype,
         "layout": problem.layout,
         "model": problem.model,
-        "out_dtype": problem.out_dtype,
-        "scaling": problem.scaling,
-        "fast_accum": problem.fast_accum,
+        # scaled_mm's fields; other problems (a grouped GEMM's own type too) leave them unset
+        "out_dtype": getattr(problem, "out_dtype", ""),
+        "scaling": getattr(problem, "scaling", ""),
+        "fast_accum": bool(getattr(problem, "fast_accum", False)),
         "candidate_key": cand.key,
         "backend": cand.backend,
         "template": cand.template,
