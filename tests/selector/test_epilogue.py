@@ -1,9 +1,8 @@
-"""Epilogue-aware verification (selector/inductor/epilogue.py): the pricing rule, the kept set, and the
-FX-graph question it rests on, asked during a real CPU max-autotune compile."""
+"""A GEMM with its epilogue (selector/inductor/epilogue.py): which choices fuse one, the
+epilogue's few the option hands Inductor, and the epilogue description read from the FX graph
+during a real CPU max-autotune compile."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -11,10 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
-from kselect.kernels.problem import Problem  # noqa: E402
-from kselect.selector.decide.policy import choose_kept  # noqa: E402
+from kselect.selector.decide.policy import choose_kept, with_fusing_few  # noqa: E402
 from kselect.selector.inductor.compat import autotune, current_graph, signatures  # noqa: E402
-from kselect.selector.inductor.epilogue import EPILOGUE_KERNEL_MS, effective_ms, epilogue_saving_ms, fuses_epilogue  # noqa: E402
+from kselect.selector.inductor.epilogue import NO_EPILOGUE, fuses_epilogue  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 MM = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
@@ -22,28 +20,12 @@ TMA = Candidate.make(
     "triton", "persistent_tma", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=8
 )
 DK = Candidate.make("triton", "decompose_k", k_split=4)
+CPP = Candidate.make("cpp", "cpp_CppMicroGemmFP32Vec")
 
 
-def test_only_tile_storing_templates_fuse_an_epilogue():
-    assert fuses_epilogue(MM) and fuses_epilogue(TMA)
+def test_tile_storing_templates_fuse_an_epilogue():
+    assert fuses_epilogue(MM) and fuses_epilogue(TMA) and fuses_epilogue(CPP)
     assert not fuses_epilogue(ATEN) and not fuses_epilogue(DK) and not fuses_epilogue(None)
-
-
-def test_saving_is_a_kernel_plus_the_output_round_trip():
-    p = Problem(8192, 4096, 4096, "bf16")
-    # 2 x 8192 x 4096 x 2 bytes = 134 MB through 4.8 TB/s = 0.028 ms, plus the kernel
-    assert epilogue_saving_ms(p, 4800.0) == pytest.approx(EPILOGUE_KERNEL_MS + 0.027962, rel=1e-4)
-    assert epilogue_saving_ms(Problem(8, 4096, 4096, "bf16"), 4800.0) == pytest.approx(EPILOGUE_KERNEL_MS, rel=1e-2)
-    # batch counts, fp32 doubles the bytes, an unknown bandwidth prices traffic at 4.8 TB/s
-    b = Problem(1024, 1024, 64, "fp32", op="bmm", batch=8)
-    assert epilogue_saving_ms(b, None) == pytest.approx(EPILOGUE_KERNEL_MS + 2 * 8 * 1024 * 1024 * 4 / 4.8e12 * 1e3)
-
-
-def test_effective_time_charges_only_choices_that_cannot_fuse():
-    got = effective_ms([0.010, 0.0105, math.inf, 0.02], [ATEN, MM, TMA, DK], 0.003)
-    assert got == pytest.approx([0.013, 0.0105, math.inf, 0.023])
-    # the bare winner (ATen) loses once the epilogue it cannot absorb is priced in
-    assert int(np.argmin(got)) == 1
 
 
 def test_verify_keeps_the_best_fusing_template_when_the_gemm_feeds_pointwise_ops():
@@ -53,36 +35,49 @@ def test_verify_keeps_the_best_fusing_template_when_the_gemm_feeds_pointwise_ops
     assert kept == [0]
     kept, why = choose_kept(cands, scores, "verify", 4, True, False, fusion_candidate=True)
     assert kept == [0, 3] and "epilogue" in why  # TMA outranks mm; decompose-k cannot fuse
-    # a fusing template already kept: nothing added; predict mode never adds one
-    assert choose_kept(cands, np.array([1.0, 5.0, 0.0, 7.0]), "verify", 1, False, False, fusion_candidate=True)[0] == [
-        2
-    ]
     assert choose_kept(cands, scores, "predict", 4, True, False, fusion_candidate=True)[0] == [0]
-    # no fusing template among the candidates: the set is what it was
-    assert choose_kept([ATEN, DK], np.array([0.0, 5.0]), "verify", 4, True, False, fusion_candidate=True)[0] == [0]
 
 
-class _ThreeBmms(torch.nn.Module):
-    def forward(self, a, b, c, d):
+def test_the_epilogues_few_adds_a_fusing_template_and_aten_to_any_kept_set():
+    cands = [ATEN, DK, MM, TMA, Candidate.make("aten", "addmm")]
+    scores = np.array([0.5, 0.0, 9.0, 7.0, 0.1])
+    # predict's ATen pick gains the best-scored fusing template (TMA, not the NaN-free mm)
+    kept, why = with_fusing_few(cands, scores, [0], "predict: ATen", keep_aten=True)
+    assert kept == [0, 3] and "fusion benchmark" in why
+    # a decompose-k pick gains TMA and the best-scored ATen (addmm, 0.1 < 0.5)
+    assert with_fusing_few(cands, scores, [1], "w", keep_aten=True)[0] == [1, 3, 4]
+    assert with_fusing_few(cands, scores, [1], "w", keep_aten=False)[0] == [1, 3]
+    # both present already: unchanged, reason too; a broken (NaN) template is never added
+    assert with_fusing_few(cands, scores, [2, 0], "w", keep_aten=True) == ([2, 0], "w")
+    assert with_fusing_few(cands, np.array([0.5, 0.0, 9.0, np.nan, 0.1]), [0], "w", True)[0] == [0, 2]
+    # nothing that can fuse: nothing to add
+    assert with_fusing_few([ATEN, DK], np.array([0.0, 1.0]), [0], "w", True) == ([0], "w")
+
+
+class _Epilogues(torch.nn.Module):
+    """Three bmms, each with another epilogue."""
+
+    def forward(self, a, b, c, d, bias, r):
+        gated = torch.bmm(a, c)
         sliced = torch.bmm(a, d)
         return (
-            torch.relu(torch.bmm(a, b).reshape(4, 64 * 80)) * 2.0,
-            torch.bmm(a, c),
-            sliced[..., :16] * sliced[..., 16:],
+            torch.relu(torch.bmm(a, b).reshape(4, 64 * 80)) * 2.0,  # through a view: fusable
+            torch.nn.functional.silu(gated) * r + bias,  # SwiGLU-like product, a bias; the output escapes
+            gated,
+            sliced[..., :16] * sliced[..., 16:],  # needs other elements (chunked SwiGLU): not fusable
         )
 
 
-def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypatch):
-    """A real max-autotune compile on the CPU: the first bmm feeds relu through a reshape (fusible),
-    the second is returned as is, the third feeds a mul of two of its own slices (a chunked
-    SwiGLU: each output element needs another one, so no template can fuse it)."""
+def test_epilogue_description_reads_the_gemm_being_lowered(tmp_path, monkeypatch):
+    """A real max-autotune compile on the CPU (ATen's choice only: Inductor still runs its
+    preprocessing, where the selector reads the description, and compiles nothing to time)."""
     monkeypatch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    assert current_graph.output_feeds_pointwise() is False  # nothing is being lowered
+    assert current_graph.current_epilogue() is NO_EPILOGUE  # nothing is being lowered
     seen = {}
 
     def record(choices):
-        seen[signatures.choices_signature(choices)[0].key] = current_graph.output_feeds_pointwise()
+        seen[signatures.choices_signature(choices)[0].key] = current_graph.current_epilogue()
         return choices
 
     remove = autotune.add_preprocessing_fn(record)
@@ -92,16 +87,30 @@ def test_output_feeds_pointwise_reads_the_gemm_being_lowered(tmp_path, monkeypat
         torch.randn(4, 96, 80, generator=g),
         torch.randn(4, 96, 48, generator=g),
         torch.randn(4, 96, 32, generator=g),
+        torch.randn(48, generator=g),
+        torch.randn(4, 64, 48, generator=g),
     )
+    config = {"max_autotune": True, "force_disable_caches": True, "max_autotune_gemm_backends": "ATEN"}
     try:
         torch._dynamo.reset()
-        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True), torch.no_grad():
-            got = torch.compile(_ThreeBmms())(*args)
+        with torch._inductor.config.patch(config), torch.no_grad():
+            got = torch.compile(_Epilogues())(*args)
     finally:
         remove()
         torch._dynamo.reset()
-    for x, y in zip(got, _ThreeBmms()(*args)):
+    for x, y in zip(got, _Epilogues()(*args)):
         torch.testing.assert_close(x, y)
-    assert seen == {"bmm4x:64x80x96:fp32:nn": True, "bmm4x:64x48x96:fp32:nn": False, "bmm4x:64x32x96:fp32:nn": False}, (
-        seen
-    )
+    relu, gate, sliced = (seen.pop(f"bmm4x:64x{n}x96:fp32:nn") for n in (80, 48, 32))
+    assert not seen
+    out = 4 * 64 * 80 * 4  # the first bmm's output, fp32 bytes
+    assert relu.ops == ("relu", "mul") and relu.fusable and not relu.gemm_output_escapes
+    assert relu.kind_count("activation") == 1 and relu.kind_count("arith") == 1
+    assert (relu.extra_inputs, relu.extra_bytes, relu.out_bytes, relu.gemm_out_bytes) == (0, 0, out, out)
+    gated = 4 * 64 * 48 * 4
+    assert gate.fusable and gate.gemm_output_escapes  # `gated` is returned too: written anyway
+    assert gate.kind_count("mul_tensor") == 1 and gate.kind_count("add_tensor") == 1, gate
+    assert gate.extra_inputs == 2 and gate.extra_bytes == gated + 48 * 4  # r and the bias
+    assert gate.out_bytes == gated and gate.gemm_out_bytes == gated
+    assert not sliced.fusable and sliced.ops == () and sliced.gemm_output_escapes
+    with pytest.raises(ValueError, match="unknown epilogue op kind"):
+        gate.kind_count("gelu")
