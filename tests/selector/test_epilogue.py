@@ -1,6 +1,6 @@
 """A GEMM with its epilogue (selector/inductor/epilogue.py): which choices fuse one, the
-epilogue's few the option hands Inductor, and the epilogue description read from the FX graph
-during a real CPU max-autotune compile."""
+epilogue's few the option hands Inductor, the epilogue description of each GEMM of an aten
+graph (read during a real lowering: test_epilogue_cpu.py), and its optional feature block."""
 
 from __future__ import annotations
 
@@ -68,21 +68,22 @@ class _Epilogues(torch.nn.Module):
         )
 
 
-def test_epilogue_description_reads_the_gemm_being_lowered(tmp_path, monkeypatch):
-    """A real max-autotune compile on the CPU (ATen's choice only: Inductor still runs its
-    preprocessing, where the selector reads the description, and compiles nothing to time)."""
-    monkeypatch.setenv("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    assert current_graph.current_epilogue() is NO_EPILOGUE  # nothing is being lowered
-    seen = {}
+def _bmm_nodes(fn, args) -> dict:
+    """{"MxN": FX node} of the bmms in fn's aten graph, traced with fake tensors (each node's
+    meta["val"] holds its output's shape and dtype, as in the graph Inductor lowers)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
 
-    def record(choices):
-        seen[signatures.choices_signature(choices)[0].key] = current_graph.current_epilogue()
-        return choices
+    graph = make_fx(fn, tracing_mode="fake")(*args).graph
+    return {
+        "x".join(map(str, n.meta["val"].shape[-2:])): n
+        for n in graph.nodes
+        if n.op == "call_function" and n.target is torch.ops.aten.bmm.default
+    }
 
-    remove = autotune.add_preprocessing_fn(record)
+
+def _operands():
     g = torch.Generator().manual_seed(0)
-    args = (
+    return (
         torch.randn(4, 64, 96, generator=g),
         torch.randn(4, 96, 80, generator=g),
         torch.randn(4, 96, 48, generator=g),
@@ -90,18 +91,11 @@ def test_epilogue_description_reads_the_gemm_being_lowered(tmp_path, monkeypatch
         torch.randn(48, generator=g),
         torch.randn(4, 64, 48, generator=g),
     )
-    config = {"max_autotune": True, "force_disable_caches": True, "max_autotune_gemm_backends": "ATEN"}
-    try:
-        torch._dynamo.reset()
-        with torch._inductor.config.patch(config), torch.no_grad():
-            got = torch.compile(_Epilogues())(*args)
-    finally:
-        remove()
-        torch._dynamo.reset()
-    for x, y in zip(got, _Epilogues()(*args)):
-        torch.testing.assert_close(x, y)
-    relu, gate, sliced = (seen.pop(f"bmm4x:64x{n}x96:fp32:nn") for n in (80, 48, 32))
-    assert not seen
+
+
+def test_epilogue_description_of_each_gemm():
+    relu, gate, sliced = (_bmm_nodes(_Epilogues(), _operands())[f"64x{n}"] for n in (80, 48, 32))
+    relu, gate, sliced = map(current_graph.describe_epilogue, (relu, gate, sliced))
     out = 4 * 64 * 80 * 4  # the first bmm's output, fp32 bytes
     assert relu.ops == ("relu", "mul") and relu.fusable and not relu.gemm_output_escapes
     assert relu.kind_count("activation") == 1 and relu.kind_count("arith") == 1
