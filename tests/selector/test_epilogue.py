@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.selector.decide.policy import choose_kept, with_fusing_few  # noqa: E402
-from kselect.selector.inductor.compat import autotune, current_graph, signatures  # noqa: E402
-from kselect.selector.inductor.epilogue import NO_EPILOGUE, fuses_epilogue  # noqa: E402
+from kselect.selector.inductor.compat import current_graph  # noqa: E402
+from kselect.selector.inductor.epilogue import fuses_epilogue  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 MM = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
