@@ -27,18 +27,9 @@ from torch._dynamo.utils import counters  # noqa: E402
 
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 
-from inductor_sandbox import inductor_sandbox  # noqa: E402
+from inductor_sandbox import inductor_sandbox, linear_gelu  # noqa: E402
 
 PROBLEM = "mm:64x80x96:fp32:nt"  # a frozen Linear is x @ W^T
-
-
-class LinearGelu(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(96, 80)
-
-    def forward(self, x):
-        return torch.nn.functional.gelu(self.lin(x))
 
 
 class AtenFirst:
@@ -62,23 +53,20 @@ class Benchmarks:
 
 
 def _compile(bench: Benchmarks) -> dict:
-    """One fresh max-autotune compile of LinearGelu, checked against eager; Inductor's counters."""
+    """One fresh max-autotune compile of the Linear + GELU, checked against eager; Inductor's counters."""
     bench.runs.clear()
     counters.clear()
     torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = LinearGelu().eval()
+    model = linear_gelu()
     x = torch.randn(64, 96, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(model)(x), model(x))
     return dict(counters["inductor"])
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def _compile_twice(tmp):
     """Two compiles with the option on and one decision cache: the first decides and hands
     Inductor the few, the second runs on the cached pick."""
-    tmp = tmp_path_factory.mktemp("epilogue")
     seen: dict = {}
     with inductor_sandbox(tmp, Benchmarks(), freezing=True) as bench:
         records = []
@@ -109,7 +97,7 @@ def compiled(tmp_path_factory):
     return first, second, seen, kept, tmp / "decisions"
 
 
-def test_kselect_sees_the_gelu_epilogue(compiled):
+def _sees_the_gelu_epilogue(compiled):
     *_, seen, _, _ = compiled
     epilogue = seen[0]
     # GELU lowers to x * 0.5 * (1 + erf(x / sqrt 2)): erf is the activation, the rest arithmetic
@@ -119,7 +107,7 @@ def test_kselect_sees_the_gelu_epilogue(compiled):
     assert epilogue.out_bytes == epilogue.gemm_out_bytes == 64 * 80 * 4
 
 
-def test_the_option_hands_inductor_the_few_and_it_benchmarks_them(compiled):
+def _hands_inductor_the_few_and_it_benchmarks_them(compiled):
     (stats, runs, sel), _, _, kept, _ = compiled
     # the ranking alone keeps MKL (adaptive k over a 5-nat gap); the option adds the C++ template
     assert len(kept) == 1 and "kept 2" in kept[0] and "epilogue" in kept[0], kept
@@ -132,7 +120,7 @@ def test_the_option_hands_inductor_the_few_and_it_benchmarks_them(compiled):
     assert sel.stats["verified"] == 1 and sel.stats["fallbacks"] == 0
 
 
-def test_the_pick_is_cached_and_the_recompile_benchmarks_nothing(compiled):
+def _caches_the_pick_and_the_recompile_benchmarks_nothing(compiled):
     (first, first_runs, _), (stats, runs, sel2), _, _, cache_dir = compiled
     assert runs == [] and "select_algorithm_autotune" not in stats
     assert sel2.stats["cache_hits"] == 1 and sel2.stats["decisions"] == 0
@@ -144,3 +132,12 @@ def test_the_pick_is_cached_and_the_recompile_benchmarks_nothing(compiled):
     assert len(picked) == 1 and picked[0].startswith("aten:" if fastest == "ExternKernelCaller" else "cpp:")
     # the cached pick compiles as it did: fused into the template, or MKL and a separate GELU
     assert stats.get("cpp_epilogue_fusion_counter", 0) == first.get("cpp_epilogue_fusion_counter", 0)
+
+
+def test_linear_gelu_epilogue_path(tmp_path):
+    """One test (its two compiles run once, also under xdist): what kselect reads, what it hands
+    Inductor and what Inductor does with it, and the cached pick."""
+    compiled = _compile_twice(tmp_path)
+    _sees_the_gelu_epilogue(compiled)
+    _hands_inductor_the_few_and_it_benchmarks_them(compiled)
+    _caches_the_pick_and_the_recompile_benchmarks_nothing(compiled)

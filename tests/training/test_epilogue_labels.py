@@ -13,24 +13,15 @@ torch = pytest.importorskip("torch")
 
 from kselect.training.measure.epilogue_labels import EpilogueTiming, epilogue_label, time_pinned  # noqa: E402
 
+from inductor_sandbox import linear_gelu  # noqa: E402
+
 MKL, CPP = "aten:mkl_linear", "cpp:cpp_CppMicroGemmFP32Vec"
 
 
-class LinearGelu(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(96, 80)
-
-    def forward(self, x):
-        return torch.nn.functional.gelu(self.lin(x))
-
-
-@pytest.fixture(scope="module")
-def pinned(tmp_path_factory):
+def _pinned(tmp):
     mp = pytest.MonkeyPatch()
-    mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path_factory.mktemp("inductor")))
-    torch.manual_seed(0)
-    model = LinearGelu().eval()
+    mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor"))
+    model = linear_gelu()
     x = torch.randn(64, 96, generator=torch.Generator().manual_seed(1))
     try:
         return {
@@ -41,7 +32,7 @@ def pinned(tmp_path_factory):
         mp.undo()
 
 
-def test_each_pin_compiles_as_inductor_would_ship_it(pinned):
+def _each_pin_compiles_as_inductor_would_ship_it(pinned):
     mkl, cpp = pinned[MKL], pinned[CPP]
     assert not mkl.error and not cpp.error, (mkl.error, cpp.error)
     # the C++ template took the GELU into its store; after MKL's call it is a kernel of its own
@@ -52,7 +43,7 @@ def test_each_pin_compiles_as_inductor_would_ship_it(pinned):
         assert t.epilogue["fusable"] and "erf" in t.epilogue["ops"] and t.epilogue["out_bytes"] == 64 * 80 * 4
 
 
-def test_the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(pinned):
+def _the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(pinned):
     label = epilogue_label(list(pinned.values()))
     assert label["aten"] == MKL and label["template"] == CPP and label["template_fused"] is True
     assert label["ratio"] == pytest.approx(pinned[CPP].ms / pinned[MKL].ms)
@@ -60,3 +51,10 @@ def test_the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(
     broken = EpilogueTiming("triton:mm:x", error="not among Inductor's choices")
     assert epilogue_label([pinned[MKL], broken])["ratio"] is None
     assert math.isnan(broken.ms)
+
+
+def test_labels_of_a_linear_gelu(tmp_path):
+    """One test (its two compiles run once, also under xdist)."""
+    pinned = _pinned(tmp_path)
+    _each_pin_compiles_as_inductor_would_ship_it(pinned)
+    _the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(pinned)
