@@ -152,3 +152,60 @@ def test_the_epilogue_feature_block_is_optional_and_describes_the_epilogue():
         Epilogue(ops=("relu",), out_bytes=None, gemm_out_bytes=None, fusable=True), cands, H200_LIKE
     )
     assert np.isnan(symbolic[0, F.EPILOGUE_FEATURE_NAMES.index("log2_epi_out_bytes")])
+
+
+class _Caller:
+    """A benchmarked choice as the boundary reads it: an extern call by its name."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def info_dict(self):
+        return {"backend": "extern"}
+
+
+class _CppCaller(_Caller):
+    def info_dict(self):
+        return {"backend": "CPP"}
+
+
+def test_a_set_handed_to_the_fusion_benchmark_is_settled_by_the_schedulers_pick_only(tmp_path):
+    """verify's bookkeeping for a multi-template buffer: Inductor's bare-GEMM timings (its
+    feedback saver) settle nothing; the scheduler's pick is cached, and only once."""
+    from kselect.kernels.problem import Problem
+    from kselect.selector.decide.rankers import MeasuredRanker
+    from kselect.selector.inductor.hook import Selector
+
+    problem = Problem(64, 80, 96, "fp32", "nt")
+    cands = [Candidate.make("aten", "mkl_linear"), CPP]
+    table = {problem.key: {cands[0].key: 1.0, cands[1].key: 2.0}}
+    sel = Selector("verify", ranker=MeasuredRanker(table), cache_dir=str(tmp_path), epilogue_fusion=True)
+    fingerprint = {"fingerprint_id": "test"}
+    kept, entry = sel.select("choices", problem, {"op": "mm"}, fingerprint, cands, epilogue=True)
+    assert kept == [0, 1]  # ATen alone by the ranking; the epilogue's few adds the template
+    choices = [_Caller("_mkl_linear"), _CppCaller("cpp_CppMicroGemmFP32Vec_0")]
+    sel._await_verification("choices", problem.key, (*entry, False), choices, by_fusion=True)
+    sel.record_verified(choices, {choices[0]: 1.0, choices[1]: 2.0}, "cuda")  # bare timings: ATen
+    sel.cache.flush()
+    assert sel.cache.get(entry[0]) == [cands[0].key, cands[1].key] and sel.stats["verified"] == 0
+    sel.record_fusion_pick(choices, choices[1], "cuda")  # the template, fused, won the step
+    sel.record_fusion_pick(choices, choices[0], "cuda")  # a later finalising call changes nothing
+    sel.cache.flush()
+    assert sel.cache.get(entry[0]) == [CPP.key] and sel.stats["verified"] == 1
+
+
+def test_watching_the_schedulers_pick_wraps_inductors_finalising_methods_and_restores_them():
+    from torch._inductor import ir
+    from torch._inductor.scheduler import Scheduler
+
+    from kselect.selector.inductor.compat import multi_template
+
+    owners = ((ir.MultiTemplateBuffer, "finalize_as_triton_caller"), (Scheduler, "finalize_multi_template_buffers"))
+    before = [getattr(o, n) for o, n in owners]
+    remove = multi_template.watch_final_choices(lambda *a: None)
+    try:
+        assert all(getattr(o, n).__wrapped__ is getattr(b, "__wrapped__", b) for (o, n), b in zip(owners, before))
+    finally:
+        remove()
+    assert [getattr(o, n) for o, n in owners] == before
+    assert not multi_template.defers_to_fusion_benchmark([object(), object()], "cpu")
