@@ -55,16 +55,18 @@ def test_the_epilogues_few_adds_a_fusing_template_and_aten_to_any_kept_set():
 
 
 class _Epilogues(torch.nn.Module):
-    """Three bmms, each with another epilogue."""
+    """Four bmms, each with another epilogue."""
 
-    def forward(self, a, b, c, d, bias, r):
+    def forward(self, a, b, c, d, bias, r, e):
         gated = torch.bmm(a, c)
         sliced = torch.bmm(a, d)
+        normed = torch.bmm(a, e)
         return (
             torch.relu(torch.bmm(a, b).reshape(4, 64 * 80)) * 2.0,  # through a view: fusable
             torch.nn.functional.silu(gated) * r + bias,  # SwiGLU-like product, a bias; the output escapes
             gated,
             sliced[..., :16] * sliced[..., 16:],  # needs other elements (chunked SwiGLU): not fusable
+            normed * normed.sum(-1, keepdim=True),  # reads a reduction of its own output: not fusable
         )
 
 
@@ -90,12 +92,13 @@ def _operands():
         torch.randn(4, 96, 32, generator=g),
         torch.randn(48, generator=g),
         torch.randn(4, 64, 48, generator=g),
+        torch.randn(4, 96, 16, generator=g),
     )
 
 
 def test_epilogue_description_of_each_gemm():
-    relu, gate, sliced = (_bmm_nodes(_Epilogues(), _operands())[f"64x{n}"] for n in (80, 48, 32))
-    relu, gate, sliced = map(current_graph.describe_epilogue, (relu, gate, sliced))
+    nodes = _bmm_nodes(_Epilogues(), _operands())
+    relu, gate, sliced, normed = (current_graph.describe_epilogue(nodes[f"64x{n}"]) for n in (80, 48, 32, 16))
     out = 4 * 64 * 80 * 4  # the first bmm's output, fp32 bytes
     assert relu.ops == ("relu", "mul") and relu.fusable and not relu.gemm_output_escapes
     assert relu.kind_count("activation") == 1 and relu.kind_count("arith") == 1
@@ -106,6 +109,7 @@ def test_epilogue_description_of_each_gemm():
     assert gate.extra_inputs == 2 and gate.extra_bytes == gated + 48 * 4  # r and the bias
     assert gate.out_bytes == gated and gate.gemm_out_bytes == gated
     assert not sliced.fusable and sliced.ops == () and sliced.gemm_output_escapes
+    assert not normed.fusable and normed.ops == (), normed
     with pytest.raises(ValueError, match="unknown epilogue op kind"):
         gate.kind_count("gelu")
 

@@ -3,6 +3,8 @@ of the GEMM being lowered (the pointwise ops after it, selector/inductor/epilogu
 
 from __future__ import annotations
 
+import weakref
+
 from kselect.selector.inductor.compat.signatures import layout_char
 
 
@@ -112,14 +114,30 @@ def _tensor_args(node) -> list:
     return [a for a in flat if isinstance(a, Node) and isinstance(a.meta.get("val"), torch.Tensor)]
 
 
-def _descendants(node) -> set:
-    seen, todo = set(), list(node.users)
+_ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> {node: position}
+
+
+def _order(graph) -> dict:
+    """Each node's position in `graph` (topological), once per graph and node count."""
+    known = _ORDERS.get(graph)
+    if known is None or len(known) != len(graph.nodes):
+        known = _ORDERS[graph] = {n: i for i, n in enumerate(graph.nodes)}
+    return known
+
+
+def _depends_on(node, gemm, order: dict) -> bool:
+    """Whether `node` is computed from `gemm`'s output: a walk back from it over the nodes
+    after the GEMM only (nothing before it in topological order can depend on it)."""
+    start, todo, seen = order[gemm], [node], set()
     while todo:
         n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo.extend(n.users)
-    return seen
+        if n is gemm:
+            return True
+        if n in seen or order.get(n, -1) <= start:
+            continue
+        seen.add(n)
+        todo.extend(n.all_input_nodes)
+    return False
 
 
 def _kind(node, region: set, gemm) -> str:
@@ -151,7 +169,7 @@ def describe_epilogue(gemm):
     ends the epilogue there; so does one that reads a value derived from the output that way."""
     from kselect.selector.inductor.epilogue import OP_KINDS, Epilogue
 
-    downstream = _descendants(gemm)
+    order = _order(gemm.graph)
     region: list = []
     members: set = set()
     todo = list(gemm.users)
@@ -162,12 +180,11 @@ def describe_epilogue(gemm):
         outside = [a for a in _tensor_args(n) if a is not gemm and a not in members]
         if _is_view(n) and outside:  # a view of something else
             continue
-        if any(a in downstream for a in outside):  # reads the output another way: not fusable here
+        if any(_depends_on(a, gemm, order) for a in outside):  # reads the output another way
             continue
         region.append(n)
         members.add(n)
         todo.extend(n.users)
-    order = {n: i for i, n in enumerate(gemm.graph.nodes)}
     ops = sorted((n for n in region if not _is_view(n)), key=order.get)
     extras = {a for n in ops for a in _tensor_args(n) if a is not gemm and a not in members}
     written = {_materialized(n) for n in region if any(u not in members for u in n.users)}
