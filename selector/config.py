@@ -140,11 +140,12 @@ class SelectorSettings(declared.Settings):
         False,
         Flag(),
         env="KSELECT_EPILOGUE_FUSION",
-        decides=VERIFY,
+        decides=BOTH,
         help=(
-            "verify "
-            "mode on GPUs: also keep a template that can fuse the GEMM's pointwise epilogue and charge ATen "
-            "the separate epilogue kernel when picking the winner (selector/inductor/epilogue.py)"
+            "verify and predict: for a GEMM whose pointwise epilogue a template can fuse, hand "
+            "Inductor kselect's few -- the kept choices, the best-ranked fusing template and ATen -- so "
+            "its epilogue-fusion benchmark picks among them (GPUs); its pick is cached "
+            "(selector/inductor/epilogue.py)"
         ),
     )
     adaptive_k: bool = setting(

@@ -14,7 +14,7 @@ import numpy as np
 from kselect.selector.decide.cache import decision_key
 from kselect.selector.decide.candidate_sets import candidate_keys, unseen_backends
 from kselect.selector.decide.gap_policy import nearest_candidates
-from kselect.selector.decide.policy import choose_kept
+from kselect.selector.decide.policy import choose_kept, with_fusing_few
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.inductor.compat import torch_release
 from kselect.selector.logs import log_decision
@@ -137,7 +137,7 @@ class DecisionPipeline:
         scores[broken] = np.nan  # never kept
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
         price = self.compile_price(fingerprint, problem, candidates)
-        return choose_kept(
+        kept, why = choose_kept(
             candidates,
             scores,
             self.mode,
@@ -153,6 +153,9 @@ class DecisionPipeline:
             aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
             nearest=nearest_candidates(ranker, self.mode, problem, candidates),
         )
+        if epilogue and self.epilogue_fusion:  # the epilogue's few: Inductor's fusion benchmark picks
+            return with_fusing_few(candidates, scores, kept, why, self.keep_aten)
+        return kept, why
 
     def _record(self, stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_ms, phases) -> None:
         """The decision in the Selector's stats and `decisions`, and in the log (the scores too

@@ -174,3 +174,32 @@ def choose_kept(
             kept.append(aten[0])
             why += " + ATen safety net"
     return kept, why
+
+
+def with_fusing_few(
+    candidates: Sequence[Candidate], scores: np.ndarray, kept: list[int], why: str, keep_aten: bool
+) -> tuple[list[int], str]:
+    """The `epilogue_fusion` option, for a GEMM whose epilogue a template can fuse: the kept set
+    (either mode, any ranker) plus the best-scored template that can fuse it and the best-scored
+    ATen choice, so Inductor's epilogue-fusion benchmark weighs the fused template against ATen
+    and its separate epilogue kernel -- a bare-GEMM ranking cannot. Unchanged when it has both
+    or the candidates offer neither; ATen joins only under keep_aten."""
+    scores = np.asarray(scores, dtype=np.float64)
+    finite = np.flatnonzero(np.isfinite(scores))  # NaN: unscored or never to be kept (broken)
+    order = [int(i) for i in finite[np.argsort(scores[finite], kind="stable")]]
+    kept = list(kept)
+    added = []
+    if not any(fuses_epilogue(candidates[i]) for i in kept):
+        fusing = [i for i in order if fuses_epilogue(candidates[i])]
+        if fusing:
+            kept.append(fusing[0])
+            added.append("best epilogue-fusing template")
+    if keep_aten and not any(is_aten(candidates[i]) for i in kept):
+        atens = {int(i) for i in aten_indices(candidates)}
+        aten = [i for i in order if i in atens]
+        if aten:
+            kept.append(aten[0])
+            added.append("ATen")
+    if not added:
+        return kept, why
+    return kept, f"{why} + {' + '.join(added)} (the epilogue's few, for Inductor's fusion benchmark)"

@@ -45,7 +45,7 @@ class EarlyDecision:
                 return None
             t_sig = time.perf_counter()
             fingerprint = device_fingerprint(device)
-            epilogue = self._prices_epilogue(fingerprint)
+            epilogue = self._hands_epilogue_few()
             t_dev = time.perf_counter()
             load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
             t_enum = time.perf_counter()
@@ -99,6 +99,6 @@ class EarlyDecision:
             )
             return None
         out = [cands[i] for i in kept]
-        if self.mode == "verify" and entry is not None and len(out) > 1:
+        if (self.mode == "verify" or epilogue) and entry is not None and len(out) > 1:
             self._await_verification("templates", problem.key, (*entry, False), out)
         return out

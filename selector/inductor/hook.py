@@ -40,7 +40,6 @@ from kselect.selector.fingerprint import device_fingerprint
 from kselect.selector.inductor.compat import choice_candidates, current_graph, inductor_settings, signatures
 from kselect.selector.inductor.device_rankers import DeviceRankers
 from kselect.selector.inductor.early_decision import EarlyDecision
-from kselect.selector.inductor.epilogue import epilogue_saving_ms
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
 from kselect.selector.inductor.op_kind import OpGate
 from kselect.selector.logs import log_decision
@@ -128,7 +127,6 @@ class Selector(
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
-        saving_ms = 0.0
         started = time.perf_counter(), time.thread_time()
         try:
             problem, fields, device = signature()
@@ -142,7 +140,7 @@ class Selector(
                 raise unavailable
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            epilogue = self._prices_epilogue(fingerprint)
+            epilogue = self._hands_epilogue_few()
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
@@ -166,8 +164,6 @@ class Selector(
                 kept, entry = self.select(
                     stage, problem, fields, fingerprint, cands, epilogue=epilogue, mapped=mapped, as_planned=as_planned
                 )
-            if epilogue:
-                saving_ms = epilogue_saving_ms(problem, self._bandwidth_gbs(fingerprint))
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
@@ -181,26 +177,14 @@ class Selector(
             log.debug("kselect %s failure", stage, exc_info=True)
             return self._stock_items(stage, items, restock)
         return self._verify_kept(
-            stage, problem, entry, [items[i] for i in kept], str(getattr(device, "type", device)), saving_ms
+            stage, problem, entry, [items[i] for i in kept], str(getattr(device, "type", device)), epilogue
         )
 
-    def _prices_epilogue(self, fingerprint: dict) -> bool:
-        """Verify on a GPU, with epilogue pricing on, for a GEMM whose output feeds pointwise ops
-        (selector/inductor/epilogue.py): the decision keeps a fusing template too."""
-        return (
-            self.epilogue_fusion
-            and self.mode == "verify"
-            and fingerprint.get("gpu_name") is not None
-            and current_graph.output_feeds_pointwise()
-        )
-
-    def _bandwidth_gbs(self, fingerprint: dict) -> float | None:
-        """The GPU's memory bandwidth as the cost model's fingerprint records it (or None)."""
-        try:
-            model_fp = getattr(getattr(self.ranker_for(fingerprint), "model", None), "fingerprint", None)
-        except RankerUnavailable:
-            return None
-        return (model_fp or {}).get("mem_bandwidth_gbs")
+    def _hands_epilogue_few(self) -> bool:
+        """With the epilogue_fusion option, for a GEMM whose epilogue a template can fuse (read
+        from the graph being lowered, compat/current_graph.py): the decision keeps the epilogue's
+        few (decide/policy.py's with_fusing_few) and Inductor's own benchmark picks among them."""
+        return self.epilogue_fusion and self.mode in ("verify", "predict") and current_graph.current_epilogue().fusable
 
     def _stock_items(self, stage: str, items, restock=None):
         """What stock Inductor would have built: when enable() widened the search space for

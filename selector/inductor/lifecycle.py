@@ -15,6 +15,7 @@ from kselect.selector.inductor.compat import (
     autotune,
     dynamo_callbacks,
     inductor_settings,
+    multi_template,
     template_configs,
     torch_release,
 )
@@ -41,9 +42,10 @@ def _preprocess(choices):
 
 
 def _feedback(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
-    """Global feedback saver: hands verify-mode measurements to the active selector."""
+    """Global feedback saver: hands Inductor's measurements of a kept set (verify, or an
+    epilogue's few in either mode) to the active selector."""
     sel = _active()
-    if sel is not None and sel.mode == "verify":
+    if sel is not None:
         try:
             device = input_nodes[0].get_device() if input_nodes else None
             sel.record_verified(list(choices), dict(timings), getattr(device, "type", "cuda"))
@@ -54,12 +56,28 @@ def _feedback(timings, name, input_nodes, choices, profiled_time_fn, precompile_
             )
 
 
+def _fusion_pick(choices, chosen, device_type: str) -> None:
+    """The scheduler settled a multi-template buffer: the active selector caches its pick when
+    the buffer is an epilogue's few it handed over (nothing otherwise)."""
+    sel = _active()
+    if sel is None:
+        return
+    try:
+        sel.record_fusion_pick(choices, chosen, device_type)
+    except Exception as exc:  # noqa: BLE001 -- never break a compile over the cache
+        warn_once(
+            f"fusion-record:{type(exc).__name__}",
+            f"kselect: could not cache Inductor's epilogue-fusion pick ({type(exc).__name__}: {exc})",
+        )
+
+
 def _ensure_preprocess() -> None:
     global _preprocess_registered
     with _preprocess_lock:
         if not _preprocess_registered:
             autotune.add_preprocessing_fn(_preprocess)
             autotune.add_feedback_saver(_feedback)
+            multi_template.watch_final_choices(_fusion_pick)
             _preprocess_registered = True
 
 

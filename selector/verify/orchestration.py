@@ -1,16 +1,15 @@
 """verify's orchestration around a decision: measure the kept set (kselect's own harness,
-selector/verify/timing.py, or Inductor's benchmark), pick the winner (epilogue-aware; a template
-replaces ATen only beyond the noise of its rounds, verify/pick.py), and hand
-the verdict to the decision cache (selector/verify/verified_winners.py)."""
+selector/verify/timing.py, or Inductor's benchmark), pick the winner (a template replaces ATen
+only beyond the noise of its rounds, verify/pick.py), and hand the verdict to the decision cache
+(selector/verify/verified_winners.py). A GEMM handed over with its epilogue's few (the
+epilogue_fusion option) is left to Inductor, whose pick settles the cache either way."""
 
 from __future__ import annotations
 
 import logging
-import math
 import time
 
-from kselect.selector.inductor.compat import autotune, choice_candidates
-from kselect.selector.inductor.epilogue import effective_ms
+from kselect.selector.inductor.compat import autotune, choice_candidates, multi_template
 from kselect.selector.logs import log_decision
 from kselect.selector.verify.timing import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept
@@ -24,14 +23,17 @@ class VerifyOrchestration:
     `warm_start`, `release_memory`, `warm_while_compiling`, `compile_in`, `stats` and
     `measurements`; awaits and records verdicts through VerifiedWinners."""
 
-    def _verify_kept(self, stage: str, problem, entry, out: list, device_type: str, saving_ms: float) -> list:
+    def _verify_kept(self, stage: str, problem, entry, out: list, device_type: str, epilogue: bool = False) -> list:
         """What verify does with a kept set of more than one choice: at the choices stage, measure
         it (kselect's harness) and hand Inductor the winner alone; else leave the set to
         Inductor's benchmark (ATen timed under a CUDA graph where it can be) and await the
-        timings that settle the cached decision. `out` as is in every other case."""
-        verifying_set = self.mode == "verify" and len(out) > 1 and stage == "choices"
-        if verifying_set and self._times_itself(device_type):
-            picked = self._measure_kept(problem, entry, out, device_type, saving_ms)
+        timings that settle the cached decision. `epilogue` (the epilogue's few, either mode):
+        the set goes to Inductor, whose epilogue-fusion benchmark (GPUs) or autotune (CPU)
+        picks, and that pick is cached. `out` as is in every other case."""
+        settles = (self.mode == "verify" or epilogue) and len(out) > 1
+        verifying_set = settles and stage == "choices"
+        if verifying_set and not epilogue and self._times_itself(device_type):
+            picked = self._measure_kept(problem, entry, out, device_type)
             if picked is not None:
                 return picked
         faithful = False
@@ -43,8 +45,9 @@ class VerifyOrchestration:
                     f"graph-timing:{type(exc).__name__}",
                     f"kselect: cannot time ATen under CUDA graphs ({exc}); its verify verdicts use the misread margin",
                 )
-        if self.mode == "verify" and entry is not None and len(out) > 1:
-            self._await_verification(stage, problem.key, (*entry, faithful), out)
+        if settles and entry is not None:
+            by_fusion = epilogue and stage == "choices" and multi_template.defers_to_fusion_benchmark(out, device_type)
+            self._await_verification(stage, problem.key, (*entry, faithful), out, by_fusion=by_fusion)
         return out
 
     def _times_itself(self, device_type: str) -> bool:
@@ -54,12 +57,9 @@ class VerifyOrchestration:
             return device_type == "cuda"
         return self.verify_timing == "kselect"
 
-    def _measure_kept(self, problem, entry, kept_items, device_type: str, saving_ms: float = 0.0):
+    def _measure_kept(self, problem, entry, kept_items, device_type: str):
         """Time the kept choices with the collector's harness (selector/verify/timing.py) and
-        hand Inductor the winner alone; None (one warning) leaves the set to Inductor.
-
-        saving_ms > 0 (the GEMM feeds a pointwise epilogue): choices that cannot fuse it are
-        charged the separate epilogue kernel (selector/inductor/epilogue.py) before the winner is taken."""
+        hand Inductor the winner alone; None (one warning) leaves the set to Inductor."""
         t0 = time.perf_counter()
         if self.warm_start is not None:
             self.warm_start.start()  # the last chance for the workers' warm-up: a pool that came up late
@@ -89,9 +89,8 @@ class VerifyOrchestration:
             return None
         wall_ms = (time.perf_counter() - t0) * 1e3
         cands = [choice_candidates.caller_candidate(it) for it in kept_items]
-        eff = effective_ms(got.ms, cands, saving_ms) if saving_ms else list(got.ms)
         # a template replaces ATen only when faster beyond the noise of these rounds (Measured.winner)
-        best = got.winner([e - t if math.isfinite(t) else 0.0 for e, t in zip(eff, got.ms)])
+        best = got.best
         keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
         record = {
@@ -111,22 +110,18 @@ class VerifyOrchestration:
         predicted = self._predicted_compile_ms(problem, cands)
         if predicted:  # what the price expected, beside the compiles measured above
             record["predicted_compile_ms"] = predicted
-        if saving_ms:
-            record["epilogue_saving_ms"] = saving_ms
-            record["bare_winner"] = keys[got.best]
         self.measurements.append(record)
         log_decision(
-            "kselect verify %s: measured %s (%s) in %.0f ms%s -> %s",
+            "kselect verify %s: measured %s (%s) in %.0f ms -> %s",
             problem.key,
             ", ".join(f"{k}={t:.4f}ms" for k, t in zip(keys, got.ms)),
             got.method,
             wall_ms,
-            f"; unfused epilogue costs {saving_ms:.4f} ms" if saving_ms else "",
             keys[best],
         )
         if entry is not None:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
-            self.record_verified(kept_items, dict(zip(kept_items, eff)), device_type, winner=kept_items[best])
+            self.record_verified(kept_items, dict(zip(kept_items, got.ms)), device_type, winner=kept_items[best])
         return [kept_items[best]]
 
 

@@ -41,9 +41,12 @@ class VerifiedWinners:
     """Each kept set waiting for its measurement, and its winner cached for both stages of the
     GEMM. Reads the Selector's `cache`, `stats`, `_lock`, `_local` and `_pending`."""
 
-    def _await_verification(self, stage: str, problem_key: str, entry, kept_items) -> None:
+    def _await_verification(self, stage: str, problem_key: str, entry, kept_items, by_fusion: bool = False) -> None:
         """Remember which cache entries Inductor's benchmark of `kept_items` will settle. The
-        templates stage runs first for a GEMM, in the same thread, then its choices stage."""
+        templates stage runs first for a GEMM, in the same thread, then its choices stage.
+        `by_fusion`: the set becomes Inductor's multi-template buffer, whose scheduler picks
+        after benchmarking the epilogue fused (`record_fusion_pick`); its bare-GEMM timings
+        settle nothing."""
         local = self._local
         if stage == "templates":
             local.templates = (problem_key, entry)
@@ -56,7 +59,14 @@ class VerifiedWinners:
         with self._lock:
             if len(self._pending) > 4096:  # benchmarks that never reported (failed compiles)
                 self._pending.clear()
-            self._pending[tuple(id(c) for c in kept_items)] = entries
+            self._pending[tuple(id(c) for c in kept_items)] = (entries, by_fusion)
+
+    def record_fusion_pick(self, choices: list, chosen, device_type: str) -> None:
+        """Inductor's scheduler finalised the multi-template buffer of a kept set handed over with
+        its epilogue's few (compat/multi_template.py): `chosen` -- a template, fused with its
+        epilogue or not, or ATen with the epilogue as its own kernel -- is cached, so the next
+        compile hands Inductor that one choice and nothing is benchmarked again."""
+        self.record_verified(list(choices), {}, device_type, winner=chosen)
 
     def record_verified(self, kept_items: list, timings: dict, device_type: str, winner=None) -> None:
         """verify mode: the kept set was measured; cache its winner, so the next compile of this
@@ -70,9 +80,14 @@ class VerifiedWinners:
         that narrowed templates entry shrinks what the next compile's choices stage sees, the
         choices-stage entry of exactly that smaller set (verified templates + every choice
         built outside the KTC path), or the next compile would miss it and benchmark again."""
+        key = tuple(id(c) for c in kept_items)
         with self._lock:
-            pend = self._pending.pop(tuple(id(c) for c in kept_items), None)
-        if pend is None or self.cache is None:
+            waiting = self._pending.get(key)
+            if waiting is None or (waiting[1] and winner is None):  # the scheduler's pick settles it
+                return
+            del self._pending[key]
+        pend = waiting[0]
+        if self.cache is None:
             return
         measured = {}
         for choice, t in timings.items():

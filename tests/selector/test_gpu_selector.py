@@ -656,43 +656,89 @@ def test_verify_own_recompile_measures_nothing(verify_own_again, operands, name)
 
 
 # ---------------------------------------------------------------------------------------
-# a GEMM feeding pointwise ops (decode-sized x @ W^T -> relu * r): verify keeps a template that
-# can fuse them next to ATen and charges ATen the separate epilogue kernel (selector/inductor/epilogue.py)
+# a GEMM feeding pointwise ops (decode-sized x @ W^T -> relu * r): with epilogue_fusion, verify
+# hands Inductor the epilogue's few (a fusing template + ATen, decide/policy.py's with_fusing_few),
+# Inductor's scheduler benchmarks the template fused with the epilogue against ATen + a separate
+# kernel, and its pick is cached (compat/multi_template.py): the recompile benchmarks nothing
 EPILOGUE_KEY = "mm:8x4096x4096:bf16:nt"
+FUSION_BENCHMARK = re.compile(r"fuse \(benchmark\)")  # the scheduler's fusion log: "can/cannot fuse (benchmark)"
 
 
 def _with_epilogue(x, w, r):
     return torch.relu(x @ w.t()) * r
 
 
-@pytest.fixture(scope="module")
-def epilogue_own(harness):
+class FusionLog(logging.Handler):
+    """Inductor's own fusion log (TORCH_LOGS=fusion), its benchmark lines."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list = []
+
+    def emit(self, record):
+        msg = record.getMessage()
+        if FUSION_BENCHMARK.search(msg):
+            self.lines.append(msg)
+
+
+def _compile_with_epilogue(harness, cache_dir: Path):
     g = torch.Generator(device="cuda").manual_seed(2)
     args = (
         _randn(g, torch.bfloat16, 8, 4096),
         _randn(g, torch.bfloat16, 4096, 4096),
         _randn(g, torch.bfloat16, 8, 4096),
     )
-    res = harness.compile("verify", _with_epilogue, args, k=K, epilogue_fusion=True)
-    return res, _with_epilogue(*[t.float() for t in args])
+    fusion = FusionLog()
+    logger = logging.getLogger("torch._inductor.scheduler.__fusion")
+    torch._logging.set_logs(fusion=True)
+    logger.addHandler(fusion)
+    try:
+        res = harness.compile("verify", _with_epilogue, args, k=K, epilogue_fusion=True, cache_dir=cache_dir)
+    finally:
+        logger.removeHandler(fusion)
+        torch._logging.set_logs()
+    return res, _with_epilogue(*[t.float() for t in args]), fusion.lines
 
 
-def test_verify_prices_the_epilogue_a_template_can_fuse(epilogue_own):
-    from kselect.selector.inductor.epilogue import EPILOGUE_KERNEL_MS
+@pytest.fixture(scope="module")
+def epilogue_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("epilogue-decisions")
 
-    res, want = epilogue_own
+
+@pytest.fixture(scope="module")
+def epilogue_first(harness, epilogue_dir):
+    return _compile_with_epilogue(harness, epilogue_dir)
+
+
+@pytest.fixture(scope="module")
+def epilogue_again(harness, epilogue_dir, epilogue_first):
+    return _compile_with_epilogue(harness, epilogue_dir)
+
+
+def test_verify_hands_inductor_the_epilogues_few(epilogue_first):
+    res, want, fusion_lines = epilogue_first
     assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
-    measured = _own_measurements(res, EPILOGUE_KEY)
-    assert measured, f"kselect measured nothing for {EPILOGUE_KEY}: {res.log}"
-    m = measured[-1]
-    fusing = [k for k in m["ms"] if k.startswith(("triton:mm", "triton:persistent_tma"))]
-    assert fusing and any(k.startswith("aten:") for k in m["ms"]), m
-    saving = m["epilogue_saving_ms"]
-    assert EPILOGUE_KERNEL_MS <= saving < 2 * EPILOGUE_KERNEL_MS, m  # 8 x 4096 outputs: ~the kernel
-    eff = {k: t + (0.0 if k in fusing else saving) for k, t in m["ms"].items() if t < float("inf")}
-    assert m["winner"] == min(eff, key=eff.get), m
+    choices = [kept for stage, _, kept in res.decisions(EPILOGUE_KEY) if stage == "choices"]
+    assert choices, res.describe(EPILOGUE_KEY)
+    kept = choices[-1]
+    assert len(kept) >= 2 and any(k.startswith("aten:") for k in kept), kept
+    assert any(k.startswith(("triton:mm", "triton:persistent_tma")) for k in kept), kept
+    # kselect timed nothing itself: Inductor benchmarked the few, then its scheduler the fused kernel
+    assert not _own_measurements(res, EPILOGUE_KEY), res.selector.measurements
+    assert res.benchmarked(EPILOGUE_KEY), res.describe(EPILOGUE_KEY)
+    assert fusion_lines, "Inductor's epilogue-fusion benchmark did not run"
+    assert res.stats["verified"] >= 1, res.stats  # the scheduler's pick was recorded
     got = res.outputs[0]
     assert got.dtype == torch.bfloat16 and relative_error(got, want) < TOL
+
+
+def test_the_fusion_pick_is_cached_and_the_recompile_benchmarks_nothing(epilogue_first, epilogue_again):
+    res, want, fusion_lines = epilogue_again
+    assert res.stats["decisions"] == 0 and res.stats["cache_hits"] >= 1, res.stats
+    assert not res.benchmarked(EPILOGUE_KEY) and fusion_lines == [], res.describe(EPILOGUE_KEY)
+    hits = res.hits(EPILOGUE_KEY)  # the templates stage's (the choices stage then sees one choice)
+    assert hits and all(len(kept) == 1 for _, kept in hits), res.describe(EPILOGUE_KEY)
+    assert relative_error(res.outputs[0], want) < TOL
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ Inductor surface it touches:
 - `inductor_settings`: installing a choices handler, the GEMM search space, multi-kernel hints;
 - `autotune`: select_algorithm's preprocessing and feedback callbacks, ATen's graph timing;
 - `signatures`: Inductor's input nodes -> a `Problem` and its cache-key fields;
-- `current_graph`: the graph being lowered (its GEMMs; whether the current GEMM feeds a pointwise epilogue);
+- `current_graph`: the graph being lowered (its GEMMs; the current GEMM's epilogue);
+- `multi_template`: Inductor's deferred choice on GPUs (the multi-template buffer) and the
+  scheduler's pick after its epilogue-fusion benchmark;
 - `compile_pool`, `dynamo_callbacks`, `lookup_table`: Inductor's compile workers, Dynamo's compile
   start, Inductor's template lookup table.
 """

@@ -1,0 +1,203 @@
+"""Labels for a GEMM with its epilogue, timed as Inductor compiles them.
+
+Why: the collector times bare GEMMs, but what a user runs is the GEMM and its pointwise
+epilogue as Inductor compiles them -- a template with the epilogue fused into its store, or
+ATen followed by the epilogue as its own kernel (selector/inductor/epilogue.py). The label of a
+GEMM with an epilogue is the fused template's time against ATen plus the separate kernel.
+
+How: for each candidate, one max-autotune compile of the whole function (GEMM + epilogue) in
+which kselect pins that candidate (predict mode over a ranker that scores it alone first), so
+Inductor generates that choice and its scheduler fuses what it would fuse. The compiled
+function is checked against eager, then timed whole (CUDA events on a GPU, the wall clock on the
+CPU). The record also says what Inductor made of the epilogue: on the CPU its own
+`cpp_epilogue_fusion_counter`, everywhere the kernels it generated. Nothing here re-implements
+a kernel or a fusion: it is Inductor's compile, pinned to one choice.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from kselect.kernels.candidate import Candidate
+
+
+@dataclass
+class EpilogueTiming:
+    """One candidate's compile of the function: its time, what Inductor fused, or why not run."""
+
+    candidate: str
+    ms: float = float("nan")
+    fused: bool | None = None  # the epilogue went into the GEMM's kernel (CPU: Inductor's counter)
+    kernels: int = 0  # kernels Inductor generated for the function (ATen's call not among them)
+    epilogue: dict = field(default_factory=dict)  # the GEMM's epilogue as kselect read it
+    error: str = ""
+
+
+class PinnedRanker:
+    """Scores one candidate ahead of all others (a measured-time ranker's scale, taken at its
+    word); remembers the epilogue of the GEMM it was asked about, read during the lowering."""
+
+    log_time_scores = True
+
+    def __init__(self, key: str):
+        self.key, self.ident = key, f"pinned:{key}"
+        self.seen_keys: list[str] = []
+        self.epilogue: dict = {}
+
+    def rank(self, problem, candidates: Sequence[Candidate]) -> np.ndarray:
+        from kselect.selector.inductor.compat import current_graph
+
+        self.seen_keys = [c.key for c in candidates]
+        self.epilogue = current_graph.current_epilogue().as_dict()
+        return np.array([0.0 if c.key == self.key else 1.0 for c in candidates])
+
+
+def _time_ms(fn: Callable, args, device_type: str, repeats: int, warmup: int) -> float:
+    """The median of `repeats` timed calls after `warmup` untimed ones."""
+    import torch
+
+    for _ in range(warmup):
+        fn(*args)
+    times = []
+    for _ in range(repeats):
+        if device_type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn(*args)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def time_pinned(
+    fn: Callable,
+    args: tuple,
+    candidate: str,
+    device_type: str,
+    *,
+    repeats: int = 50,
+    warmup: int = 5,
+    rtol: float = 2e-2,
+    atol: float = 2e-2,
+    inductor_config: dict | None = None,
+) -> EpilogueTiming:
+    """Compile fn(*args) under max-autotune with `candidate` (a Candidate key) pinned for its GEMM,
+    check it against eager and time it. A candidate Inductor does not offer, or a compile that
+    fails or disagrees with eager, comes back with `error` set (never raised)."""
+    import torch
+    from torch._dynamo.utils import counters
+    from torch._inductor import metrics
+
+    from kselect.selector.inductor import lifecycle
+
+    ranker = PinnedRanker(candidate)
+    out = EpilogueTiming(candidate)
+    torch._dynamo.reset()
+    counters.clear()
+    metrics.reset()
+    patch = {"max_autotune": True, "force_disable_caches": True, **(inductor_config or {})}
+    # kselect's own space (EXHAUSTIVE, as verify's few come from): the pinned config is generated
+    sel = lifecycle.enable("predict", ranker=ranker, search_space="EXHAUSTIVE")
+    try:
+        with torch._inductor.config.patch(patch), torch.no_grad():
+            compiled = torch.compile(fn)
+            got, want = compiled(*args), fn(*args)
+            kept = [k for d in sel.decisions for k in d["kept"]]
+            if candidate not in kept:
+                out.error = f"not among Inductor's choices {ranker.seen_keys}"
+                return out
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+            out.ms = _time_ms(compiled, args, device_type, repeats, warmup)
+    except Exception as exc:  # noqa: BLE001 -- one candidate's failure is its record, not the run's
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    finally:
+        lifecycle.disable()
+        torch._dynamo.reset()
+    out.epilogue = ranker.epilogue
+    out.kernels = int(metrics.generated_kernel_count)
+    if device_type == "cpu":
+        out.fused = counters["inductor"]["cpp_epilogue_fusion_counter"] > 0
+    return out
+
+
+def epilogue_label(timings: Sequence[EpilogueTiming]) -> dict:
+    """The label of one GEMM + epilogue: the fastest template compile (epilogue fused where
+    Inductor fused it) against the fastest ATen compile (the epilogue its own kernel), and
+    their ratio (< 1: the fused template wins the step)."""
+    ran = [t for t in timings if not t.error and np.isfinite(t.ms)]
+    aten = [t for t in ran if t.candidate.startswith("aten:")]
+    templates = [t for t in ran if not t.candidate.startswith("aten:")]
+    best_aten = min(aten, key=lambda t: t.ms) if aten else None
+    best_template = min(templates, key=lambda t: t.ms) if templates else None
+    label = {
+        "aten_separate_ms": best_aten.ms if best_aten else None,
+        "aten": best_aten.candidate if best_aten else None,
+        "template_fused_ms": best_template.ms if best_template else None,
+        "template": best_template.candidate if best_template else None,
+        "template_fused": best_template.fused if best_template else None,
+    }
+    label["ratio"] = label["template_fused_ms"] / label["aten_separate_ms"] if best_aten and best_template else None
+    return label
+
+
+def handover_vs_pinned(fn: Callable, args: tuple, device_type: str, *, repeats: int = 50, **enable_kwargs) -> dict:
+    """The two ways to let the decision see the fused time, on one GEMM + epilogue function:
+    `handover` -- one compile with kselect verify and epilogue_fusion on (Inductor's epilogue
+    benchmark picks among kselect's few); `pinned` -- that same few compiled and timed one by one
+    (time_pinned: kselect timing the fused forms itself). Each side's wall seconds to its pick
+    and its pick's step time (the handover's pick as verify cached it, from a fresh cache)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from kselect.selector.inductor import lifecycle
+
+    torch._dynamo.reset()
+    cache_dir = Path(tempfile.mkdtemp(prefix="kselect-handover-"))
+    t0 = time.perf_counter()
+    sel = lifecycle.enable("verify", epilogue_fusion=True, cache_dir=str(cache_dir), **enable_kwargs)
+    try:
+        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True), torch.no_grad():
+            compiled = torch.compile(fn)
+            torch.testing.assert_close(compiled(*args), fn(*args), rtol=2e-2, atol=2e-2)
+            handover_s = time.perf_counter() - t0
+            handover_ms = _time_ms(compiled, args, device_type, repeats, 5)
+        few = [d["kept"] for d in sel.decisions if d["stage"] == "choices"] or [
+            d["kept"] for d in sel.decisions if d["stage"] == "templates"
+        ]
+    finally:
+        lifecycle.disable()
+        torch._dynamo.reset()
+    kept = few[-1] if few else []
+    sel.cache.flush()
+    entries = [json.loads(p.read_text()) for p in cache_dir.rglob("*.json")]
+    picked = [e["kept"] for e in entries if e["key_fields"].get("verified") and e["key_fields"].get("epilogue")]
+    t1 = time.perf_counter()
+    pinned = [time_pinned(fn, args, key, device_type, repeats=repeats) for key in kept]
+    pinned_s = time.perf_counter() - t1
+    ran = [t for t in pinned if not t.error]
+    best = min(ran, key=lambda t: t.ms) if ran else None
+    return {
+        "few": kept,
+        "handover": {"seconds": handover_s, "step_ms": handover_ms, "picks": picked},
+        "pinned": {
+            "seconds": pinned_s,
+            "step_ms": best.ms if best else None,
+            "pick": best.candidate if best else None,
+            "records": [t.__dict__ for t in pinned],
+        },
+        "epilogue": ran[0].epilogue if ran else {},
+    }
