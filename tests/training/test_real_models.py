@@ -5,7 +5,8 @@ On the CPU kselect decides a frozen Linear between ATen/MKL and Inductor's C++ m
 templates; the ranker here prefers the templates, so kselect's picks (not only ATen) run in
 the compiled models. Tolerances: fp32 1e-4 relative norm; the bf16 MoE 2e-2, or PyTorch's
 half-precision rule against an fp32 copy (e2e_worker.judge). Cold CPU compiles cost 10-40 s
-each here (C++ kernels), so each model compiles once, in one mode: transformers' Llama in
+each here (C++ kernels, and verify's measured C++ templates: k = 1), so each model compiles
+once, in one mode: transformers' Llama in
 verify, the MoE in predict, the MLPs' training step in verify, torchtitan's in the bench's
 own worker with KSELECT_MODE=verify in its environment (the path its users take).
 """
@@ -49,14 +50,14 @@ def transformers():
     return pytest.importorskip("transformers", reason="the [models] extra (transformers) is not installed")
 
 
-def _compiled_case(tmp_path, name, workload, dtype, mode, caplog, **config):
-    """Build `name`'s case, enable kselect `mode` with the template-first ranker, run the
-    worker's own check and timing; (result dict, selector)."""
+def _compiled_case(tmp_path, name, workload, dtype, mode, caplog, k=1, **config):
+    """Build `name`'s case, enable kselect `mode` with the template-first ranker (verify: the
+    top `k` + ATen measured), run the worker's own check and timing; (result dict, selector)."""
     caplog.set_level(logging.INFO, logger="kselect.selector")
     spec = {**SPEC, "model": name, "workload": workload, "rtol": 2e-2 if dtype == torch.bfloat16 else 1e-4}
     with inductor_sandbox(tmp_path, GemmCounter(), **config):
         torch._dynamo.reset()
-        sel = ksi.enable(mode, ranker=PreferTemplates(), search_space=None)
+        sel = ksi.enable(mode, ranker=PreferTemplates(), search_space=None, k=k, min_k=1)
         _, case, _ = real_models.build_case(spec, torch.device("cpu"), dtype)
         res: dict = {}
         run = e2e_worker.run_train_case if workload == "train" else e2e_worker.run_inference_case
@@ -64,6 +65,7 @@ def _compiled_case(tmp_path, name, workload, dtype, mode, caplog, **config):
         return res, sel
 
 
+@pytest.mark.slow
 def test_hf_llama_decode_compiles_under_kselect_verify_and_matches_eager(transformers, tmp_path, caplog):
     res, sel = _compiled_case(tmp_path, "hf-llama-tiny", "decode", torch.float32, "verify", caplog, freezing=True)
     assert res["correctness"]["ok"] and res["correctness"]["rel_err"] < 1e-4, res["correctness"]
@@ -72,6 +74,7 @@ def test_hf_llama_decode_compiles_under_kselect_verify_and_matches_eager(transfo
     assert any(d["kept"][0].startswith("cpp:") for d in sel.decisions), sel.decisions
 
 
+@pytest.mark.slow
 def test_hf_moe_grouped_gemms_compile_with_kselect_left_to_stock(transformers, tmp_path, caplog):
     """transformers' Qwen3-MoE experts call torch._grouped_mm under torch.compile (bf16): the op
     gate hands them to stock Inductor, the model's Linears are still kselect's, and the
@@ -83,6 +86,7 @@ def test_hf_moe_grouped_gemms_compile_with_kselect_left_to_stock(transformers, t
     assert sel.stats["fallbacks"] == 0, sel.stats
 
 
+@pytest.mark.slow
 def test_mlp_training_steps_compile_under_kselect_verify_and_match_eager(tmp_path, caplog):
     for name in ("gpt2-mlp-tiny", "swiglu-mlp-tiny"):
         res, sel = _compiled_case(tmp_path / name, name, "train", torch.float32, "verify", caplog)
@@ -91,6 +95,7 @@ def test_mlp_training_steps_compile_under_kselect_verify_and_match_eager(tmp_pat
         assert res["step_ms"] > 0 and sel.stats["fallbacks"] == 0, (name, sel.stats)
 
 
+@pytest.mark.slow
 def test_titan_training_step_takes_kselect_from_the_environment(tmp_path):
     """torchtitan's training step, compiled by its apply_compile, in the bench's worker:
     kselect-verify's KSELECT_* settings reach it through the environment alone."""

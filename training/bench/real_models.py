@@ -59,15 +59,16 @@ def check_model(name: str, workloads, seq: int) -> None:
     """A clear error for a run this model cannot make: its workloads or its positions."""
     from kselect.training.bench.llama import preset
 
-    if name not in REAL_MODELS:
-        preset(name)  # raises for an unknown name, listing the known ones
-        return
-    model = REAL_MODELS[name]
-    other = [w for w in workloads if w not in model.workloads]
-    if other:
-        raise ValueError(f"model {name!r} runs {', '.join(model.workloads)} only, not {', '.join(other)}")
-    if seq + 1 > model.max_positions:
-        raise ValueError(f"--seq {seq} (+1 decode position) exceeds {name}'s max_positions {model.max_positions}")
+    if name in REAL_MODELS:
+        model = REAL_MODELS[name]
+        other = [w for w in workloads if w not in model.workloads]
+        if other:
+            raise ValueError(f"model {name!r} runs {', '.join(model.workloads)} only, not {', '.join(other)}")
+        max_positions = model.max_positions
+    else:
+        max_positions = preset(name).max_positions  # raises for an unknown name, listing the known ones
+    if seq + 1 > max_positions:
+        raise ValueError(f"--seq {seq} (+1 decode position) exceeds {name}'s max_positions {max_positions}")
 
 
 def default_workloads(name: str) -> str:
