@@ -24,6 +24,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from gpu_model import served_model  # noqa: E402
+
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.training.bench import e2e, e2e_worker, real_models  # noqa: E402
 from kselect.training.bench.common import GemmCounter  # noqa: E402
@@ -116,6 +118,27 @@ def test_titan_training_step_takes_kselect_from_the_environment(tmp_path):
     c = run["correctness"]
     assert c["ok"] and c["grad_rel_err"] < 1e-4 and c["loss_rel_err"] < 1e-4, c
     assert "stats" in run["kselect"], run["kselect"]  # a selector was installed, by KSELECT_MODE alone
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("workload", ["prefill", "decode"])
+def test_gpu_moe_compiles_under_kselect_verify_with_its_grouped_gemms_left_to_stock(
+    transformers, tmp_path, caplog, workload
+):
+    """On the GPU, with the served model: the bf16 Qwen3-MoE (a tiny config, its experts through
+    torch._grouped_mm) compiles under verify and matches eager; grouped_mm goes to stock."""
+    served_model()
+    caplog.set_level(logging.INFO, logger="kselect.selector")
+    spec = {**SPEC, "model": "hf-qwen3-moe-tiny", "workload": workload, "rtol": 2e-2, "batch": 4, "seq": 64}
+    with inductor_sandbox(tmp_path, GemmCounter()):
+        torch._dynamo.reset()
+        sel = ksi.enable("verify", cache_dir=str(tmp_path / "decisions"))
+        _, case, _ = real_models.build_case(spec, torch.device("cuda"), torch.bfloat16)
+        res: dict = {}
+        e2e_worker.run_inference_case(case, spec, res, lambda: None, torch.compile)
+    assert res["correctness"]["ok"], res["correctness"]
+    assert "kselect: grouped_mm is not modelled; stock autotuning" in caplog.text
+    assert sel.stats["decisions"] >= 1 and sel.stats["fallbacks"] == 0, sel.stats
 
 
 def test_real_models_name_their_workloads_wheels_and_environment():
