@@ -5,16 +5,40 @@ C[b] = op(A[b]) @ op(B[b]) with A of logical shape (M, K) and B of logical shape
 'n' = row-major (as logically shaped), 't' = stored transposed. So a Linear forward
 x @ W.T is "nt" (W is (N, K) row-major), its input gradient dY @ W is "nn", and its
 weight gradient dY.T @ X is "tn".
+
+`scaled_mm` is fp8 `torch._scaled_mm`: C = (A @ B) * scale_a * scale_b in `out_dtype`, with
+`scaling` "tensorwise" (one fp32 scale per operand) or "rowwise" (scale_a (M, 1), scale_b
+(1, N)); A row-major and B column-major ("nt"), as cuBLASLt and Inductor's lowering require.
+Its three fields default to empty/False, so every other problem (and its key) is as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-TORCH_DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
+DTYPE_BYTES = {
+    "bf16": 2,
+    "fp16": 2,
+    "fp32": 4,
+    "tf32": 4,
+    "fp8e4m3": 1,
+}  # tf32: fp32 operands, TF32 math (precision.py)
+TORCH_DTYPE_NAMES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "half": "fp16",
+    "float": "fp32",
+    "float8_e4m3fn": "fp8e4m3",
+}
 LAYOUTS = ("nn", "nt", "tn", "tt")
-OPS = ("mm", "addmm", "bmm")
+OPS = ("mm", "addmm", "bmm", "scaled_mm")
+# fp8 `_scaled_mm`: operand dtypes (e4m3fn only: e5m2 also reaches Inductor's lowering, but is
+# a gradient format, and cuBLASLt refuses e5m2 x e5m2), the output dtypes and scaling kinds
+# Inductor's Triton templates serve (blockwise and MX scales are not modelled).
+FP8_DTYPES = ("fp8e4m3",)
+SCALED_OUT_DTYPES = ("bf16", "fp16", "fp32")
+SCALINGS = ("tensorwise", "rowwise")
 
 
 class ProblemError(ValueError):
@@ -51,6 +75,9 @@ class Problem:
     op: str = "mm"
     batch: int = 1
     model: str = field(default="", compare=False, hash=False)
+    out_dtype: str = ""  # scaled_mm only: C's dtype
+    scaling: str = ""  # scaled_mm only: "tensorwise" | "rowwise"
+    fast_accum: bool = False  # scaled_mm only: use_fast_accum (fp8 partial sums on Hopper)
 
     def __post_init__(self):
         for name in ("M", "N", "K", "batch"):
@@ -67,10 +94,38 @@ class Problem:
             raise ProblemError(f"unknown op {self.op!r}: expected one of {OPS}")
         if self.op != "bmm" and self.batch != 1:
             raise ProblemError(f"batch={self.batch} needs op='bmm', got op={self.op!r}")
+        if self.op == "scaled_mm":
+            self._check_scaled()
+        elif self.dtype in FP8_DTYPES:
+            raise ProblemError(f"dtype {self.dtype} needs op='scaled_mm', got op={self.op!r}")
+        elif self.out_dtype or self.scaling or self.fast_accum:
+            raise ProblemError(f"out_dtype, scaling and fast_accum belong to op='scaled_mm', got op={self.op!r}")
+
+    def _check_scaled(self) -> None:
+        if self.dtype not in FP8_DTYPES:
+            raise ProblemError(f"scaled_mm needs fp8 operands {FP8_DTYPES}, got dtype {self.dtype!r}")
+        out = canonical_dtype(self.out_dtype or "bf16")
+        if out not in SCALED_OUT_DTYPES:
+            raise ProblemError(f"scaled_mm out_dtype must be one of {SCALED_OUT_DTYPES}, got {self.out_dtype!r}")
+        object.__setattr__(self, "out_dtype", out)
+        if self.scaling not in SCALINGS:
+            raise ProblemError(f"scaled_mm scaling must be one of {SCALINGS}, got {self.scaling!r}")
+        if self.layout != "nt":
+            raise ProblemError(f"scaled_mm needs layout 'nt' (A row-major, B column-major), got {self.layout!r}")
+        if not isinstance(self.fast_accum, bool):
+            flag = str(self.fast_accum).strip().lower()
+            if flag not in ("true", "false", "1", "0"):
+                raise ProblemError(f"fast_accum must be true or false, got {self.fast_accum!r}")
+            object.__setattr__(self, "fast_accum", flag in ("true", "1"))
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def out_dtype_bytes(self) -> int:
+        """Bytes per element of C: `out_dtype`'s for scaled_mm, else the operands'."""
+        return DTYPE_BYTES[self.out_dtype or self.dtype]
 
     @property
     def flops(self) -> float:
@@ -80,7 +135,10 @@ class Problem:
     def key(self) -> str:
         """Stable identity of the problem (the model tag is provenance, not identity)."""
         prefix = f"{self.op}" + (f"{self.batch}x" if self.op == "bmm" else "")
-        return f"{prefix}:{self.M}x{self.N}x{self.K}:{self.dtype}:{self.layout}"
+        key = f"{prefix}:{self.M}x{self.N}x{self.K}:{self.dtype}:{self.layout}"
+        if self.op == "scaled_mm":  # scaled_mm:MxNxK:fp8e4m3:nt:rowwise:bf16[:fast_accum]
+            key += f":{self.scaling}:{self.out_dtype}" + (":fast_accum" if self.fast_accum else "")
+        return key
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,7 +149,7 @@ class Problem:
         missing = {"M", "N", "K"} - set(fields)
         if missing:
             raise ProblemError(f"problem is missing {sorted(missing)}")
-        for k in ("dtype", "layout", "op", "batch", "model"):
+        for k in ("dtype", "layout", "op", "batch", "model", "out_dtype", "scaling", "fast_accum"):
             if k in d and d[k] is not None and d[k] == d[k]:  # skip None / NaN
                 fields[k] = d[k]
         return cls(**fields)

@@ -27,9 +27,9 @@ CPU_IDENTITY_KEYS = ("cpu", "threads")
 # Datasheet peaks used as features (leads, not measurements): dense tensor-core FLOP/s by
 # dtype and HBM bandwidth. Matched on a substring of the device name.
 DEVICE_PEAKS = {
-    "H200": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}, "mem_bandwidth_gbs": 4800.0},
-    "H100": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0}, "mem_bandwidth_gbs": 3350.0},
-    "A100": {"peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5}, "mem_bandwidth_gbs": 2039.0},
+    "H200": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "tf32": 494.7}, "mem_bandwidth_gbs": 4800.0},
+    "H100": {"peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "tf32": 494.7}, "mem_bandwidth_gbs": 3350.0},
+    "A100": {"peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5, "tf32": 156.0}, "mem_bandwidth_gbs": 2039.0},
     "MI300X": {"peak_tflops": {"bf16": 1307.0, "fp16": 1307.0, "fp32": 163.0}, "mem_bandwidth_gbs": 5300.0},
     "MI355X": {"peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 157.0}, "mem_bandwidth_gbs": 8000.0},
 }

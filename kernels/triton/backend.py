@@ -1,4 +1,5 @@
-"""Triton backend: Inductor's mm, persistent-TMA and decompose-k candidates on CUDA.
+"""Triton backend: Inductor's mm, persistent-TMA and decompose-k candidates on CUDA, and fp8
+`_scaled_mm`'s two scaled templates (scaled.py).
 
 Candidate space: `triton_space` (Inductor's own lists, clamping and dedup). Kernels:
 `kernels.py` (Inductor's algorithms with runtime sizes). A compiled kernel is keyed by
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from kselect.kernels.backend import Availability, Backend, CandidateError, register_backend
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton.space import TEMPLATES, triton_space
+from kselect.kernels.triton.scaled import SCALED_STRIDE_ARGS, scaled_launch_plan, scaled_runner, scaled_warmup
+from kselect.kernels.triton.space import SCALED_TEMPLATES, TEMPLATES, triton_space
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ STRIDE_ARGS = {
         "stride_cn",
     ),
     "persistent_tma": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
+    **SCALED_STRIDE_ARGS,
 }
 
 
@@ -81,14 +84,20 @@ class LaunchPlan:
     dtype: str
     stride_spec: tuple  # Triton's view of the strides, then of N and K (compile identity)
     k_split: int = 0
+    out_dtype: str = ""  # C's dtype where it differs from the operands' (scaled_mm)
 
     @property
     def compile_key(self) -> tuple:
-        return (self.template, self.constexprs, self.num_warps, self.num_stages, self.dtype, self.stride_spec)
+        key = (self.template, self.constexprs, self.num_warps, self.num_stages, self.dtype, self.stride_spec)
+        return key + (self.out_dtype,) if self.out_dtype else key
 
 
 def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchPlan:
     """Pure function: candidate + problem -> constexprs (EVEN_K, hints, TMA majors, ...)."""
+    if candidate.template in SCALED_TEMPLATES:
+        return scaled_launch_plan(candidate, problem, num_sms)
+    if problem.op == "scaled_mm":
+        raise CandidateError("compile", f"template {candidate.template!r} does not serve scaled_mm")
     if candidate.template not in TEMPLATES:
         raise CandidateError("compile", f"unknown Triton template {candidate.template!r}")
     strides = problem_strides(problem)
@@ -99,7 +108,9 @@ def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchP
         return LaunchPlan("decompose_k", (), 0, 0, problem.dtype, (), ks)
     kw = candidate.kwargs
     bm, bn, bk = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"]
-    allow_tf32 = problem.dtype == "fp32" and problem.M >= 16 and min(problem.N, problem.K) >= 512
+    # Inductor's rule (template_heuristics/triton.py): TF32 where torch allows it and the GEMM is
+    # at least 16 x min(N, K) >= 512; a "tf32" problem is one where torch allows it
+    allow_tf32 = problem.dtype == "tf32" and problem.M >= 16 and min(problem.N, problem.K) >= 512
     const = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": kw.get("GROUP_M", 8), "ALLOW_TF32": allow_tf32}
     if candidate.template == "mm":
         largest = max(problem.M * problem.K, problem.K * problem.N, problem.M * problem.N)
@@ -139,7 +150,7 @@ def _kernel_for(template: str):
 def _torch_dtype(name: str):
     import torch
 
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "tf32": torch.float32}[name]
 
 
 def _representative_stride(cls: int) -> int:
@@ -148,6 +159,8 @@ def _representative_stride(cls: int) -> int:
 
 def _warmup(plan: LaunchPlan) -> None:
     """Compile `plan` into Triton's cache without launching (dtypes stand in for tensors)."""
+    if plan.template in SCALED_TEMPLATES:
+        return scaled_warmup(plan)
     kernel = _kernel_for(plan.template)
     dt = _torch_dtype(plan.dtype)
     *strides, n_value, k_value = [_representative_stride(c) for c in plan.stride_spec]
@@ -205,7 +218,7 @@ def _ensure_tma_allocator() -> None:
 
 @register_backend("triton")
 class TritonBackend(Backend):
-    templates = TEMPLATES
+    templates = TEMPLATES + SCALED_TEMPLATES
 
     def __init__(self):
         self._compiled: dict[tuple, str | None] = {}  # compile_key -> None (ok) or error
@@ -304,6 +317,8 @@ class TritonBackend(Backend):
         import triton
 
         a, b, out = operands.a, operands.b, operands.out
+        if plan.template in SCALED_TEMPLATES:
+            return scaled_runner(plan, operands, _ensure_tma_allocator)
         if plan.template == "decompose_k":
             return self._decompose_k_runner(plan.k_split, a, b, out)
         M, K = a.shape[-2], a.shape[-1]

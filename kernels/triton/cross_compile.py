@@ -25,9 +25,10 @@ import tempfile
 import time
 
 from kselect.kernels.triton.backend import STRIDE_ARGS, LaunchPlan
+from kselect.kernels.triton.scaled import SCALED_STRIDE_ARGS, scaled_kernel
 
 _ARCH = re.compile(r"^sm_(\d+)$")
-_POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+_POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "tf32": "*fp32", "fp8e4m3": "*fp8e4nv"}
 WARM_UP_PLAN = LaunchPlan(
     "mm",
     (
@@ -64,13 +65,17 @@ def plan_source(plan: LaunchPlan):
 
     if plan.template not in STRIDE_ARGS:
         raise ValueError(f"template {plan.template!r} compiles no Triton kernel of ours")
-    fn = triton_kernels.mm_kernel if plan.template == "mm" else triton_kernels.persistent_tma_kernel
+    if plan.template in SCALED_STRIDE_ARGS:
+        fn = scaled_kernel(plan.template)
+    else:
+        fn = triton_kernels.mm_kernel if plan.template == "mm" else triton_kernels.persistent_tma_kernel
+    pointers = {"A": plan.dtype, "B": plan.dtype, "C": plan.out_dtype or plan.dtype, "SA": "fp32", "SB": "fp32"}
     *stride_classes, n_class, k_class = plan.stride_spec
     ints = dict(zip(STRIDE_ARGS[plan.template], stride_classes), N=n_class, K=k_class)
     signature, constexprs, attrs = {}, {}, {}
     for index, name in enumerate(fn.arg_names):
-        if name in ("A", "B", "C"):
-            signature[name] = _POINTER[plan.dtype]
+        if name in pointers:
+            signature[name] = _POINTER[pointers[name]]
             attrs[(index,)] = [["tt.divisibility", 16]]  # torch allocations are 16-byte aligned
         elif name == "M":
             signature[name] = "i32"  # do_not_specialize
@@ -191,6 +196,7 @@ def plan_to_dict(plan: LaunchPlan) -> dict:
         "num_stages": plan.num_stages,
         "dtype": plan.dtype,
         "stride_spec": list(plan.stride_spec),
+        **({"out_dtype": plan.out_dtype} if plan.out_dtype else {}),
     }
 
 
@@ -202,6 +208,7 @@ def plan_from_dict(d: dict) -> LaunchPlan:
         int(d["num_stages"]),
         d["dtype"],
         tuple(int(c) for c in d["stride_spec"]),
+        out_dtype=d.get("out_dtype", ""),
     )
 
 

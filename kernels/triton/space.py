@@ -16,6 +16,15 @@ K >= 32*N; mm and persistent TMA only when NOT (K >= 64*M and K >= 64*N) -- in
 EXHAUSTIVE too, because Inductor compares the search space to the lower-case
 "exhaustive" there; persistent TMA only for 2-D operands with 16-byte aligned strides.
 `tests/kernels/test_triton_space.py` checks this module against Inductor's own generator.
+
+fp8 `_scaled_mm` (`kernel/mm.py: tuned_scaled_mm`, tensorwise and rowwise scales) gets two
+Triton templates, the same steps over other lists (`template_heuristics/triton.py`):
+`scaled_mm` (`triton::mm` with the scale epilogue: `scaled_mm_configs`, base BLOCK_K >= 32, and
+none where K <= 16) and `scaled_persistent_tma` (`scaled_mm_device_tma_epilogue_scaling`:
+`scaled_persistent_mm_configs`, base BLOCK_K >= 32 and num_warps != 2, only where A and B are
+TMA-compatible: K % 16 == 0 and K >= 32 for 1-byte operands); EXHAUSTIVE gives both the shared
+exhaustive list under the same base filters. No decompose-k. tests/kernels/test_scaled_space.py
+checks this against Inductor's scaled heuristics.
 """
 
 from __future__ import annotations
@@ -29,6 +38,16 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 
 TEMPLATES = ("mm", "persistent_tma", "decompose_k")
+SCALED_TEMPLATES = ("scaled_persistent_tma", "scaled_mm")  # in tuned_scaled_mm's order
+# template -> Inductor's DEFAULT config list (CUDAConfigHeuristic attribute)
+_DEFAULT_LISTS = {
+    "mm": "mm_configs",
+    "persistent_tma": "persistent_mm_configs",
+    "scaled_mm": "scaled_mm_configs",
+    "scaled_persistent_tma": "scaled_persistent_mm_configs",
+}
+SCALED_MIN_K = 17  # the scaled mm template's `_valid`: none where K <= 16
+FP8_TMA_MIN_INNER = 32  # can_use_tma: a 1-byte operand's inner dim is at least 32
 DECOMPOSE_K_THRESHOLD = 32
 DECOMPOSE_K_MAX_SPLITS_DEFAULT = 10
 TMA_ALIGNMENT_BYTES = 16
@@ -44,12 +63,11 @@ def inductor_base_configs(template: str, search_space: str) -> tuple[tuple[int, 
     from torch._inductor.template_heuristics.triton import CUDAConfigHeuristic
 
     heur = CUDAConfigHeuristic()
-    if search_space == "exhaustive":
-        configs = heur.exhaustive_configs
-    elif template == "persistent_tma":
-        configs = heur.persistent_mm_configs
-    else:
-        configs = heur.mm_configs
+    configs = heur.exhaustive_configs if search_space == "exhaustive" else getattr(heur, _DEFAULT_LISTS[template])
+    if template in SCALED_TEMPLATES:  # the scaled heuristics' _filter_configs, before clamping
+        configs = [c for c in configs if c.block_k >= 32]
+        if template == "scaled_persistent_tma":
+            configs = [c for c in configs if c.num_warps != 2]
     return tuple(
         (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, getattr(c, "group_m", None) or 8) for c in configs
     )
@@ -70,6 +88,12 @@ def tma_compatible(problem: Problem) -> bool:
     a_inner = problem.M if problem.layout[0] == "t" else problem.K
     b_inner = problem.K if problem.layout[1] == "t" else problem.N
     return (a_inner * b) % TMA_ALIGNMENT_BYTES == 0 and (b_inner * b) % TMA_ALIGNMENT_BYTES == 0
+
+
+def scaled_tma_compatible(problem: Problem) -> bool:
+    """can_use_tma for _scaled_mm's operands: A (M, K) and B stored (N, K), both K-contiguous
+    fp8, so K bytes 16-aligned and K >= 32."""
+    return problem.op == "scaled_mm" and problem.K % TMA_ALIGNMENT_BYTES == 0 and problem.K >= FP8_TMA_MIN_INNER
 
 
 def uses_decompose_k(problem: Problem, threshold_multiple: int = 1) -> bool:
@@ -179,9 +203,13 @@ def template_space(problem: Problem, template: str, search_space: str = "exhaust
         return _decompose_k_space(problem.M, problem.N, problem.K, space)
     if template == "persistent_tma" and not tma_compatible(problem):
         return ()
-    if template in ("mm", "persistent_tma"):
+    if template == "scaled_persistent_tma" and not scaled_tma_compatible(problem):
+        return ()
+    if template == "scaled_mm" and problem.K < SCALED_MIN_K:
+        return ()
+    if template in ("mm", "persistent_tma", *SCALED_TEMPLATES):
         return _size_class_tiles(problem, template, space)
-    raise BackendError(f"no Triton space for template {template!r}: expected one of {TEMPLATES}")
+    raise BackendError(f"no Triton space for template {template!r}: expected one of {TEMPLATES + SCALED_TEMPLATES}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -196,6 +224,8 @@ def triton_space(
 ) -> list[Candidate]:
     """All Triton candidates Inductor would build for `problem`, template by template."""
     space = _check_space(search_space)
+    if problem.op == "scaled_mm":
+        return [c for t in SCALED_TEMPLATES for c in template_space(problem, t, space)]
     out: list[Candidate] = []
     if "decompose_k" in templates and uses_decompose_k(problem):
         out += template_space(problem, "decompose_k", space)

@@ -22,6 +22,7 @@ import threading
 from typing import Callable
 
 from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
+from kselect.kernels.precision import gemm_dtype
 from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.warn import inform_once
@@ -128,6 +129,15 @@ def choices_kind(choices) -> str:
     return "+".join(sorted(kinds)) if kinds else "unidentified op"
 
 
+def _gemm_dtype_name(dtype, device):
+    """kselect's name for an input's dtype ("tf32" for fp32 on CUDA in TF32), or the dtype as
+    torch names it where kselect has no name for it (int8, fp8: never modelled)."""
+    try:
+        return gemm_dtype(dtype, device)
+    except ValueError:
+        return dtype
+
+
 def dtype_name(dtype) -> str:
     name = str(dtype).replace("torch.", "")
     return TORCH_DTYPE_NAMES.get(name, name)
@@ -176,7 +186,7 @@ class OpGate:
                 return None
 
         try:
-            dtypes = [n.get_dtype() for n in nodes] if kind in MODELLED else []
+            dtypes = [_gemm_dtype_name(n.get_dtype(), n.get_device()) for n in nodes] if kind in MODELLED else []
         except (AttributeError, NotImplementedError):  # an input without a dtype: read as before
             dtypes = []
         why = unmodelled(kind, dtypes, ranker_dtypes)

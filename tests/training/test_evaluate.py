@@ -336,3 +336,27 @@ def test_progress_counts_every_held_out_fit_and_cross_validation_fit():
     total = heard[0][2]
     assert total == 3 * 4  # 3 folds x (ours + 3 baselines)
     assert [d for _, d, _ in heard] == list(range(1, total + 1))
+
+
+def test_a_model_trained_on_several_dtypes_says_so_and_its_ranker_decides_them(tmp_path):
+    """Catches: a model trained on bf16 and tf32 rows recorded as bf16-only (the selector would
+    refuse its tf32 GEMMs), or a bf16-only card changed."""
+    from kselect.selector.decide.rankers import CostModelRanker
+    from kselect.training.learn.train import train
+
+    df = synthetic_dataset(n_shapes=8, n_oracle=1, sample=30)
+    grid = ({"max_depth": 3, "learning_rate": 0.3, "n_estimators": 5, "min_child_weight": 1.0},)
+    kw = dict(objective="rank:pairwise", cv_folds=0, grid=grid, nthread=1, log=lambda m: None)
+    _, bf16_card = train(df, FINGERPRINT, **kw)
+    assert "dtypes" not in bf16_card
+    keys = sorted(df["problem_key"].unique())[::2]
+    mixed = df.copy()
+    mixed.loc[mixed["problem_key"].isin(keys), "dtype"] = "tf32"
+    mixed["problem_key"] = [k.replace(":bf16:", ":tf32:") if k in keys else k for k in mixed["problem_key"]]
+    model, card = train(mixed, FINGERPRINT, **kw)
+    assert card["dtypes"] == ["bf16", "tf32"]
+    path = tmp_path / "m.json"
+    model.save(path, {"training": card, "fingerprint": FINGERPRINT})
+    from kselect.selector.model.cost_model import CostModel
+
+    assert CostModelRanker(CostModel.load(path), FINGERPRINT).dtypes == ("bf16", "tf32")

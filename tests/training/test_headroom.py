@@ -108,6 +108,27 @@ def test_capture_by_hand():
     assert r["aten_plus_k"][2]["alignment"]["unaligned"]["shapes"] == 0
 
 
+def test_one_model_over_several_dtypes_reports_each_dtypes_capture():
+    """Catches: dtypes pooled into one capture (a model that wins on bf16 and loses on tf32
+    reads as fine), or a single-dtype report changed by the split."""
+    shapes, cost = toy()
+    assert "dtypes" not in ranker_curves(shapes, cost, ks=(1,))["aten_plus_k"][1]  # one dtype: as before
+    frame = shapes.rows.copy()
+    frame.loc[frame["problem_key"] == "b", "dtype"] = "tf32"  # b is a tf32 GEMM of the same size
+    mixed = ShapeSet.from_frame(conform(frame), default_keys=lambda r: {"t3", "u2", "w1"})
+    split = ranker_curves(mixed, cost, ks=(2,))["aten_plus_k"][2]
+    by_dtype = split["dtypes"]
+    assert sorted(by_dtype) == ["bf16", "tf32"]
+    assert by_dtype["bf16"]["shapes"] == 2 and by_dtype["tf32"]["shapes"] == 1  # realistic only
+    assert by_dtype["bf16"]["capture"] == pytest.approx(math.log(1 / 0.6) / math.log(2.0))  # a; d has none
+    assert by_dtype["tf32"]["capture"] == pytest.approx(1.0)  # b: u1 found
+    from kselect.training.learn.headroom_report import dtype_lines
+
+    table = "\n".join(dtype_lines({"policies": {}, "fixed": fixed_selections(mixed)}))
+    assert "| bf16 | 2 |" in table and "| tf32 | 1 |" in table
+    assert dtype_lines({"policies": {}, "fixed": fixed_selections(shapes)}) == []
+
+
 def test_without_the_family_rule_the_second_template_is_t1():
     shapes, cost = toy()
     assert templates_plus_aten(shapes, cost, 2, one_per_family=False)[0] == pytest.approx(0.5)

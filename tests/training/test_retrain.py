@@ -86,6 +86,32 @@ def test_a_directory_started_with_other_settings_is_refused(tmp_path):
         run(_plan(tmp_path), log=lambda m: None, collect_fn=SyntheticGpu())
 
 
+def test_dtypes_are_dealt_over_the_same_shapes_and_bf16_alone_is_unchanged(tmp_path):
+    """Catches: several dtypes drawing other shapes than bf16 alone would (the same workloads,
+    sampled, is the point); an IEEE fp32 shape of minutes per candidate let in; a run directory
+    recorded before --dtypes existed refused on resume; a bad dtype named late."""
+    from kselect.training.learn.retrain import MAX_FP32_FLOPS, choose_shapes
+
+    alone, _ = choose_shapes(0, 40, 0)
+    mixed, _ = choose_shapes(0, 40, 0, ["bf16", "fp16", "tf32", "fp32"])
+    assert {p.dtype for p in alone} == {"bf16"}
+    assert {p.dtype for p in mixed} == {"bf16", "fp16", "tf32", "fp32"}
+    assert [p.key for p in alone[:5]] == [p.key for p in choose_shapes(0, 5, 0)[0]]
+    assert all(p.flops <= MAX_FP32_FLOPS for p in mixed if p.dtype == "fp32")
+    same = {(p.M, p.N, p.K, p.op, p.layout) for p in alone}
+    assert [p for p in mixed if p.dtype == "bf16"][0] in alone  # bf16 keeps its first shape
+    assert len(same & {(p.M, p.N, p.K, p.op, p.layout) for p in mixed}) >= 10  # the same workloads
+    old = {**_plan(tmp_path).__dict__}
+    old.pop("dtypes")  # a state file written before --dtypes
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "retrain.json").write_text(json.dumps(old))
+    from kselect.training.learn.retrain import load_or_start
+
+    assert load_or_start(_plan(tmp_path)).dtypes == ["bf16"]
+    with pytest.raises(RetrainError, match="dtypes.*int4"):
+        RetrainPlan(out="x", dtypes=["bf16", "int4"])
+
+
 def test_bad_budget_is_named():
     with pytest.raises(RetrainError, match="gpu-minutes"):
         RetrainPlan(out="x", gpu_minutes=0)

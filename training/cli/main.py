@@ -22,6 +22,14 @@ SUBCOMMANDS = {
     ),
     "shapes": ("kselect.training.cli.shapes", "list or export the named GEMM workload sets"),
     "collect": ("kselect.training.cli.collect", "measure every candidate of every shape on a GPU"),
+    "collect-grouped": (
+        "kselect.training.cli.collect_grouped",
+        "measure Inductor's grouped-mm choices on MoE expert layers",
+    ),
+    "grouped-eval": (
+        "kselect.training.cli.grouped_eval",
+        "fit the grouped-GEMM model; score its picks on unseen MoE shapes",
+    ),
     "dataset": ("kselect.training.cli.dataset", "summarise, validate and compact a measured dataset"),
     "retime": ("kselect.training.cli.retime", "re-time a dataset's best candidates as Inductor's own kernels"),
     "faithfulness": (

@@ -20,6 +20,12 @@ def add_parser(sub) -> None:
     p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds of the evaluation")
     p.add_argument("--cv-folds", type=int, default=5, help="training's folds for objective and hyper-parameters")
     p.add_argument("--name", default="model", help="model file name inside --out (name.json, .meta.json, .md)")
+    p.add_argument(
+        "--dtypes",
+        default="bf16",
+        help="comma-separated dtypes the shapes are dealt to in turn (bf16, fp16, fp32, tf32: fp32 "
+        "operands multiplied in TF32); one model holds them all (default bf16)",
+    )
     add_ray_args(p)
     p.set_defaults(func=main)
 
@@ -35,6 +41,7 @@ def main(args) -> int:
         folds=args.folds,
         cv_folds=args.cv_folds,
         name=args.name,
+        dtypes=[d.strip() for d in args.dtypes.split(",") if d.strip()],
     )
     console = Console.of(args)
     # on Ray the collection stages leave compaction to the pipeline's own stage

@@ -80,7 +80,13 @@ COLUMNS: dict[str, str] = {
     "fingerprint_id": "string",
     "worker": "string",
     "collected_at": "float64",
+    # fp8 scaled_mm's problem fields (Problem.out_dtype, scaling, fast_accum); added after
+    # schema 1 was written, so a file without them reads with their defaults ("", "", False)
+    "out_dtype": "string",
+    "scaling": "string",
+    "fast_accum": "bool",
 }
+ADDED_COLUMNS = {"out_dtype": "", "scaling": "", "fast_accum": False}
 KEY = ["problem_key", "candidate_key"]
 
 
@@ -110,11 +116,18 @@ def row_problem(row) -> Problem:
         str(row["op"]),
         int(row["batch"]),
         str(row["model"]),
+        str(row.get("out_dtype", "") or ""),
+        str(row.get("scaling", "") or ""),
+        bool(row.get("fast_accum", False)),
     )
 
 
 def conform(df: pd.DataFrame) -> pd.DataFrame:
-    """Exactly the schema's columns and dtypes; a missing column is an error naming it."""
+    """Exactly the schema's columns and dtypes; a missing column is an error naming it (the
+    ADDED_COLUMNS of files written before them read as their defaults)."""
+    absent = {c: v for c, v in ADDED_COLUMNS.items() if c not in df.columns}
+    if absent:
+        df = df.assign(**absent)
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise DatasetError(f"rows are missing column(s) {missing}")
@@ -233,10 +246,12 @@ class DatasetDir:
         """Just `columns` of a file that has the whole schema (far cheaper than a full read)."""
         try:
             pf = pq.ParquetFile(path)
-            missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
+            names = pf.schema_arrow.names
+            missing = [c for c in COLUMNS if c not in names and c not in ADDED_COLUMNS]
             if missing:
                 raise DatasetError(f"rows are missing column(s) {missing}")
-            return pf.read(columns=columns).to_pandas()
+            df = pf.read(columns=[c for c in columns if c in names]).to_pandas()
+            return df.assign(**{c: ADDED_COLUMNS[c] for c in columns if c not in names})
         except DatasetError:
             raise
         except Exception as exc:  # pyarrow raises many types for a damaged file

@@ -56,7 +56,16 @@ def shape_table(shapes: ShapeSet) -> dict:
     b_ld = np.where(np.char.endswith(layout.astype(str), "t"), K, N)
     aligned = ((a_ld * eb) % 16 == 0) & ((b_ld * eb) % 16 == 0) & ((N * eb) % 16 == 0)
     m_class = np.select([M <= hi for _, _, hi in M_CLASSES], np.arange(len(M_CLASSES)))
-    return {"M": M, "N": N, "K": K, "decision_free": (M == 1) | padded, "m_class": m_class, "aligned": aligned}
+    dtype = first["dtype"].astype(str).to_numpy()
+    return {
+        "M": M,
+        "N": N,
+        "K": K,
+        "decision_free": (M == 1) | padded,
+        "m_class": m_class,
+        "aligned": aligned,
+        "dtype": dtype,
+    }
 
 
 def headroom(shapes: ShapeSet) -> np.ndarray:
@@ -158,6 +167,9 @@ def split_stats(shapes: ShapeSet, pick: np.ndarray, table: Mapping | None = None
     }
     for i, (name, _, _) in enumerate(M_CLASSES):
         out["classes"][name] = on(real & (table["m_class"] == i))
+    dtypes = np.unique(table["dtype"])
+    if len(dtypes) > 1:  # one model over several dtypes: each dtype's capture apart
+        out["dtypes"] = {str(d): on(real & (table["dtype"] == d)) for d in dtypes}
     return out
 
 

@@ -125,6 +125,20 @@ def top_headroom_rows(
     return out
 
 
+def dtype_lines(det: dict) -> list[str]:
+    """Per dtype, when one model holds several: the policies' and DEFAULT's capture."""
+    pol = det.get("policies", {})
+    default = det["fixed"]["default_idealised"].get("dtypes")
+    if not default:
+        return []
+    lines = ["", "Per dtype (realistic shapes):", "", "| dtype | shapes | verify | predict | DEFAULT idealised |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for dtype, d in default.items():
+        v, p = (pol.get(m, {}).get("dtypes", {}).get(dtype, {}).get("capture") for m in ("verify", "predict"))
+        lines.append(f"| {dtype} | {d['shapes']} | {_cap(v)} | {_cap(p)} | {_cap(d['capture'])} |")
+    return lines
+
+
 def render_headroom(result: dict, rows: list[dict]) -> str:
     """Markdown: capture tables (realistic, classes, decision-free, spread) and the top-20 table."""
     hc = result["headroom_capture"]["family"]
@@ -190,6 +204,7 @@ def render_headroom(result: dict, rows: list[dict]) -> str:
         v = det.get("policies", {}).get("verify", {}).get("classes", {}).get(cls, {}).get("capture")
         d = det["fixed"]["default_idealised"]["classes"][cls]["capture"]
         lines.append(f"| {cls} | {sc['classes'][cls]['shapes']} | " + " | ".join(cells) + f" | {_cap(v)} | {_cap(d)} |")
+    lines += dtype_lines(det)
     lines += [
         "",
         f"Decision-free shapes ({df['shapes']}), apart: cost model ATen + k "

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
-from kselect.kernels.problem import Problem
+from kselect.kernels.problem import Problem, canonical_dtype
 from kselect.training.workloads.shapes import (
     MODELS,
     backward_shapes,
@@ -33,6 +33,7 @@ STAGES = ("shapes", "collect-sample", "collect-full", "compact", "probe-aten", "
 STATE_FILE = "retrain.json"
 # Share of the GPU budget for the sampled shapes; the rest measures whole spaces.
 SAMPLE_SHARE = 0.7
+MAX_FP32_FLOPS = 2e11  # an IEEE fp32 shape above this costs too long per candidate
 # CPU estimates for the ETA, per 1,000 dataset rows on 2 cores (reports/2026-12-05-cost-model-h200-bf16).
 TRAIN_S_PER_K_ROWS = 1.2
 EVALUATE_S_PER_K_ROWS = 1.8
@@ -54,6 +55,7 @@ class RetrainPlan:
     folds: int = 5  # evaluation: GroupKFold-by-shape folds
     cv_folds: int = 5  # training: folds choosing objective and hyper-parameters (0: none)
     name: str = "model"
+    dtypes: list = field(default_factory=lambda: ["bf16"])  # the shapes' dtypes, dealt in turn
     done: dict = field(default_factory=dict)  # stage -> {"seconds": ..., ...}
 
     def __post_init__(self):
@@ -61,6 +63,12 @@ class RetrainPlan:
             raise RetrainError(f"--gpu-minutes must be > 0, got {self.gpu_minutes}")
         if self.sample_shapes < 2 or self.full_shapes < 0:
             raise RetrainError("need >= 2 sampled shapes and >= 0 whole-space shapes")
+        try:
+            self.dtypes = [canonical_dtype(d) for d in self.dtypes]
+        except ValueError as exc:
+            raise RetrainError(f"--dtypes: {exc}") from None
+        if not self.dtypes or len(set(self.dtypes)) != len(self.dtypes):
+            raise RetrainError(f"--dtypes must name each dtype once, got {self.dtypes}")
 
     @property
     def root(self) -> Path:
@@ -82,17 +90,22 @@ class RetrainPlan:
         return d
 
 
-def choose_shapes(seed: int, n_sample: int, n_full: int) -> tuple[list[Problem], list[Problem]]:
+def choose_shapes(
+    seed: int, n_sample: int, n_full: int, dtypes: Sequence[str] = ("bf16",)
+) -> tuple[list[Problem], list[Problem]]:
     """Seeded shapes for a new GPU: `n_sample` from every family's forward and backward GEMMs
     and log-uniform random ones (measured over a sample of each space), and `n_full` with
-    M <= 256 whose whole space is small enough to measure in full."""
+    M <= 256 whose whole space is small enough to measure in full. With several `dtypes` the
+    shuffled pool's shapes are dealt to them in turn (bf16 alone: the shapes as before)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     pool = dedup([p for m in MODELS for p in forward_shapes(m) + backward_shapes(m)] + random_shapes(200, seed))
     pool = [p for p in pool if p.flops <= 2e12]  # the largest backward shapes cost minutes each
     order = rng.permutation(len(pool))
-    picked = [pool[i] for i in order]
+    picked = [replace(pool[i], dtype=dtypes[n % len(dtypes)]) for n, i in enumerate(order)]
+    # IEEE fp32 runs at ~1/15 of bf16's tensor-core rate: its largest shapes would take minutes
+    picked = [p for p in picked if p.dtype != "fp32" or p.flops <= MAX_FP32_FLOPS]
     full = [p for p in picked if p.M <= 256 and p.layout == "nt"][:n_full]
     taken = {p.key for p in full}
     sample = [p for p in picked if p.key not in taken][:n_sample]
@@ -177,7 +190,7 @@ def run(
         t0 = time.time()
         info: dict = {}
         if stage == "shapes":
-            sample, full = choose_shapes(plan.seed, plan.sample_shapes, plan.full_shapes)
+            sample, full = choose_shapes(plan.seed, plan.sample_shapes, plan.full_shapes, plan.dtypes)
             write_shapes_csv(sample, sample_csv)
             write_shapes_csv(full, full_csv)
             info = {"sample": len(sample), "full": len(full)}

@@ -335,6 +335,9 @@ def train(
         "backends": sorted(map(str, np.unique(shapes.rows["backend"].astype(str)))),
         "selection_metric": f"mean held-out geomean % of oracle at k in {SELECTION_KS}",
     }
+    dtypes = sorted(map(str, np.unique(shapes.rows["dtype"].astype(str))))
+    if dtypes != ["bf16"]:  # the dtypes the selector lets it decide (bf16 alone when unsaid)
+        card["dtypes"] = dtypes
     if isinstance(fingerprint, Devices):  # a pooled model: the cards whose rows it learnt from
         card["cards"] = {fid: str(fp.get("gpu_name")) for fid, fp in fingerprint.fingerprints.items()}
     if table:

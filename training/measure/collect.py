@@ -122,6 +122,10 @@ def row_for(problem: Problem, cand: Candidate, **measured) -> dict:
         "dtype": problem.dtype,
         "layout": problem.layout,
         "model": problem.model,
+        # scaled_mm's fields; other problems (a grouped GEMM's own type too) leave them unset
+        "out_dtype": getattr(problem, "out_dtype", ""),
+        "scaling": getattr(problem, "scaling", ""),
+        "fast_accum": bool(getattr(problem, "fast_accum", False)),
         "candidate_key": cand.key,
         "backend": cand.backend,
         "template": cand.template,
@@ -356,6 +360,15 @@ def _device_usable(device: str) -> bool:
 
 
 def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
+    """One candidate's row, its compile, check and timing in the problem's fp32 math (TF32 or
+    IEEE for an fp32 GEMM; kernels/precision.py), as cuBLAS and Inductor read it."""
+    from kselect.kernels.precision import fp32_math
+
+    with fp32_math(p.dtype):
+        return _measure_candidate(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device)
+
+
+def _measure_candidate(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common, device) -> dict:
     import torch
 
     from kselect.kernels.operands import TOLERANCE, relative_error
@@ -392,12 +405,13 @@ def _measure(p, cand, backend, sets, ref, smem_limit, target_ms, aten_ms, common
         )
     err = relative_error(sets[0].out, ref)
     if not err <= TOLERANCE[p.dtype]:
+        against = " against ATen's output" if p.op == "scaled_mm" else ""  # operands.reference
         return row_for(
             p,
             cand,
             status="wrong_result",
             rel_error=err,
-            error=f"relative error {err:.3g} > {TOLERANCE[p.dtype]}",
+            error=f"relative error{against} {err:.3g} > {TOLERANCE[p.dtype]}",
             compile_s=compile_s,
             **common,
         )

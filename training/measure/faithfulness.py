@@ -195,11 +195,15 @@ def candidate_rows(problem: Problem, cands: list[Candidate]) -> dict:
 
 
 def measure_problem(problem: Problem, cands: list[Candidate]) -> list[dict]:
-    """collector, Inductor's autotune number and the compiled time for each candidate."""
+    """collector, Inductor's autotune number and the compiled time for each candidate, all in
+    the problem's fp32 math (kernels/precision.py) for an fp32 GEMM."""
+    from kselect.kernels.precision import fp32_math
+
     rows = candidate_rows(problem, cands)
-    collector_times(problem, cands, rows)
-    inductor_autotune_times(problem, cands, rows)
-    compiled_times(problem, cands, rows)
+    with fp32_math(problem.dtype):
+        collector_times(problem, cands, rows)
+        inductor_autotune_times(problem, cands, rows)
+        compiled_times(problem, cands, rows)
     return list(rows.values())
 
 

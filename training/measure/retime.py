@@ -206,6 +206,7 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
     from torch._inductor import config as ic
 
     from kselect.kernels.operands import make_operands
+    from kselect.kernels.precision import fp32_math
     from kselect.training.bench.gemm import _args, _gemm_fn
 
     torch._dynamo.reset()
@@ -217,7 +218,8 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
         "max_autotune_gemm_backends": "ATEN,TRITON" if device == "cuda" else "ATEN,CPP",
         "triton.enable_persistent_tma_matmul": True,
     }
-    with warnings.catch_warnings(record=True) as caught, ic.patch(patches):
+    math = fp32_math(problem.dtype if device == "cuda" else "")  # Inductor reads it as it compiles
+    with warnings.catch_warnings(record=True) as caught, ic.patch(patches), math:
         warnings.simplefilter("always")
         fn = torch.compile(_gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
         fn(*_args(ops))

@@ -66,7 +66,7 @@ UNSEEN_TOKEN_COUNTS = (2, 8, 32, 128, 512, 2048, 8192)
 TOKEN_COUNTS = (1, 7, 16, 33, 64, 100, 128, 256, 333, 512, 1000, 1024, 2048, 3000, 4096, 8192, 16384)
 # What a collection takes when no workload is named: never the held-out families.
 TRAINING_WORKLOADS = ("forward", "backward", "attention", "random", "large")
-WORKLOADS = TRAINING_WORKLOADS + ("unseen",)
+WORKLOADS = TRAINING_WORKLOADS + ("unseen", "fp8", "fp8-unseen")  # fp8: fp8_shapes.py
 # M of the "large" workload: decode batches and prefill/training token counts above 16.
 LARGE_MID_M = (17, 24, 40, 64, 96, 128, 200, 256)
 LARGE_BIG_M = (333, 512, 1000, 2048, 4096, 8192)
@@ -200,7 +200,11 @@ def unseen_shapes(dtype="bf16") -> list[Problem]:
 def workload(
     name: str, *, models=None, seed: int = 0, n_random: int = 200, dtype="bf16", token_counts=TOKEN_COUNTS
 ) -> list[Problem]:
-    """One named workload set; `models` restricts the model families."""
+    """One named workload set; `models` restricts the model families (not the fp8 sets')."""
+    if name.startswith("fp8"):
+        from kselect.training.workloads.fp8_shapes import fp8_workload
+
+        return fp8_workload(name)
     models = list(models or MODELS)
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -231,10 +235,12 @@ def dedup(problems: list[Problem]) -> list[Problem]:
 
 # -- CSV -----------------------------------------------------------------------------
 CSV_COLUMNS = ("M", "N", "K", "op", "dtype", "layout", "batch", "model")
+SCALED_CSV_COLUMNS = ("out_dtype", "scaling", "fast_accum")  # written where a scaled_mm is listed
 
 
 def read_shapes_csv(path: str | Path) -> list[Problem]:
-    """Columns M,N,K required; op, dtype, layout, batch, model optional."""
+    """Columns M,N,K required; op, dtype, layout, batch, model (and scaled_mm's out_dtype,
+    scaling, fast_accum) optional."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"shapes file {path} does not exist")
@@ -265,9 +271,11 @@ def write_shapes_csv(problems: list[Problem], path) -> None:
     fh = open(path, "w", newline="") if not hasattr(path, "write") else path
     try:
         w = csv.writer(fh)
-        w.writerow(CSV_COLUMNS)
+        scaled = any(p.op == "scaled_mm" for p in problems)
+        w.writerow(CSV_COLUMNS + (SCALED_CSV_COLUMNS if scaled else ()))
         for p in problems:
-            w.writerow([p.M, p.N, p.K, p.op, p.dtype, p.layout, p.batch, p.model])
+            extra = [p.out_dtype, p.scaling, p.fast_accum] if scaled else []
+            w.writerow([p.M, p.N, p.K, p.op, p.dtype, p.layout, p.batch, p.model, *extra])
     finally:
         if fh is not path:
             fh.close()

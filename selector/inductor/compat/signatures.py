@@ -46,6 +46,7 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     other input of N columns is a bias: addmm. The key fields carry every input's sizes,
     strides and dtype, so decisions never cross layouts.
     """
+    from kselect.kernels.precision import gemm_dtype
     from kselect.kernels.problem import Problem
 
     out = [size_hint(s) for s in out_size]
@@ -84,13 +85,16 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     dtype = shaped[a_i][0].get_dtype()
     device = shaped[a_i][0].get_device()
     op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
-    problem = Problem(M=M, N=N, K=K, dtype=dtype, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
+    name = gemm_dtype(dtype, device)  # fp32 on CUDA: "tf32" where torch multiplies it in TF32
+    problem = Problem(M=M, N=N, K=K, dtype=name, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
     fields = {
         "op": op_name or op,
         "out": out,
         "dtype": str(dtype),
         "inputs": [(size, stride, str(n.get_dtype())) for n, size, stride in shaped],
     }
+    if name == "tf32":  # the same tensors as an IEEE fp32 GEMM: the key must tell them apart
+        fields["math"] = "tf32"
     dynamic = _dynamic_dims(out_size, shaped[a_i][0])
     if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
         fields["dynamic"] = dynamic
@@ -124,3 +128,98 @@ def choices_signature(choices):
         except (ValueError, StopIteration, AttributeError) as exc:
             err = exc
     raise ValueError(f"cannot read a GEMM signature from {len(choices)} choices: {err}")
+
+
+def scaled_scaling(a_size, b_size, scale_a_size, scale_b_size) -> str:
+    """The scaling kind of `_scaled_mm`'s scales, as Inductor's `get_scaling_options` reads it:
+    "tensorwise" (every dim 1, or a 0-d scale), "rowwise" (scale_a (M, 1), scale_b (1, N));
+    anything else (blockwise, MX) is refused by name: kselect does not model it."""
+    if all(s == 1 for s in scale_a_size) and all(s == 1 for s in scale_b_size):
+        return "tensorwise"
+    m, n = a_size[0], b_size[1]
+    if list(scale_a_size) == [m, 1] and list(scale_b_size) == [1, n]:
+        return "rowwise"
+    raise ValueError(f"scales {list(scale_a_size)} x {list(scale_b_size)} are neither tensorwise nor rowwise")
+
+
+def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
+    """tuned_scaled_mm's MMKernelInputs (mat_a, mat_b, scale_a, scale_b[, bias]) -> (Problem,
+    cache-key fields, device). C's dtype is the lowering's `out_dtype`; `fast_accum` is its
+    use_fast_accum (the ATen choice's kwarg override at get_template_configs). A bias (no TMA
+    template in Inductor's lowering) is refused."""
+    from kselect.kernels.problem import Problem
+
+    nodes = kernel_inputs.nodes()
+    if len(nodes) != 4:
+        raise ValueError(f"scaled_mm with {len(nodes)} inputs: only mat_a, mat_b, scale_a, scale_b are modelled")
+    sizes = [[size_hint(s) for s in n.get_size()] for n in nodes]
+    strides = [[size_hint(s) for s in n.get_stride()] for n in nodes[:2]]
+    (m, k), (_, n) = sizes[0], sizes[1]
+    layout = layout_char(strides[0], m, k) + layout_char(strides[1], k, n)
+    problem = Problem(
+        M=m,
+        N=n,
+        K=k,
+        dtype=nodes[0].get_dtype(),
+        layout=layout,
+        op="scaled_mm",
+        out_dtype=kernel_inputs.out_dtype(),
+        scaling=scaled_scaling(sizes[0], sizes[1], sizes[2], sizes[3]),
+        fast_accum=bool(fast_accum),
+    )
+    fields = {
+        "op": "scaled_mm",
+        "out": [m, n],
+        "dtype": str(nodes[0].get_dtype()),
+        "out_dtype": str(kernel_inputs.out_dtype()),
+        "fast_accum": bool(fast_accum),
+        "inputs": [(size, stride, str(nd.get_dtype())) for nd, size, stride in zip(nodes, sizes, strides + [[], []])],
+    }
+    return problem, fields, nodes[0].get_device()
+
+
+def grouped_signature(nodes, out_size):
+    """A `_grouped_mm` lowering's input nodes (A, B[, offs]) and output size -> (GroupedProblem,
+    cache-key fields, device). The form comes from the operands' ranks, G from B's or A's leading
+    dim (else the offsets' length). The offsets' values are data the compile never sees: the
+    problem reads them as Inductor benchmarks them, "uniform" (docs/grouped-mm.md)."""
+    from kselect.kernels.grouped.problem import GroupedProblem
+
+    a, b, *rest = nodes
+    a_size, b_size = [size_hint(s) for s in a.get_size()], [size_hint(s) for s in b.get_size()]
+    a_stride, b_stride = [size_hint(s) for s in a.get_stride()], [size_hint(s) for s in b.get_stride()]
+    form = f"{len(a_size)}d{len(b_size)}d"
+    M, K = a_size[-2:]
+    N = b_size[-1]
+    if b_size[-2] != K:
+        raise ValueError(f"grouped GEMM A {a_size} and B {b_size} disagree on K")
+    if len(a_size) == 3:
+        G = a_size[0]
+    elif len(b_size) == 3:
+        G = b_size[0]
+    elif rest:
+        G = size_hint(rest[0].get_size()[0])
+    else:
+        raise ValueError(f"grouped GEMM of 2-D A {a_size} and B {b_size} without offsets")
+    layout = layout_char(a_stride, M, K) + layout_char(b_stride, K, N)
+    problem = GroupedProblem(G=G, M=M, N=N, K=K, dtype=a.get_dtype(), layout=layout, form=form)
+    fields = {
+        "op": problem.op,
+        "out": [size_hint(s) for s in out_size],
+        "dtype": str(a.get_dtype()),
+        "inputs": [
+            ([size_hint(s) for s in n.get_size()], [size_hint(s) for s in n.get_stride()], str(n.get_dtype()))
+            for n in nodes
+        ],
+    }
+    dynamic = [name for name, s in (("M", a.get_size()[-2]), ("K", a.get_size()[-1])) if is_symbolic(s)]
+    if dynamic:
+        fields["dynamic"] = dynamic
+    return problem, fields, a.get_device()
+
+
+def choices_grouped_signature(choices):
+    """grouped_signature of a preprocessing call of `_grouped_mm` (every choice sees A, B, offs)."""
+    if not choices:
+        raise ValueError("no choices to read a grouped GEMM from")
+    return grouped_signature(choices[0].input_nodes, choices[0].layout.size)
