@@ -101,14 +101,16 @@ def configure(spec: dict):
         from kselect.selector.inductor import lifecycle as ksi
         from kselect.training.bench.real_models import REAL_MODELS
 
-        # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
-        # narrows a GEMM it cannot rank back to DEFAULT.
-        config.max_autotune_gemm_search_space = "DEFAULT"
         real = REAL_MODELS.get(spec["model"])
-        if real is not None and real.selector_from_env:  # enabled at `import torch` by KSELECT_MODE
+        if real is not None and real.selector_from_env:
+            # enabled at `import torch` by KSELECT_MODE, which widened Inductor's (untouched)
+            # space already: nothing here may set it back
             if ksi.current() is None:
                 raise RuntimeError(f"{spec['model']}: KSELECT_MODE in the environment did not enable kselect")
         else:
+            # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks
+            # and narrows a GEMM it cannot rank back to DEFAULT.
+            config.max_autotune_gemm_search_space = "DEFAULT"
             ksi.enable(**enable_keywords(spec))
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
@@ -227,6 +229,7 @@ def measure(spec: dict, res: dict, save) -> None:
     from kselect.training.bench.real_models import build_case
 
     compile_fn = configure(spec)
+    res["gemm_search_space"] = str(torch._inductor.config.max_autotune_gemm_search_space)  # as the compile sees it
     res["env"] = environment(spec["device"])
     counter, sel_log = instrument(spec)
     device = torch.device(spec["device"])
