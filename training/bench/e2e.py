@@ -49,6 +49,7 @@ from kselect.training.bench.e2e_spec import (
     FAULT_ENV,
     ORDER,
     TOLERANCE,
+    VARIANTS,
     WATCHDOG_GRACE_S,
     WORKLOADS,
 )
@@ -94,7 +95,7 @@ def bench_settings(
     freezing: bool = False,
     seed: int = 0,
     autotune: str = "gemm",
-    workloads: str = ",".join(WORKLOADS),
+    workloads: str | None = None,
     variants: str = ",".join(DEFAULT_VARIANTS),
     max_minutes: float = 60.0,
     repeats: int = 1,
@@ -108,7 +109,7 @@ def bench_settings(
     None takes the device's default (e2e_spec.DEVICE_DEFAULTS); `workloads`, `variants` and
     `exhaustive_workloads` are comma-separated; `policy`: kselect's run settings
     (training/bench/common.py policy_settings)."""
-    from kselect.training.bench.llama import preset
+    from kselect.training.bench.real_models import check_model, default_workloads
 
     device = device or _default_device()
     d = DEVICE_DEFAULTS[device]
@@ -129,7 +130,7 @@ def bench_settings(
         "freezing": bool(freezing),
         "seed": seed,
         "autotune": autotune,
-        "workloads": _csv(workloads, WORKLOADS, "workload"),
+        "workloads": _csv(workloads or default_workloads(pick(model, "model")), WORKLOADS, "workload"),
         "variants": _csv(variants, ORDER, "variant"),
         "max_minutes": max_minutes,
         "repeats": repeats,
@@ -152,12 +153,11 @@ def bench_settings(
         raise BenchError(f"--repeats must be >= 1, got {s['repeats']}")
     if not (s["warmup"] >= 0 and s["warmup_s"] >= 0 and s["max_minutes"] >= 0 and s["profile_steps"] >= 0):
         raise BenchError("--warmup, --warmup-s, --profile-steps and --max-minutes must be >= 0")
-    for name in {s["model"], s["exhaustive_model"]}:
-        cfg = preset(name)
-        if s["seq"] + 1 > cfg.max_positions:
-            raise BenchError(
-                f"--seq {s['seq']} (+1 decode position) exceeds {name}'s max_positions {cfg.max_positions}"
-            )
+    for name, workloads in ((s["model"], s["workloads"]), (s["exhaustive_model"], s["exhaustive_workloads"])):
+        try:
+            check_model(name, workloads, s["seq"])
+        except ValueError as exc:
+            raise BenchError(str(exc)) from exc
     if s["kselect_model"] and not Path(s["kselect_model"]).exists():
         raise BenchError(f"--kselect-model {s['kselect_model']} does not exist")
     return s
@@ -285,6 +285,18 @@ def describe(r: dict) -> str:
     return "; ".join(parts) or r["status"]
 
 
+def worker_env(spec: dict, tmp: Path) -> dict:
+    """The worker's environment: cold caches, and for a model whose users enable kselect by
+    KSELECT_MODE alone (torchtitan), the kselect variant's settings as KSELECT_* variables."""
+    from kselect.training.bench.e2e_worker import enable_keywords
+    from kselect.training.bench.real_models import selector_env
+
+    env = cold_cache_env(tmp, keep=(FAULT_ENV,))
+    if VARIANTS[spec["variant"]].kselect:
+        env.update(selector_env(spec, enable_keywords(spec)))
+    return env
+
+
 def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
     """One worker process; its result dict, or what is known when it failed or overran."""
     tmp = Path(tempfile.mkdtemp(prefix="kselect-e2e-"))
@@ -308,7 +320,7 @@ def run_one(spec: dict, log_dir: Path, timeout_s: float) -> dict:
                 [sys.executable, "-m", "kselect.training.bench.e2e_worker", str(tmp / "spec.json")],
                 stdout=logf,
                 stderr=subprocess.STDOUT,
-                env=cold_cache_env(tmp, keep=(FAULT_ENV,)),
+                env=worker_env(spec, tmp),
                 **_own_process_group(),
             )
             pid = proc.pid

@@ -276,7 +276,7 @@ def render(report: dict) -> str:
         "",
         "## Setup",
         "",
-        f"- model `{s['model']}` ({_model_note(s['model'])}), {s['dtype']}, random weights (seed {s['seed']})",
+        f"- model `{s['model']}` ({_model_note(s['model'], report.get('runs', []))}), {s['dtype']}, random weights (seed {s['seed']})",
         "- variants: " + "; ".join(f"`{v}` = {VARIANTS[v].help}" for v in ORDER if v in s["variants"]),
         f"- train: batch {s['batch']} x seq {s['seq']}; prefill: batch {s['batch']} x prompt {s['seq']} "
         f"(M = {s['batch'] * s['seq']}); decode: batch {s['batch']} (M = {s['batch']}), one token after "
@@ -487,18 +487,19 @@ def measured_decision_table(runs: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def _model_note(name: str) -> str:
+def _model_note(name: str, runs: list | None = None) -> str:
+    """The Llama preset's note and size; a real model's as its runs recorded them."""
     from kselect.training.bench.llama import preset
 
     try:
         cfg = preset(name)
+        note, params = cfg.note, cfg.n_params()
     except ValueError:
-        return "?"
-    return (
-        f"{cfg.note}; {cfg.n_params() / 1e9:.2f} B parameters"
-        if cfg.n_params() > 1e8
-        else f"{cfg.note}; {cfg.n_params():,} parameters"
-    )
+        recorded = [r for r in runs or () if r.get("model") == name and r.get("params")]
+        if not recorded:
+            return "?"
+        note, params = recorded[0].get("model_note", ""), recorded[0]["params"]
+    return f"{note}; {params / 1e9:.2f} B parameters" if params > 1e8 else f"{note}; {params:,} parameters"
 
 
 def plot(runs: list[dict], path: Path) -> None:

@@ -99,23 +99,38 @@ def configure(spec: dict):
         config.max_autotune_gemm_backends = v.backends
     if v.kselect:
         from kselect.selector.inductor import lifecycle as ksi
+        from kselect.training.bench.real_models import REAL_MODELS
 
-        # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks and
-        # narrows a GEMM it cannot rank back to DEFAULT.
-        config.max_autotune_gemm_search_space = "DEFAULT"
-        ksi.enable(
-            v.kselect,
-            model=spec.get("kselect_model") or None,
-            cache_dir=str(Path(spec["tmp"]) / "kselect-cache"),
-            search_space=spec["kselect_space"],
-            **{**policy_keywords(spec), **dict(v.options)},
-        )  # a variant's own options win
+        real = REAL_MODELS.get(spec["model"])
+        if real is not None and real.selector_from_env:
+            # enabled at `import torch` by KSELECT_MODE, which widened Inductor's (untouched)
+            # space already: nothing here may set it back
+            if ksi.current() is None:
+                raise RuntimeError(f"{spec['model']}: KSELECT_MODE in the environment did not enable kselect")
+        else:
+            # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks
+            # and narrows a GEMM it cannot rank back to DEFAULT.
+            config.max_autotune_gemm_search_space = "DEFAULT"
+            ksi.enable(**enable_keywords(spec))
     kwargs = {}
     if v.mode and spec.get("autotune", "gemm") == "gemm":
         config.max_autotune_gemm = True  # GEMM autotuning alone: no pointwise tuning, no graphs
     elif v.mode:
         kwargs["mode"] = v.mode
     return lambda fn: torch.compile(fn, **kwargs)
+
+
+def enable_keywords(spec: dict) -> dict:
+    """kselect.selector.enable()'s keywords for a kselect variant; a variant's own options win."""
+    v = VARIANTS[spec["variant"]]
+    return {
+        "mode": v.kselect,
+        "model": spec.get("kselect_model") or None,
+        "cache_dir": str(Path(spec["tmp"]) / "kselect-cache"),
+        "search_space": spec["kselect_space"],
+        **policy_keywords(spec),
+        **dict(v.options),
+    }
 
 
 class SelectorLog(logging.Handler):
@@ -210,9 +225,11 @@ def measure(spec: dict, res: dict, save) -> None:
     t_start = time.monotonic()
     import torch
 
-    from kselect.training.bench.llama import build, preset
+    from kselect.training.bench.e2e_cases import n_params
+    from kselect.training.bench.real_models import build_case
 
     compile_fn = configure(spec)
+    res["gemm_search_space"] = str(torch._inductor.config.max_autotune_gemm_search_space)  # as the compile sees it
     res["env"] = environment(spec["device"])
     counter, sel_log = instrument(spec)
     device = torch.device(spec["device"])
@@ -221,9 +238,6 @@ def measure(spec: dict, res: dict, save) -> None:
         res["kselect_ranker"] = ranker_preflight(device)
         res["kselect_load_s"] = round(time.perf_counter() - t0, 3)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[spec["dtype"]]
-    cfg = preset(spec["model"])
-    res["model_note"] = cfg.note
-    res["params"] = cfg.n_params()
     if device.type == "cuda":
         from kselect.kernels.timing import warm_gpu
 
@@ -234,11 +248,12 @@ def measure(spec: dict, res: dict, save) -> None:
 
         pool_s = warm_compile_pool()
         res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
-    model = build(cfg, device, dtype, spec["seed"])
+    model, case, res["model_note"] = build_case(spec, device, dtype)
+    res["params"] = n_params(model)
     res["setup_s"] = round(time.monotonic() - t_start, 2)
     try:
         _maybe_fault(spec, "compile")
-        WORKLOAD_FNS[spec["workload"]](model, spec, res, save, compile_fn)
+        (run_train_case if spec["workload"] == "train" else run_inference_case)(case, spec, res, save, compile_fn)
     finally:  # what autotuning did, also when the run failed
         res["gemms"] = counter.summary()
         if sel_log is not None:
@@ -452,28 +467,10 @@ def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
     save()
 
 
-def _tokens(spec, vocab: int, length: int, device, offset: int = 0):
-    import torch
-
-    gen = torch.Generator().manual_seed(spec["seed"] + 1000 + offset)
-    return torch.randint(0, vocab, (spec["batch"], length), generator=gen).to(device)
-
-
 def _record(res, save, timing: dict, tokens_per_step: int) -> None:
     res.update(timing)
     res["tokens_per_s"] = tokens_per_step / (timing["step_ms"] / 1e3)
     save()
-
-
-def fp32_copy(model):
-    """An fp32 copy of a half-precision model (the same, rounded, weights), else None."""
-    import copy
-
-    import torch
-
-    if model.embed.weight.dtype not in (torch.bfloat16, torch.float16):
-        return None
-    return copy.deepcopy(model).float()
 
 
 def judge(
@@ -510,23 +507,25 @@ def _global_rel_err(got: list, want: list) -> float:
 
 
 def run_train(model, spec, res, save, compile_fn) -> None:
+    """The Llama's training step (e2e_cases.llama_train), checked and timed."""
+    from kselect.training.bench.e2e_cases import llama_train
+
+    run_train_case(llama_train(model, spec), spec, res, save, compile_fn)
+
+
+def run_train_case(case, spec, res, save, compile_fn) -> None:
     """Compiled forward + loss (+ its compiled backward), eager AdamW; checked on step 1."""
     import torch
-    import torch.nn.functional as F
 
-    device = model.embed.weight.device
-    tokens = _tokens(spec, model.cfg.vocab, spec["seq"], device)
-    targets = _tokens(spec, model.cfg.vocab, spec["seq"], device, offset=1)
+    from kselect.training.bench.e2e_cases import fp32_copy
 
-    def loss_of(m):
-        return lambda t, y: F.cross_entropy(m(t).flatten(0, 1).float(), y.flatten())
-
-    loss_fn = loss_of(model)
-
-    params = list(model.parameters())
+    params = list(case.module.parameters())
+    device = params[0].device
+    loss_fn = case.loss_of(case.module)
+    inputs = case.inputs
 
     def eager_grads():
-        loss = loss_fn(tokens, targets)
+        loss = loss_fn(*inputs)
         loss.backward()
         return loss.detach()
 
@@ -535,19 +534,19 @@ def run_train(model, spec, res, save, compile_fn) -> None:
     for p in params:
         p.grad = None
     ref = None  # (loss, grads) of an fp32 copy: the anchor for half-precision drift
-    model32 = fp32_copy(model)
+    model32 = fp32_copy(case.module)
     if model32 is not None:
-        loss32 = loss_of(model32)(tokens, targets)
+        loss32 = case.loss_of(model32)(*inputs)
         loss32.backward()
         ref = (float(loss32.detach()), [p.grad.detach() for p in model32.parameters()])
         del model32, loss32
         _return_gpu_memory()
     opt = torch.optim.AdamW(params, lr=1e-5, **({"fused": True} if device.type == "cuda" else {}))
-    compiled = compile_fn(loss_fn)
+    compiled = compile_fn(loss_fn) if case.compile is None else case.compile(compile_fn, case.module, loss_fn)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = compiled(tokens, targets)
+        loss = compiled(*inputs)
         loss.backward()
         opt.step()
         return loss.detach()
@@ -583,7 +582,7 @@ def run_train(model, spec, res, save, compile_fn) -> None:
         res,
         save,
         steady_state(step, device, spec["steps"], spec["warmup"], spec.get("warmup_s", 0.0)),
-        spec["batch"] * spec["seq"],
+        case.tokens_per_step,
     )
     _profile_kernels(res, save, step, device, spec)
 
@@ -626,24 +625,19 @@ def compile_phases(top: int = 30) -> dict:
     return {k: round(v, 3) for k, v in sorted(total.items(), key=lambda kv: -kv[1])[:top]}
 
 
-def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int, tokens_per_step: int):
+def run_inference_case(case, spec, res, save, compile_fn) -> None:
+    """Eager, fp32 (half dtypes) and compiled outputs of one inference step compared; the
+    compiled step timed eagerly, then as a CUDA-graph replay, then profiled."""
     import torch
 
-    device = model.embed.weight.device
-
-    def fn(t, c):
-        return model(t, c, pos, last_only=True)
-
+    fn, args = case.fn, case.inputs
+    device = _device_of(args)
     with torch.no_grad():
-        ref, model32 = None, fp32_copy(model)
-        if model32 is not None:  # an fp32 run on fp32 copies of the same caches
-            caches32 = [(k.float(), v.float()) for k, v in caches]
-            ref = model32(tokens, caches32, pos, last_only=True)
-            del model32, caches32
-            _return_gpu_memory()
-        want, res["eager_first_s"] = timed_call(lambda: fn(tokens, caches), device)
+        ref = case.fp32_reference() if case.fp32_reference is not None else None
+        _return_gpu_memory()
+        want, res["eager_first_s"] = timed_call(lambda: fn(*args), device)
         compiled = compile_fn(fn)
-        got = timed_compile(lambda: compiled(tokens, caches), device, spec, res)
+        got = timed_compile(lambda: compiled(*args), device, spec, res)
         res["compile_phases"] = compile_phases()
         anchored = (relative_error(got, ref), relative_error(want, ref)) if ref is not None else (None, None)
         res["correctness"] = {
@@ -654,7 +648,7 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
         save()
         before = device_state(device)
         timing = steady_state(
-            lambda: compiled(tokens, caches),
+            lambda: compiled(*args),
             device,
             spec["steps"],
             spec["warmup"],
@@ -662,8 +656,8 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
             snapshot=lambda: device_state(device),
         )
         warmed = timing.pop("after_warmup", None)
-        _record(res, save, timing, tokens_per_step)
-        graph = graph_replay_ms(lambda: compiled(tokens, caches), device, profile_steps=spec.get("profile_steps", 0))
+        _record(res, save, timing, case.tokens_per_step)
+        graph = graph_replay_ms(lambda: compiled(*args), device, profile_steps=spec.get("profile_steps", 0))
         graph = graph or {}
         if before is not None:
             during = {"during_replays": graph.pop("during_replays")} if "during_replays" in graph else {}
@@ -675,30 +669,31 @@ def _run_inference(model, spec, res, save, compile_fn, caches, tokens, pos: int,
             }
         res.update(graph)
         save()
-        _profile_kernels(res, save, lambda: compiled(tokens, caches), device, spec)
+        _profile_kernels(res, save, lambda: compiled(*args), device, spec)
 
 
 def run_prefill(model, spec, res, save, compile_fn) -> None:
-    """Prompt of `seq` tokens into a static KV cache; logits of the last position."""
-    caches = model.new_caches(spec["batch"], spec["seq"] + 1)
-    prompt = _tokens(spec, model.cfg.vocab, spec["seq"], model.embed.weight.device)
-    _run_inference(model, spec, res, save, compile_fn, caches, prompt, 0, spec["batch"] * spec["seq"])
+    """The Llama's prefill (e2e_cases.llama_prefill), checked and timed."""
+    from kselect.training.bench.e2e_cases import llama_prefill
+
+    run_inference_case(llama_prefill(model, spec), spec, res, save, compile_fn)
 
 
 def run_decode(model, spec, res, save, compile_fn) -> None:
-    """One new token per sequence at position `seq`, attending over the prompt's cached keys.
-    The prompt is prefilled eagerly (untimed); every timed step rewrites the same slot."""
+    """The Llama's decode step (e2e_cases.llama_decode), checked and timed."""
+    from kselect.training.bench.e2e_cases import llama_decode
+
+    run_inference_case(llama_decode(model, spec), spec, res, save, compile_fn)
+
+
+def _device_of(args):
+    """The device of a step's first tensor argument (the CPU when it has none)."""
     import torch
 
-    device = model.embed.weight.device
-    caches = model.new_caches(spec["batch"], spec["seq"] + 1)
-    with torch.no_grad():
-        model(_tokens(spec, model.cfg.vocab, spec["seq"], device), caches, 0, last_only=True)
-    nxt = _tokens(spec, model.cfg.vocab, 1, device, offset=2)
-    _run_inference(model, spec, res, save, compile_fn, caches, nxt, spec["seq"], spec["batch"])
-
-
-WORKLOAD_FNS = {"train": run_train, "prefill": run_prefill, "decode": run_decode}
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.device
+    return torch.device("cpu")
 
 
 if __name__ == "__main__":

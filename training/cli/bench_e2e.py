@@ -9,6 +9,7 @@ from pathlib import Path
 from kselect.training.bench import e2e
 from kselect.training.bench.common import policy_settings
 from kselect.training.bench.e2e_spec import DEFAULT_VARIANTS, OPT_IN, ORDER, WORKLOADS
+from kselect.training.bench.real_models import REAL_MODELS
 from kselect.training.cli.flags import add_policy_args
 from kselect.training.cli.output import Console, invocation
 
@@ -23,11 +24,15 @@ def add_parser(bench_subparsers) -> None:
         "--model",
         help="model preset (training/bench/llama.py PRESETS: llama3-8b-2l, llama3-8b-1l, "
         "llama3-8b-1l-v32k, tiny, or llama3-8b-<N>l for N of the 32 layers; default "
-        "llama3-8b-1l on cuda, tiny on cpu)",
+        "llama3-8b-1l on cuda, tiny on cpu), or a real model definition "
+        f"(training/bench/real_models.py: {', '.join(REAL_MODELS)})",
     )
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on cuda, fp32 on cpu")
     p.add_argument("--device", choices=("cuda", "cpu"), help="default cuda when available")
-    p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    p.add_argument(
+        "--workloads",
+        help=f"comma-separated subset of {','.join(WORKLOADS)} (default: every one the model runs)",
+    )
     p.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
