@@ -53,8 +53,9 @@ VARIANTS = {
             MAX_AUTOTUNE,
             "kselect",
             "verify",
-            "kselect verify with epilogue_fusion=True: also keeps a template that can fuse the GEMM's "
-            "pointwise epilogue and charges ATen the separate kernel (selector/inductor/epilogue.py)",
+            "kselect verify with epilogue_fusion=True: a GEMM with a fusable pointwise epilogue hands "
+            "Inductor ATen and the best fusing templates, and Inductor's epilogue-fusion benchmark "
+            "picks among them (selector/inductor/epilogue.py)",
             (("epilogue_fusion", True),),
         ),
         Variant(

@@ -184,8 +184,6 @@ MEASUREMENT_FIELDS = (
     "predicted_compile_ms",
     "dropped",
     "memory_mb",
-    "epilogue_saving_ms",
-    "bare_winner",
 )
 # and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
 DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early", "setup_ms")
