@@ -16,11 +16,18 @@ from kselect.selector.inductor.compat import signatures
 
 @pytest.fixture
 def tf32_setting():
-    """Restore torch's fp32 matmul setting after the test, whichever API it used."""
-    mm = torch.backends.cuda.matmul
-    before = mm.fp32_precision
-    yield mm
-    mm.fp32_precision = before
+    """Restore torch's fp32 matmul settings after the test: CUDA's, and oneDNN's, which
+    `set_float32_matmul_precision` also changes (a later CPU compile in this process would
+    otherwise lower a frozen Linear another way)."""
+    backends = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
+    before = [b.fp32_precision for b in backends]
+    overall = torch.get_float32_matmul_precision()
+    yield torch.backends.cuda.matmul
+    torch.set_float32_matmul_precision(overall)
+    for b, precision in zip(backends, before):
+        b.fp32_precision = precision
+    assert [b.fp32_precision for b in backends] == before
+    assert torch.get_float32_matmul_precision() == overall
 
 
 def _cuda(name, size, dtype):
