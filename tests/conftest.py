@@ -1,9 +1,32 @@
 """Shared test fixtures: paths to the repo, the committed dataset and ../shared, and the
 settings of a recorded GPU bench e2e run."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+# One Inductor compile thread in every test process and the processes it starts: CI runs two
+# test processes on two cores, so Inductor's compile-worker pool (a sidecar and one worker per
+# core, each importing torch, per process that compiles) buys no parallelism there and costs a
+# pool start in every bench, collect and retime worker. Compiles are the same, in-process. A
+# test about the pool itself asks for it back with `with_inductor_pool`.
+INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
+# the user's own setting ("" for none), kept where the xdist workers, which start with this
+# process's environment, read it too
+_USERS_THREADS_ENV = "KSELECT_TESTS_USERS_COMPILE_THREADS"
+os.environ.setdefault(_USERS_THREADS_ENV, os.environ.get(INDUCTOR_THREADS_ENV, ""))
+os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
+
+
+def with_inductor_pool(env: dict[str, str]) -> dict[str, str]:
+    """`env` with Inductor's compile threads as the user's environment had them (its own
+    default, a pool on this machine, where the user set none)."""
+    env = {k: v for k, v in env.items() if k != INDUCTOR_THREADS_ENV}
+    if os.environ[_USERS_THREADS_ENV]:
+        env[INDUCTOR_THREADS_ENV] = os.environ[_USERS_THREADS_ENV]
+    return env
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -24,8 +24,8 @@ def tf32_setting():
     overall = torch.get_float32_matmul_precision()
     yield torch.backends.cuda.matmul
     torch.set_float32_matmul_precision(overall)
-    for b, precision in zip(backends, before):
-        b.fp32_precision = precision
+    for b, setting in zip(backends, before):
+        b.fp32_precision = setting
     assert [b.fp32_precision for b in backends] == before
     assert torch.get_float32_matmul_precision() == overall
 

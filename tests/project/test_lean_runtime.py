@@ -6,9 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from kselect.training.cli.bench import VERBS as BENCHES
 from kselect.training.cli.main import SUBCOMMANDS
@@ -23,12 +25,43 @@ def _run(cmd, **kw):
     return res.stdout
 
 
+def _closure(names: list[str]) -> list[metadata.Distribution]:
+    """The installed distributions `names` need at run time (no extras), `names` included."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        dist = metadata.distribution(todo.pop())
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in found:
+            continue
+        found[key] = dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(found.values())
+
+
+def _link_distributions(dists: list[metadata.Distribution], site: Path) -> None:
+    """Put `dists` into the venv whose site-packages is `site` as pip would find them there, each
+    top-level entry of its RECORD a link to this environment's copy (the torch wheel unpacked
+    again would prove nothing more and took most of this test's time). One the venv already
+    has (setuptools, pip) stays the venv's own."""
+    own = {p.name.split("-")[0].lower().replace("_", "-") for p in site.glob("*.dist-info")}
+    for dist in dists:
+        if dist.metadata["Name"].lower().replace("_", "-") in own:
+            continue
+        # scripts (../../bin) and byte code of top-level modules (__pycache__) are left out
+        for top in {Path(f).parts[0] for f in dist.files} - {"..", "__pycache__"}:
+            (site / top).symlink_to(Path(dist.locate_file(top)))
+
+
 def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     py = str(venv / "bin" / "python")
-    torch_version = __import__("torch").__version__.split("+")[0]
-    _run([py, "-m", "pip", "install", "-q", f"torch=={torch_version}"])
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).strip())
+    _link_distributions(_closure(["torch", "numpy"]), site)
     # a wheel, as a user installs it: no editable path back into the checkout; built from a
     # copy of what the package holds, so the checkout gets no build/ folder
     src = tmp_path / "src"

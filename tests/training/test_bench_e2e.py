@@ -24,7 +24,7 @@ from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E40
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
 from kselect.training.cli.main import main  # noqa: E402
 
-from conftest import E2E_RUN_SETTINGS  # noqa: E402
+from conftest import E2E_RUN_SETTINGS, with_inductor_pool  # noqa: E402
 
 TINY = [
     "--device",
@@ -44,10 +44,13 @@ TINY = [
 ]
 
 
-def _bench(tmp_path, *args, faults: str = "", timeout: int = 600):
-    """Run the console command as a user would; (process, results.json or None)."""
+def _bench(tmp_path, *args, faults: str = "", timeout: int = 600, inductor_pool: bool = False):
+    """Run the console command as a user would; (process, results.json or None). The workers
+    compile in-process (tests/conftest.py) unless `inductor_pool`."""
     out = tmp_path / "report"
     env = {**os.environ, e2e_spec.FAULT_ENV: faults}
+    if inductor_pool:
+        env = with_inductor_pool(env)
     proc = subprocess.run(
         [sys.executable, "-m", "kselect.training.cli.main", "bench", "e2e", *TINY, "--out", str(out), *args],
         env=env,
@@ -81,6 +84,7 @@ def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path)
         "--variants",
         "plain,default,kselect-verify,kselect-predict",
         faults="default/decode/start/exit,kselect-verify/decode/start/raise",
+        inductor_pool=True,
     )
     assert report is not None, proc.stderr
     assert proc.returncode == 1, "a failed run must make the exit status non-zero"
