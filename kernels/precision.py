@@ -48,19 +48,16 @@ def fp32_math(dtype: str):
         yield
         return
     mm = _matmul()
-    new_api = getattr(mm, "fp32_precision", None) is not None
-    before = mm.fp32_precision if new_api else mm.allow_tf32
-    if new_api:
-        mm.fp32_precision = "tf32" if dtype == "tf32" else "ieee"
+    if getattr(mm, "fp32_precision", None) is not None:
+        attr, wanted = "fp32_precision", ("tf32" if dtype == "tf32" else "ieee")
     else:
-        mm.allow_tf32 = dtype == "tf32"
+        attr, wanted = "allow_tf32", dtype == "tf32"
+    before = getattr(mm, attr)
+    setattr(mm, attr, wanted)
     try:
         yield
     finally:
-        if new_api:
-            mm.fp32_precision = before
-        else:
-            mm.allow_tf32 = before
+        setattr(mm, attr, before)
 
 
 def gemm_dtype(dtype, device) -> str:

@@ -72,7 +72,7 @@ class VerifyOrchestration:
                 warm_while_compiling=self.warm_while_compiling,
                 compile_in=self.compile_in,
             )
-            _ = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
+            best = got.best  # raises VerifyTimingUnavailable when nothing ran and matched ATen
         except VerifyTimingUnavailable as exc:
             log.info("kselect verify %s: Inductor benchmarks the kept set: %s", problem.key, exc)
             warn_once(
@@ -89,8 +89,7 @@ class VerifyOrchestration:
             return None
         wall_ms = (time.perf_counter() - t0) * 1e3
         cands = [choice_candidates.caller_candidate(it) for it in kept_items]
-        # a template replaces ATen only when faster beyond the noise of these rounds (Measured.winner)
-        best = got.best
+        # best: a template replaces ATen only when faster beyond the noise of its rounds (Measured.winner)
         keys = [c.key for c in cands]
         self.stats["measured"] += len(kept_items)
         record = {

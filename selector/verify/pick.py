@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Sequence
 
 # A template replaces ATen only when it is faster in the median of its paired (same-round)
 # ratios by more than this, and by more than half those ratios' range: gaps under 1 % lie
@@ -36,34 +35,32 @@ class Measured:
 
     @property
     def best(self) -> int:
-        """The kept choice verify hands Inductor (`winner` with no epilogue charges)."""
+        """The kept choice verify hands Inductor (`winner`)."""
         return self.winner()
 
-    def winner(self, extra_ms: Sequence[float] | None = None) -> int:
+    def winner(self) -> int:
         """The fastest template that beats ATen beyond this decision's noise, else ATen.
 
-        `extra_ms[i]` is added to choice i's every reading (the unfused epilogue a choice that
-        cannot fuse it pays). A template beats ATen when its paired ratio to ATen, round by
-        round, has a median below 1 - margin, margin = max(MIN_MARGIN, half the ratios'
-        range). Without ATen's rounds (ATen dropped, or one reading) the fastest reading wins."""
-        extra = list(extra_ms) if extra_ms is not None else [0.0] * len(self.ms)
-        eff = [t + e for t, e in zip(self.ms, extra)]
-        finite = [i for i, t in enumerate(eff) if math.isfinite(t)]
+        A template beats ATen when its paired ratio to ATen, round by round, has a median below
+        1 - margin, margin = max(MIN_MARGIN, half the ratios' range). Without ATen's rounds
+        (ATen dropped, or one reading) the fastest reading wins."""
+        ms = self.ms
+        finite = [i for i, t in enumerate(ms) if math.isfinite(t)]
         if not finite:
             from kselect.selector.verify.timing import VerifyTimingUnavailable  # timing imports this module
 
             raise VerifyTimingUnavailable("no kept choice compiled, ran and matched the reference")
-        fastest = min(finite, key=lambda i: eff[i])
+        fastest = min(finite, key=lambda i: ms[i])
         ref = self.reference
         if ref is None or ref not in finite or ref not in self.rounds:
             return fastest
-        aten = [t + extra[ref] for t in self.rounds[ref]]
+        aten = self.rounds[ref]
         beating = []
         for i in finite:
             if i == ref or i not in self.rounds or len(self.rounds[i]) != len(aten):
                 continue
-            ratios = sorted((t + extra[i]) / a for t, a in zip(self.rounds[i], aten))
+            ratios = sorted(t / a for t, a in zip(self.rounds[i], aten))
             margin = max(MIN_MARGIN, (ratios[-1] - ratios[0]) / 2)
             if statistics.median(ratios) < 1 - margin:
                 beating.append(i)
-        return min(beating, key=lambda i: eff[i]) if beating else ref
+        return min(beating, key=lambda i: ms[i]) if beating else ref
