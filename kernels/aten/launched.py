@@ -5,9 +5,15 @@ kernel) without timing anything; where its pick is poor for a shape -- a deep pi
 short K, a split-K reduction on a tiny problem -- a Triton template can beat it. The cost model
 reads these facts as features (selector/model/features.py, ATEN_KERNEL_COLUMNS).
 
-`probe` runs the ATen candidate once under torch.profiler (CUDA only, never while the user's
-own profiler runs) and returns the launched kernels' names; `kernel_facts` turns names into
-numbers. On Hopper the cuBLAS of torch 2.11+cu130 names its kernels
+`probe` returns the kernels ATen's call launches; `kernel_facts` turns names into numbers. It
+reads them without a profiler by default: the call is captured in a CUDA graph and the graph's
+debug dump names its kernel and memset nodes (`reader="graph"`). torch.profiler (`reader=
+"profiler"`, the probe's first form, kept to cross-check the graph reader) attaches CUPTI, and
+Kineto leaves CUPTI attached when the profile ends unless TEARDOWN_CUPTI=1 (pytorch/pytorch
+#144455): on an H100 that slowed every later small GEMM of the process 2-6 %
+(reports/2026-12-06-aten-probe-cupti), so the profiler reader asks Kineto to tear CUPTI down
+wherever the user has not set TEARDOWN_CUPTI themselves. KSELECT_ATEN_PROBE=graph|profiler picks
+the reader. On Hopper the cuBLAS of torch 2.11+cu130 names its kernels
 `nvjet_sm90_tst_<A>x<B>_<K>x<stages>_<ca>x<cb>_<h|v>...`, with `cutlass...`, `gemv...` and
 `splitKreduce...` kernels beside them; an unparsed name leaves its tile columns at 0.
 """
@@ -114,15 +120,30 @@ def probe_possible() -> str | None:
     return None
 
 
-def probe(problem: Problem, operands=None) -> dict:
+READERS = ("graph", "profiler")
+
+
+def default_reader() -> str:
+    """The reader KSELECT_ATEN_PROBE names, else "graph"."""
+    import os
+
+    reader = os.environ.get("KSELECT_ATEN_PROBE", "graph").strip().lower() or "graph"
+    if reader not in READERS:
+        raise ProbeError(f"KSELECT_ATEN_PROBE={reader!r}: expected one of {', '.join(READERS)}")
+    return reader
+
+
+def probe(problem: Problem, operands=None, reader: str | None = None) -> dict:
     """{"kernels": names in launch order over PROBE_CALLS calls, "per_call": kernels per call}
     of ATen's call for `problem` on the current CUDA device (one warm-up call first)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from kselect.kernels.aten.backend import AtenBackend
     from kselect.kernels.operands import make_operands
 
+    reader = reader or default_reader()
+    if reader not in READERS:
+        raise ValueError(f"unknown ATen probe reader {reader!r}; expected one of {', '.join(READERS)}")
     why = probe_possible()
     if why:
         raise ProbeError(why)
@@ -134,19 +155,97 @@ def probe(problem: Problem, operands=None) -> dict:
     backend = AtenBackend()
     ops = operands if operands is not None else make_operands(problem, "cuda")
     run = backend.runner(backend.compile(backend.candidates(problem)[0], problem), ops)
+    try:
+        names = _read_graph(run) if reader == "graph" else _read_profiler(run)
+    finally:
+        del run, ops
+        if operands is None and need > RELEASE_BYTES:
+            torch.cuda.empty_cache()
+    if not names:
+        raise ProbeError(f"the {reader} reader saw no CUDA kernel")
+    return {"kernels": names, "per_call": len(names) / PROBE_CALLS, "reader": reader}
+
+
+def _read_graph(run) -> list[str]:
+    """The kernel and memset nodes of PROBE_CALLS calls captured in one CUDA graph, in capture
+    order. The capture is thread-local (other threads' CUDA calls go on) and runs on a side stream
+    after a warm-up call there, so cuBLAS picks as it does outside a graph; the graph is never
+    launched."""
+    import tempfile
+
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    graph.enable_debug_mode()  # keeps the captured graph for the dump
+    with torch.cuda.stream(stream):
+        run()
+        stream.synchronize()
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            for _ in range(PROBE_CALLS):
+                run()
+        finally:
+            graph.capture_end()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kselect-aten-probe-") as tmp:
+            path = f"{tmp}/aten.dot"
+            graph.debug_dump(path)
+            with open(path, errors="replace") as fh:
+                text = fh.read()
+    finally:
+        graph.reset()
+    return dot_launches(text)
+
+
+# a DOT node statement's label; the dump escapes quotes inside it
+_DOT_LABEL = re.compile(r'label\s*=\s*"((?:[^"\\]|\\.)*)"')
+_DOT_KIND = re.compile(r"\b(KERNEL|MEMSET|MEMCPY|HOST|EMPTY|WAIT_EVENT|EVENT_RECORD|MEM_ALLOC|MEM_FREE|CONDITIONAL)\b")
+_LAUNCH_SYNTAX = re.compile(r"([A-Za-z_][\w:$.]*)\s*(?:\\?<){3}")  # name<<<grid>>> (maybe escaped)
+_KERNEL_NAME = re.compile(r"\b(nvjet_\w+|_Z\w+|\w*(?:gemm|gemv|cutlass|splitK|Kernel|kernel)\w*)")
+
+
+def dot_launches(text: str) -> list[str]:
+    """Kernel names (as the dump writes them; mangled C++ names stay mangled) and "Memset" for
+    memset nodes, in node order, from a CUDA graph's verbose DOT dump."""
+    names = []
+    for match in _DOT_LABEL.finditer(text):
+        label = match.group(1)
+        kind = _DOT_KIND.search(label)
+        if kind is None:
+            continue
+        if kind.group(1) == "MEMSET":
+            names.append("Memset (Device)")  # the name torch.profiler gives a memset
+        elif kind.group(1) == "KERNEL":
+            named = _LAUNCH_SYNTAX.search(label) or _KERNEL_NAME.search(label, kind.end())
+            names.append(named.group(1) if named else "")
+    return names
+
+
+def _read_profiler(run) -> list[str]:
+    """The CUDA activity of PROBE_CALLS calls under torch.profiler, in launch order, with CUPTI
+    torn down afterwards unless the user chose otherwise (TEARDOWN_CUPTI already set)."""
+    import os
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
     run()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(PROBE_CALLS):
-            run()
-        torch.cuda.synchronize()
-    del run, ops
-    if operands is None and need > RELEASE_BYTES:
-        torch.cuda.empty_cache()
-    events = sorted(
-        (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda e: e.time_range.start
-    )
-    names = [e.name for e in events]
-    if not names:
-        raise ProbeError("the profiler recorded no CUDA kernel")
-    return {"kernels": names, "per_call": len(names) / PROBE_CALLS}
+    set_here = "TEARDOWN_CUPTI" not in os.environ
+    if set_here:
+        os.environ["TEARDOWN_CUPTI"] = "1"  # Kineto reads it when the profile stops
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(PROBE_CALLS):
+                run()
+            torch.cuda.synchronize()
+        events = sorted(
+            (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+            key=lambda e: e.time_range.start,
+        )
+    finally:
+        if set_here:
+            os.environ.pop("TEARDOWN_CUPTI", None)
+    return [e.name for e in events]

@@ -16,10 +16,14 @@ Arms, each in its own fresh process, on the same shapes, timed as `kselect bench
 - `predict`: per shape plain, kselect-predict, plain (the probe runs inside predict's decision);
 - `predict_noprobe`: the same with the probe off (its columns stay missing, as on ROCm).
 Last, in each arm, the kernels each compiled function launches, called directly and replayed
-from a CUDA graph as the timing harness replays it (profiled after all timing); in `probe`, a
-profiler-free probe (ATen's call captured in a CUDA graph, its DOT dump read) timed beside it.
+from a CUDA graph as the timing harness replays it (profiled after all timing).
 
-Usage: python aten_gap.py OUT_DIR [--deadline-s 240]
+The fix's arms (second call): `probe_graph` (the probe reading a CUDA graph's dump, no profiler)
+and `probe_profiler` (the profiler reader asking Kineto for the teardown itself, in-process).
+The first call's `probe` arm also timed a DOT-dump probe that failed (the graph was not kept for
+the dump); the product's graph reader keeps it (kernels/aten/launched.py).
+
+Usage: python aten_gap.py OUT_DIR [--deadline-s 240] [--arms probe_graph,probe_profiler]
 """
 
 from __future__ import annotations
@@ -42,7 +46,11 @@ SHAPES = [  # the widest gaps of the unseen run first, then large ones
     (2048, 3072, 3072),
     (8192, 3584, 3584),
 ]
-ARMS = ("probe", "probe_teardown", "predict", "predict_noprobe")
+ARMS = ("probe", "probe_teardown", "predict", "predict_noprobe", "probe_graph", "probe_profiler")
+FIRST_CALL_ARMS = ARMS[:4]  # what the first call ran (main at c877f85)
+# the environment each arm's process starts with; "probe" is the profiler as the first probe ran
+# it (Kineto keeps CUPTI attached); "probe_profiler" lets the probe itself ask for the teardown
+ARM_ENV = {"probe": {"TEARDOWN_CUPTI": "0"}, "probe_teardown": {"TEARDOWN_CUPTI": "1"}}
 
 
 def _kernels(fn, args) -> dict[str, list[str]]:
@@ -68,39 +76,6 @@ def _kernels(fn, args) -> dict[str, list[str]]:
             torch.cuda.synchronize()
         got[how] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     return got
-
-
-def _graph_dump_probe(problem) -> dict:
-    """A probe without a profiler: ATen's call captured in a CUDA graph and the graph's DOT dump
-    read for its kernel nodes -- how long it takes and what the dump names (to compare with the
-    profiler's names)."""
-    import tempfile
-
-    import torch
-
-    from kselect.kernels.aten.backend import AtenBackend
-    from kselect.kernels.operands import make_operands
-
-    t0 = time.perf_counter()
-    backend = AtenBackend()
-    ops = make_operands(problem, "cuda")
-    run = backend.runner(backend.compile(backend.candidates(problem)[0], problem), ops)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    graph.enable_debug_mode()
-    with torch.cuda.stream(stream):
-        run()
-        with torch.cuda.graph(graph, stream=stream):
-            run()
-    torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "graph.dot"
-        graph.debug_dump(str(path))
-        text = path.read_text(errors="replace")
-    ms = (time.perf_counter() - t0) * 1e3
-    kernel_lines = [line.strip()[:400] for line in text.splitlines() if "KERNEL" in line or "kernel" in line]
-    return {"ms": ms, "kernel_lines": kernel_lines[:6], "dot_chars": len(text)}
 
 
 def run_arm(arm: str, out: Path, deadline: float) -> None:
@@ -140,8 +115,9 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
 
             for p in problems:
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
+            reader = "graph" if arm == "probe_graph" else "profiler"
             for p in problems:
-                probe(p)
+                probe(p, reader=reader)
             for p in problems:
                 if time.time() < deadline:
                     keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
@@ -152,13 +128,6 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
                 keep(gemm._measure_shape(p, "kselect-predict", selector, "cuda"), "predict")
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
-        if arm == "probe":  # a profiler-free probe of the same facts, for the fix to choose from
-            for p in problems[:3]:
-                try:
-                    got = _graph_dump_probe(p)
-                except Exception as exc:  # noqa: BLE001 -- a finding, not a failure of the arm
-                    got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-                fh.write(json.dumps({"arm": arm, "step": "graph_dump_probe", "problem": p.key, **got}) + "\n")
         # the kernels each kind of compiled function launches, profiled after every timing
         for p in problems[:3]:
             ops = make_operands(p, "cuda", seed=1)
@@ -211,6 +180,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--deadline-s", type=float, default=240)
+    ap.add_argument("--arms", default=",".join(FIRST_CALL_ARMS), help="comma-separated arms, in order")
     ap.add_argument("--arm", choices=ARMS, help="(internal) run one arm in this process")
     ap.add_argument("--deadline", type=float, help="(internal) the wall-clock deadline")
     args = ap.parse_args()
@@ -219,15 +189,18 @@ def main() -> int:
     if args.arm:
         run_arm(args.arm, rows, args.deadline)
         return 0
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        ap.error(f"unknown arms {unknown}; known: {', '.join(ARMS)}")
     deadline = time.time() + args.deadline_s
-    for i, arm in enumerate(ARMS):
+    for i, arm in enumerate(arms):
         if time.time() > deadline:
             break
-        env = dict(os.environ)
-        if arm == "probe_teardown":
-            env["TEARDOWN_CUPTI"] = "1"
+        env = {k: v for k, v in os.environ.items() if k != "TEARDOWN_CUPTI"}
+        env.update(ARM_ENV.get(arm, {}))
         left = deadline - time.time()
-        share = left / (len(ARMS) - i)  # this arm's share of the time left
+        share = left / (len(arms) - i)  # this arm's share of the time left
         cmd = [sys.executable, __file__, str(args.out), "--arm", arm, "--deadline", str(time.time() + share)]
         try:
             subprocess.run(cmd, env=env, timeout=left, check=False)

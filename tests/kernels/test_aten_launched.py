@@ -77,3 +77,22 @@ def test_operand_bytes_counts_every_operand():
     # Llama-3's lm_head at 8192 tokens: A 8192x4096, B 4096x128256, out 8192x128256, bias
     assert operand_bytes(Problem(8192, 128256, 4096)) == 2 * (8192 * 4096 + 4096 * 128256 + 8192 * 128256 + 128256)
     assert operand_bytes(Problem(8, 16, 32, op="bmm", batch=3)) == 2 * (3 * (8 * 32 + 32 * 16 + 8 * 16) + 16)
+
+
+@pytest.mark.gpu
+def test_graph_and_profiler_readers_agree_and_leave_no_teardown_setting_behind(monkeypatch):
+    if probe_possible():
+        pytest.skip(probe_possible())
+    import os
+
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    for p in (Problem(2, 3072, 3072), Problem(512, 4608, 3584), Problem(8, 4096, 4096, op="addmm")):
+        graph, prof = probe(p, reader="graph"), probe(p, reader="profiler")
+        assert graph["reader"] == "graph" and prof["reader"] == "profiler"
+        assert record_facts(graph, p) == record_facts(prof, p), (graph["kernels"], prof["kernels"])
+    assert "TEARDOWN_CUPTI" not in os.environ
+
+
+def test_an_unknown_reader_is_named():
+    with pytest.raises(ValueError, match="reader 'nsys'"):
+        probe(Problem(64, 64, 64), reader="nsys")
