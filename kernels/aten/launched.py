@@ -6,14 +6,15 @@ short K, a split-K reduction on a tiny problem -- a Triton template can beat it.
 reads these facts as features (selector/model/features.py, ATEN_KERNEL_COLUMNS).
 
 `probe` returns the kernels ATen's call launches; `kernel_facts` turns names into numbers. It
-reads them without a profiler by default: the call is captured in a CUDA graph and the graph's
-debug dump names its kernel and memset nodes (`reader="graph"`). torch.profiler (`reader=
-"profiler"`, the probe's first form, kept to cross-check the graph reader) attaches CUPTI, and
-Kineto leaves CUPTI attached when the profile ends unless TEARDOWN_CUPTI=1 (pytorch/pytorch
-#144455): on an H100 that slowed every later small GEMM of the process 2-6 %
-(reports/2026-12-06-aten-probe-cupti), so the profiler reader asks Kineto to tear CUPTI down
-wherever the user has not set TEARDOWN_CUPTI themselves. KSELECT_ATEN_PROBE=graph|profiler picks
-the reader. On Hopper the cuBLAS of torch 2.11+cu130 names its kernels
+reads them without a profiler: the call is captured in a CUDA graph, never launched, and the
+graph's debug dump names its kernel and memset nodes (`reader="graph"`). The first probe used
+torch.profiler (`reader="profiler"`, kept to cross-check the graph reader), which attaches CUPTI;
+Kineto leaves it attached when the profile ends unless the process started with
+TEARDOWN_CUPTI=1 (pytorch/pytorch#144455), and on an H100 that slowed every later small GEMM of
+the process 2-6 % (reports/2026-12-06-aten-probe-cupti). KSELECT_ATEN_PROBE=graph|profiler picks
+the reader.
+
+On Hopper the cuBLAS of torch 2.11+cu130 names its kernels
 `nvjet_sm90_tst_<A>x<B>_<K>x<stages>_<ca>x<cb>_<h|v>...`, with `cutlass...`, `gemv...` and
 `splitKreduce...` kernels beside them; an unparsed name leaves its tile columns at 0.
 """
@@ -170,15 +171,18 @@ def _read_graph(run) -> list[str]:
     """The kernel and memset nodes of PROBE_CALLS calls captured in one CUDA graph, in capture
     order. The capture is thread-local (other threads' CUDA calls go on) and runs on a side stream
     after a warm-up call there, so cuBLAS picks as it does outside a graph; the graph is never
-    launched."""
+    instantiated or launched."""
     import tempfile
 
     import torch
 
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    graph.enable_debug_mode()  # keeps the captured graph for the dump
+    try:  # kept, not instantiated: the dump reads the captured graph (enable_debug_mode would
+        # keep every later graph of the process too)
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:
+        raise ProbeError("this torch's CUDAGraph cannot keep a captured graph (keep_graph)") from None
     with torch.cuda.stream(stream):
         run()
         stream.synchronize()
@@ -213,39 +217,29 @@ def dot_launches(text: str) -> list[str]:
     for match in _DOT_LABEL.finditer(text):
         label = match.group(1)
         kind = _DOT_KIND.search(label)
-        if kind is None:
-            continue
-        if kind.group(1) == "MEMSET":
+        launch = _LAUNCH_SYNTAX.search(label)
+        if kind is not None and kind.group(1) == "MEMSET":
             names.append("Memset (Device)")  # the name torch.profiler gives a memset
-        elif kind.group(1) == "KERNEL":
-            named = _LAUNCH_SYNTAX.search(label) or _KERNEL_NAME.search(label, kind.end())
+        elif launch is not None or (kind is not None and kind.group(1) == "KERNEL"):
+            named = launch or _KERNEL_NAME.search(label, kind.end())
             names.append(named.group(1) if named else "")
     return names
 
 
 def _read_profiler(run) -> list[str]:
-    """The CUDA activity of PROBE_CALLS calls under torch.profiler, in launch order, with CUPTI
-    torn down afterwards unless the user chose otherwise (TEARDOWN_CUPTI already set)."""
-    import os
-
+    """The CUDA activity of PROBE_CALLS calls under torch.profiler, in launch order. CUPTI stays
+    attached afterwards unless the process started with TEARDOWN_CUPTI=1: setting it in-process
+    before the profile stops did not tear it down (an H100, reports/2026-12-06-aten-probe-cupti)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     run()
     torch.cuda.synchronize()
-    set_here = "TEARDOWN_CUPTI" not in os.environ
-    if set_here:
-        os.environ["TEARDOWN_CUPTI"] = "1"  # Kineto reads it when the profile stops
-    try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(PROBE_CALLS):
-                run()
-            torch.cuda.synchronize()
-        events = sorted(
-            (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-            key=lambda e: e.time_range.start,
-        )
-    finally:
-        if set_here:
-            os.environ.pop("TEARDOWN_CUPTI", None)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(PROBE_CALLS):
+            run()
+        torch.cuda.synchronize()
+    events = sorted(
+        (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda e: e.time_range.start
+    )
     return [e.name for e in events]

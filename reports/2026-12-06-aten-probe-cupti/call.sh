@@ -8,7 +8,7 @@ mkdir -p $B
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $B/card.txt
 timeout 85 python3 $R/probe_facts.py $B/facts data/shapes/unseen-bench.csv data/shapes/h200-bf16-bench.csv --deadline-s 75 > $B/facts.log 2>&1
 head -3 $B/facts/summary.md
-timeout 90 python3 reports/2026-12-06-unseen-bench-h100-noise-rule/aten_gap.py $B/gap --arms probe_graph,probe_profiler --deadline-s 80 > $B/gap.log 2>&1
+timeout 90 python3 reports/2026-12-06-unseen-bench-h100-noise-rule/aten_gap.py $B/gap --arms probe_graph --deadline-s 80 > $B/gap.log 2>&1
 READER=$(python3 $R/pick_reader.py $B/facts $B/gap 2> $B/reader-why.txt || echo none)
 cat $B/reader-why.txt; echo "reader: $READER" | tee $B/reader.txt
 if [ "$READER" != none ]; then
