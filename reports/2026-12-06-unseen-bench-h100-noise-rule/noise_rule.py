@@ -49,6 +49,8 @@ def main(path: str) -> int:
                 fast += 1
             else:
                 tie += 1
+        if not ratios:  # a variant this run did not have
+            continue
         geo = statistics.geometric_mean(ratios)
         print(f"| {var} | {len(ratios)} | {geo:.4f} | {slow} | {slow_aten} | {fast} | {tie} |")
     print("\n| variant | GEMM | ratio to plain | noise | kernel it ran |")
