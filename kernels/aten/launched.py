@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import warnings
 from typing import Sequence
 
 from kselect.kernels.problem import Problem
@@ -195,7 +196,9 @@ def _read_graph(run) -> list[str]:
     try:
         with tempfile.TemporaryDirectory(prefix="kselect-aten-probe-") as tmp:
             path = f"{tmp}/aten.dot"
-            graph.debug_dump(path)
+            with warnings.catch_warnings():  # torch warns "DEBUG: calling debug_dump()" per dump
+                warnings.filterwarnings("ignore", message=".*debug_dump|.*cudaGraphDebugDotPrint")
+                graph.debug_dump(path)
             with open(path, errors="replace") as fh:
                 text = fh.read()
     finally:

@@ -18,6 +18,10 @@ Arms, each in its own fresh process, on the same shapes, timed as `kselect bench
 Last, in each arm, the kernels each compiled function launches, called directly and replayed
 from a CUDA graph as the timing harness replays it (profiled after all timing).
 
+The verify arms (third study): `verify_state` times plain on every shape, then compiles and
+times kselect-verify on every shape (verify measures its kept sets), then plain again;
+`verify_state_idle` the same with 300 ms of idle before each of the second plain timings.
+
 The fix's arms (second call): `probe_graph` (the probe reading a CUDA graph's dump, no profiler)
 and `probe_profiler` (the profiler reader asking Kineto for the teardown itself, in-process).
 The first call's `probe` arm also timed a DOT-dump probe that failed (the graph was not kept for
@@ -46,7 +50,28 @@ SHAPES = [  # the widest gaps of the unseen run first, then large ones
     (2048, 3072, 3072),
     (8192, 3584, 3584),
 ]
-ARMS = ("probe", "probe_teardown", "predict", "predict_noprobe", "probe_graph", "probe_profiler")
+ARMS = (
+    "probe",
+    "probe_teardown",
+    "predict",
+    "predict_noprobe",
+    "probe_graph",
+    "probe_profiler",
+    "verify_state",
+    "verify_state_idle",
+)
+# the verify arms' shapes: where verify kept cuBLAS and still ran slower than plain after the
+# probe's fix (reports/2026-12-06-aten-probe-cupti), then three of the widest earlier gaps
+VERIFY_SHAPES = [
+    (8, 3584, 3584),
+    (512, 4608, 3584),
+    (512, 3584, 3584),
+    (32, 16384, 3072),
+    (128, 16384, 3072),
+    (2, 4608, 3584),
+    (2, 3072, 3072),
+    (128, 3584, 3584),
+]
 FIRST_CALL_ARMS = ARMS[:4]  # what the first call ran (main at c877f85)
 # the environment each arm's process starts with; "probe" is the profiler as the first probe ran
 # it (Kineto keeps CUPTI attached); "probe_profiler" lets the probe itself ask for the teardown
@@ -90,7 +115,7 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
     torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device="cuda"))
     torch._dynamo.reset()
     selector = None
-    if arm.startswith("predict"):
+    if arm.startswith("predict") or arm.startswith("verify"):
         from torch._inductor import config as ic
 
         from kselect.selector.decide import rankers
@@ -99,8 +124,8 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
         if arm == "predict_noprobe":
             rankers.AtenKernelFacts.__call__ = lambda self, problem: None  # the columns stay missing
         ic.max_autotune_gemm_search_space = "DEFAULT"
-        selector = ksi.enable("predict")
-    problems = [Problem(M, N, K, "bf16", "nt") for M, N, K in SHAPES]
+        selector = ksi.enable("verify" if arm.startswith("verify") else "predict")
+    problems = [Problem(M, N, K, "bf16", "nt") for M, N, K in (VERIFY_SHAPES if arm.startswith("verify") else SHAPES)]
     rows = []
     with open(out, "a") as fh:
 
@@ -121,6 +146,17 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
             for p in problems:
                 if time.time() < deadline:
                     keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
+        elif arm.startswith("verify"):
+            for p in problems:
+                keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
+            for p in problems:
+                if time.time() < deadline:
+                    keep(gemm._measure_shape(p, "kselect-verify", selector, "cuda"), "verify")
+            for p in problems:
+                if time.time() < deadline:
+                    if arm == "verify_state_idle":
+                        time.sleep(0.3)
+                    keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
         else:
             for p in problems:
                 if time.time() > deadline:
@@ -129,7 +165,7 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
                 keep(gemm._measure_shape(p, "kselect-predict", selector, "cuda"), "predict")
                 keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
         # the kernels each kind of compiled function launches, profiled after every timing
-        for p in problems[:3]:
+        for p in problems[:3] if not arm.startswith("verify") else []:
             ops = make_operands(p, "cuda", seed=1)
             for variant in ("plain",) + (("kselect-predict",) if selector is not None else ()):
                 torch._dynamo.reset()
@@ -152,7 +188,7 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
 def summarise(path: Path) -> str:
     rows = [json.loads(line) for line in open(path)]
     lines = [
-        "| arm | shape | plain before (us) | predict / before | plain after / before |",
+        "| arm | shape | plain before (us) | predict (or verify) / before | plain after / before |",
         "| --- | --- | --- | --- | --- |",
     ]
     for arm in ARMS:
@@ -164,7 +200,7 @@ def summarise(path: Path) -> str:
             b = s.get("before")
             if not b:
                 continue
-            pr = f"{s['predict'] / b:.3f}" if "predict" in s else ""
+            pr = f"{s['predict'] / b:.3f}" if "predict" in s else (f"{s['verify'] / b:.3f}" if "verify" in s else "")
             af = f"{s['after'] / b:.3f}" if "after" in s else ""
             lines.append(f"| {arm} | {key.split(':')[1]} | {b * 1e3:.2f} | {pr} | {af} |")
     kern = [r for r in rows if r.get("step") == "kernels"]

@@ -92,3 +92,32 @@ def test_graph_and_profiler_readers_agree():
 def test_an_unknown_reader_is_named():
     with pytest.raises(ValueError, match="reader 'nsys'"):
         probe(Problem(64, 64, 64), reader="nsys")
+
+
+# an H100's probes of the unseen set, read both ways (reports/2026-12-06-aten-probe-cupti)
+PROBE_CALL = __import__("pathlib").Path(__file__).parents[2] / "reports/2026-12-06-aten-probe-cupti/call-b2/facts"
+
+
+def test_a_real_graph_dump_names_the_kernels_the_profiler_saw():
+    import json
+
+    from kselect.kernels.aten.launched import dot_launches
+
+    rows = [json.loads(line) for line in open(PROBE_CALL / "rows.jsonl")]
+    dumped = dot_launches((PROBE_CALL / "dump-0.dot").read_text())
+    assert dumped == rows[0]["profiler"]["kernels"] == ["nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"] * 3
+
+
+def test_mangled_split_k_names_and_memsets_give_the_profilers_facts():
+    import json
+
+    rows = [json.loads(line) for line in open(PROBE_CALL / "rows.jsonl")]
+    split = [r for r in rows if any(n.startswith("_ZN8cublasLt19splitKreduce") for n in r["graph"]["kernels"])]
+    assert split, "the committed probe run has split-K problems"
+    for r in split:
+        op, dims, dtype, layout = r["problem"].split(":")  # e.g. mm:2x3584x18944:bf16:nt
+        M, N, K = (int(d) for d in dims.split("x"))
+        p = Problem(M, N, K, dtype, layout, op=op)
+        assert r["graph"]["kernels"] != r["profiler"]["kernels"]  # mangled against demangled
+        assert record_facts(r["graph"], p) == record_facts(r["profiler"], p) == r["profiler_facts"]
+        assert r["profiler_facts"]["aten_split_k"] == 1
