@@ -7,10 +7,12 @@ hollow: it kept cuBLAS (`aten:mm`) in every process.
 Deterministic: the same file gives the same PNG.
 
     python reports/2026-12-06-unseen-bench-h100-noise-rule/plot.py   # writes per-gemm-vs-plain.png
+    python .../plot.py POOLED_DIR OUT.png   # another pooled run; a variant it lacks is left out
 """
 
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,9 +29,9 @@ SERIES = (
 )
 
 
-def main() -> Path:
+def main(pooled: Path = HERE / "pooled", out: Path = HERE / "per-gemm-vs-plain.png") -> Path:
     times, chosen, sizes = defaultdict(lambda: defaultdict(list)), defaultdict(lambda: defaultdict(set)), {}
-    for line in (HERE / "pooled" / "results.jsonl").read_text().splitlines():
+    for line in (pooled / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r.get("kernel_ms") is None:
             continue
@@ -53,6 +55,8 @@ def main() -> Path:
     ax.axhline(1.0, color="0.3", linewidth=0.8)
     for variant, label, marker, colour in SERIES:
         shapes = [p for p in order if p in times[variant]]
+        if not shapes:
+            continue
         speed = {p: statistics.fmean(plain[p]) / statistics.median(times[variant][p]) for p in shapes}
         geo = statistics.geometric_mean(speed.values())
         for template in (True, False):
@@ -82,11 +86,10 @@ def main() -> Path:
     )
     ax.legend(loc="upper right", fontsize=7, frameon=True, framealpha=0.9)
     fig.tight_layout()
-    out = HERE / "per-gemm-vs-plain.png"
     fig.savefig(out, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return out
 
 
 if __name__ == "__main__":
-    print(main())
+    print(main(*(Path(a) for a in sys.argv[1:3])))
