@@ -24,7 +24,8 @@ def test_rounds_read_every_kernel_in_alternating_order():
     assert len(got.ms) == 2 and all(len(r) == 2 for r in got.ms)
     timed = [n for n in log[-4 * 1 :]]  # one call per replay at target 0.1 ms: the last four reads
     assert timed == ["a", "b", "b", "a"]
-    assert got.timing(1).median_ms > 2 * got.timing(0).median_ms
+    # the fastest reading of each: a busy machine only ever adds time to a sleep
+    assert got.timing(1).min_ms > 2 * got.timing(0).min_ms
 
 
 def test_time_runners_reads_as_before():
