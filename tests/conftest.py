@@ -17,6 +17,13 @@ INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
 _USERS_THREADS_ENV = "KSELECT_TESTS_USERS_COMPILE_THREADS"
 os.environ.setdefault(_USERS_THREADS_ENV, os.environ.get(INDUCTOR_THREADS_ENV, ""))
 os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
+# Inductor proves each vector ISA the CPU lists (avx2, avx512, ...) by compiling and loading a
+# small C++ program, once per process and cache directory: ~5-10 s of g++ in every fresh
+# process, and the bench, collect and retime workers each start with a cold cache by design.
+# The tests take the CPU's own list as proven (TORCHINDUCTOR_VEC_ISA_OK=1, Inductor's override;
+# the same pick on this machine's image); a compiler that could not build one would fail the
+# first C++ kernel loudly. A user's setting stays.
+os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
 
 
 def with_inductor_pool(env: dict[str, str]) -> dict[str, str]:
