@@ -8,7 +8,7 @@ per-candidate Python in the hot path): ~2,400 candidates take well under a milli
 Bump FEATURE_SCHEMA_VERSION whenever a feature is added, removed, reordered or its
 meaning changes; saved models record it and refuse to load against another version.
 
-Why one module of ~500 lines, above the selector's ~300-line rule: it is the schema. The column
+Why one module of ~580 lines, above the selector's ~400-line rule: it is the schema. The column
 list, the arrays each column is computed from and the expressions computing them change
 together under one version number; split apart, a feature could change in one file while its
 column or version stayed behind in another.
@@ -577,71 +577,3 @@ def infeasible(features: np.ndarray) -> np.ndarray:
 def estimated_time_ms(features: np.ndarray) -> np.ndarray:
     """The analytic wave/roofline estimate inside the features (the roofline baseline uses it)."""
     return 10.0 ** features[:, FEATURE_NAMES.index("log10_t_estimate_ms")].astype(np.float64)
-
-
-# fp8 scaled_mm's own problem columns, kept out of FEATURE_NAMES so every shipped model's schema
-# (and FEATURE_SCHEMA_VERSION) stays as it is: a model trained on fp8 data appends them.
-SCALED_MM_FEATURE_NAMES = ("scaled_rowwise", "out_dtype_bytes", "fast_accum")
-
-
-def scaled_mm_problem_features(problem: Problem) -> np.ndarray:
-    """SCALED_MM_FEATURE_NAMES of one problem (zeros and the operands' bytes for other ops)."""
-    return np.array(
-        [float(problem.scaling == "rowwise"), float(problem.out_dtype_bytes), float(problem.fast_accum)],
-        dtype=np.float64,
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# grouped GEMMs (`_grouped_mm`): their own schema beside the one above, which they leave alone
-GROUPED_FEATURE_SCHEMA_VERSION = 1
-GROUPED_PROBLEM_FEATURES = (
-    "G",
-    "log2_G",
-    "rows_total",
-    "log2_rows_total",
-    "N",
-    "K",
-    "log2_N",
-    "log2_K",
-    "dtype_bytes",
-    "b_transposed",
-    "ragged_M",
-    "ragged_K",
-    "rows_mean",
-    "rows_max",
-    "rows_min",
-    "rows_cv",
-    "rows_max_over_mean",
-    "empty_groups_frac",
-    "log2_flops",
-)
-
-
-def grouped_problem_features(problem) -> dict:
-    """A GroupedProblem's columns: its sizes and the rows per group its routing gives (mean,
-    max, min, coefficient of variation, the share of groups left empty)."""
-    sizes = problem.group_sizes().astype(np.float64)
-    rows = float(sizes.sum()) if problem.ragged_dim == "M" else float(problem.M)
-    mean = float(sizes.mean())
-    return {
-        "G": float(problem.G),
-        "log2_G": float(np.log2(problem.G)),
-        "rows_total": rows,
-        "log2_rows_total": float(np.log2(rows)),
-        "N": float(problem.N),
-        "K": float(problem.K),
-        "log2_N": float(np.log2(problem.N)),
-        "log2_K": float(np.log2(problem.K)),
-        "dtype_bytes": float(problem.dtype_bytes),
-        "b_transposed": float(problem.layout[1] == "t"),
-        "ragged_M": float(problem.ragged_dim == "M"),
-        "ragged_K": float(problem.ragged_dim == "K"),
-        "rows_mean": mean,
-        "rows_max": float(sizes.max()),
-        "rows_min": float(sizes.min()),
-        "rows_cv": float(sizes.std() / mean) if mean > 0 else 0.0,
-        "rows_max_over_mean": float(sizes.max() / mean) if mean > 0 else 0.0,
-        "empty_groups_frac": float(np.mean(sizes == 0)),
-        "log2_flops": float(np.log2(problem.flops)),
-    }

@@ -1,5 +1,5 @@
-"""A grouped GEMM's candidates as feature rows: the problem's columns (features.py's grouped
-schema), the candidate's knobs, and what the tile does with this routing -- the persistent
+"""A grouped GEMM's candidates as feature rows: the problem's columns (the grouped schema, its
+own beside features.py's, which it leaves alone), the candidate's knobs, and what the tile does with this routing -- the persistent
 kernel's tiles over every group, the padded rows it computes for nothing, its waves over the SMs."""
 
 from __future__ import annotations
@@ -9,12 +9,60 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.model.features import (
-    GROUPED_PROBLEM_FEATURES,
-    FeatureError,
-    device_constants,
-    grouped_problem_features,
+from kselect.selector.model.features import FeatureError, device_constants
+
+GROUPED_FEATURE_SCHEMA_VERSION = 1
+GROUPED_PROBLEM_FEATURES = (
+    "G",
+    "log2_G",
+    "rows_total",
+    "log2_rows_total",
+    "N",
+    "K",
+    "log2_N",
+    "log2_K",
+    "dtype_bytes",
+    "b_transposed",
+    "ragged_M",
+    "ragged_K",
+    "rows_mean",
+    "rows_max",
+    "rows_min",
+    "rows_cv",
+    "rows_max_over_mean",
+    "empty_groups_frac",
+    "log2_flops",
 )
+
+
+def grouped_problem_features(problem) -> dict:
+    """A GroupedProblem's columns: its sizes and the rows per group its routing gives (mean,
+    max, min, coefficient of variation, the share of groups left empty)."""
+    sizes = problem.group_sizes().astype(np.float64)
+    rows = float(sizes.sum()) if problem.ragged_dim == "M" else float(problem.M)
+    mean = float(sizes.mean())
+    return {
+        "G": float(problem.G),
+        "log2_G": float(np.log2(problem.G)),
+        "rows_total": rows,
+        "log2_rows_total": float(np.log2(rows)),
+        "N": float(problem.N),
+        "K": float(problem.K),
+        "log2_N": float(np.log2(problem.N)),
+        "log2_K": float(np.log2(problem.K)),
+        "dtype_bytes": float(problem.dtype_bytes),
+        "b_transposed": float(problem.layout[1] == "t"),
+        "ragged_M": float(problem.ragged_dim == "M"),
+        "ragged_K": float(problem.ragged_dim == "K"),
+        "rows_mean": mean,
+        "rows_max": float(sizes.max()),
+        "rows_min": float(sizes.min()),
+        "rows_cv": float(sizes.std() / mean) if mean > 0 else 0.0,
+        "rows_max_over_mean": float(sizes.max() / mean) if mean > 0 else 0.0,
+        "empty_groups_frac": float(np.mean(sizes == 0)),
+        "log2_flops": float(np.log2(problem.flops)),
+    }
+
 
 CANDIDATE_COLUMNS = ("is_aten", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps")
 TILE_COLUMNS = ("log2_tiles", "row_padding_frac", "waves", "last_wave_fill", "smem_frac")

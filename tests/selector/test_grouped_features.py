@@ -8,8 +8,8 @@ import pytest
 
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN, grouped_space
-from kselect.selector.model.features import FeatureError, grouped_problem_features
-from kselect.selector.model.grouped_features import GROUPED_FEATURE_NAMES, featurize_grouped
+from kselect.selector.model.features import FeatureError
+from kselect.selector.model.grouped_features import GROUPED_FEATURE_NAMES, featurize_grouped, grouped_problem_features
 
 DEVICE = {"sm_count": 132, "peak_tflops": {"bf16": 989.0}, "mem_bandwidth_gbs": 3350.0}
 PREFILL = GroupedProblem(32, 8192, 7168, 2048)
