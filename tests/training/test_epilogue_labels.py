@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -53,8 +54,38 @@ def _the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(pinn
     assert math.isnan(broken.ms)
 
 
+def _the_records_become_training_rows_with_the_epilogue_the_lowering_read(pinned, data):
+    """On disk (training/data/epilogue_rows.py) and back as dataset rows of one GEMM + epilogue,
+    whose epilogue feature block is what the selector's own epilogue_block gives the Epilogue
+    read during the lowering: a fusable GELU (erf among its ops) that the C++ template fuses."""
+    from kselect.selector.model.features import EPILOGUE_FEATURE_NAMES
+    from kselect.training.data.epilogue_rows import (
+        KEY_MARK,
+        append_records,
+        epilogue_columns,
+        label_rows,
+        record_of,
+    )
+    from kselect.training.data.synthetic import FINGERPRINT
+
+    append_records(data, [record_of("linear-gelu", t) for t in pinned.values()])
+    rows = label_rows(data)
+    assert sorted(rows["candidate_key"]) == sorted(pinned) and (rows["status"] == "ok").all()
+    assert rows["problem_key"].nunique() == 1 and KEY_MARK in rows["problem_key"][0]
+    assert rows["problem_key"][0].startswith("mm:64x80x96:fp32:nt")  # a frozen Linear is x @ W^T
+    assert dict(zip(rows["candidate_key"], rows["time_ms"])) == {k: t.ms for k, t in pinned.items()}
+    block = epilogue_columns(rows, FINGERPRINT)
+    col = {name: block[:, i] for i, name in enumerate(EPILOGUE_FEATURE_NAMES)}
+    cpp = list(rows["candidate_key"]).index(CPP)
+    assert (col["epi_fusable"] == 1).all() and (col["epi_ops_activation"] >= 1).all()
+    assert col["log2_epi_out_bytes"][0] == np.log2(1 + 64 * 80 * 4)  # GELU's fp32 output, written once
+    assert col["epi_output_escapes"][0] == 0  # the GEMM's output feeds the GELU alone
+    assert list(col["cand_fuses_epilogue"]) == [float(i == cpp) for i in range(len(rows))]
+
+
 def test_labels_of_a_linear_gelu(tmp_path):
     """One test (its two compiles run once, also under xdist)."""
     pinned = _pinned(tmp_path)
     _each_pin_compiles_as_inductor_would_ship_it(pinned)
     _the_label_sets_the_fused_template_against_aten_and_its_separate_kernel(pinned)
+    _the_records_become_training_rows_with_the_epilogue_the_lowering_read(pinned, tmp_path / "data")

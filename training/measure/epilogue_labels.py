@@ -36,11 +36,14 @@ class EpilogueTiming:
     kernels: int = 0  # kernels Inductor generated for the function (ATen's call not among them)
     epilogue: dict = field(default_factory=dict)  # the GEMM's epilogue as kselect read it
     error: str = ""
+    problem: dict = field(default_factory=dict)  # the GEMM (Problem.to_dict) the pinned choice ran
+    pinned: dict = field(default_factory=dict)  # the pinned Candidate: backend, template, params
 
 
 class PinnedRanker:
     """Scores one candidate ahead of all others (a measured-time ranker's scale, taken at its
-    word); remembers the epilogue of the GEMM it was asked about, read during the lowering."""
+    word); remembers the GEMM it was asked about, its epilogue (read during the lowering) and the
+    pinned Candidate itself (training/data/epilogue_rows.py turns the three into a training row)."""
 
     log_time_scores = True
 
@@ -48,12 +51,18 @@ class PinnedRanker:
         self.key, self.ident = key, f"pinned:{key}"
         self.seen_keys: list[str] = []
         self.epilogue: dict = {}
+        self.problem: dict = {}
+        self.pinned: dict = {}
 
     def rank(self, problem, candidates: Sequence[Candidate]) -> np.ndarray:
         from kselect.selector.inductor.compat import current_graph
 
         self.seen_keys = [c.key for c in candidates]
         self.epilogue = current_graph.current_epilogue().as_dict()
+        self.problem = problem.to_dict()
+        pinned = next((c for c in candidates if c.key == self.key), None)
+        if pinned is not None:
+            self.pinned = {"backend": pinned.backend, "template": pinned.template, "params": pinned.kwargs}
         return np.array([0.0 if c.key == self.key else 1.0 for c in candidates])
 
 
@@ -124,7 +133,7 @@ def time_pinned(
     finally:
         lifecycle.disable()
         torch._dynamo.reset()
-    out.epilogue = ranker.epilogue
+    out.epilogue, out.problem, out.pinned = ranker.epilogue, ranker.problem, ranker.pinned
     out.kernels = int(metrics.generated_kernel_count)
     if device_type == "cpu":
         out.fused = counters["inductor"]["cpp_epilogue_fusion_counter"] > 0
