@@ -1,5 +1,5 @@
 """A cost model with the epilogue feature block, end to end on the CPU: trained by `kselect
-train`'s own path from bare rows plus epilogue_labels.jsonl rows, its sidecar declaring the
+train --feature-block epilogue` from a dataset's bare rows plus its epilogue_labels.jsonl rows, its sidecar declaring the
 block, ranked with the GEMM's Epilogue by CostModelRanker and the decision pipeline; a sidecar
 declaring a block this code does not compute sends the GEMM to stock with one warning; and the
 shipped models, which declare none, see exactly the features they always saw."""
@@ -25,10 +25,10 @@ from kselect.selector.model import features as F  # noqa: E402
 from kselect.selector.model.checks import FeatureSchemaError  # noqa: E402
 from kselect.selector.model.cost_model import CostModel, meta_path  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
-from kselect.training.data.dataset import COLUMNS, conform  # noqa: E402
-from kselect.training.data.epilogue_rows import append_records, with_label_rows  # noqa: E402
+from kselect.training.cli.main import main  # noqa: E402
+from kselect.training.data.dataset import COLUMNS, DatasetDir  # noqa: E402
+from kselect.training.data.epilogue_rows import EpilogueLabelsError, append_records, with_label_rows  # noqa: E402
 from kselect.training.data.synthetic import FINGERPRINT  # noqa: E402
-from kselect.training.learn.train import train  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 DK = Candidate.make("triton", "decompose_k", k_split=4)
@@ -57,7 +57,7 @@ def gelu_bias(m: int, n: int) -> Epilogue:
     )
 
 
-def _bare_rows() -> pd.DataFrame:
+def _bare_rows() -> list[dict]:
     rows = []
     for m, n, k in SHAPES:
         p = Problem(m, n, k, "bf16", "nt")
@@ -77,10 +77,10 @@ def _bare_rows() -> pd.DataFrame:
                     "status": "ok",
                     "time_ms": BARE_MS[c.key] * m / 16,
                     "fingerprint_id": FINGERPRINT["fingerprint_id"],
+                    **{flag: False for flag in ("oracle", "noisy", "fast_accum")},
                 }
             )
-    flags = {"oracle": False, "noisy": False, "fast_accum": False}
-    return conform(pd.DataFrame(rows).assign(**flags).reindex(columns=list(COLUMNS)))
+    return [{c: row.get(c) for c in COLUMNS} for row in rows]
 
 
 def _label_records() -> list[dict]:
@@ -103,25 +103,27 @@ def _label_records() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def block_model(tmp_path_factory):
-    """A model trained with the epilogue block by train()'s one path, saved and loaded back."""
+    """A model trained with the epilogue block by `kselect train --feature-block epilogue` (the
+    one training path) on a dataset directory of bare rows and its epilogue_labels.jsonl."""
     data = tmp_path_factory.mktemp("epi-data")
+    DatasetDir(data).append(_bare_rows(), "bare")
+    DatasetDir(data).write_fingerprint(FINGERPRINT)
     append_records(data, _label_records())
-    rows = with_label_rows(_bare_rows(), data)
-    grid = ({"max_depth": 3, "learning_rate": 0.3, "n_estimators": 30, "min_child_weight": 1.0},)
-    model, card = train(
-        rows,
-        FINGERPRINT,
-        objective="rank:pairwise",
-        cv_folds=0,
-        grid=grid,
-        nthread=1,
-        log=lambda *_: None,
-        blocks=("epilogue",),
-    )
+    out = tmp_path_factory.mktemp("epi-model") / "epi"
+    flags = ["--objective", "rank:pairwise", "--cv-folds", "0", "--grid", "single", "--nthread", "1"]
+    assert main(["-q", "train", "--data", str(data), "--out", str(out), "--feature-block", "epilogue", *flags]) == 0
+    card = json.loads(meta_path(out.with_suffix(".json")).read_text())["training"]
     assert card["feature_blocks"] == ["epilogue"] and card["epilogue_shapes"] == len(SHAPES)
-    path = tmp_path_factory.mktemp("epi-model") / "epi.json"
-    model.save(path, {"fingerprint": FINGERPRINT, "training": card})
-    return path
+    return out.with_suffix(".json")
+
+
+def test_datasets_without_labels_keep_their_bare_rows_and_one_must_have_them(tmp_path):
+    bare = [(pd.DataFrame(_bare_rows()), FINGERPRINT)]
+    with pytest.raises(EpilogueLabelsError, match="collect-epilogue"):
+        with_label_rows(bare, [tmp_path])
+    append_records(tmp_path / "a", _label_records())
+    (rows, _), (other, _) = with_label_rows(bare * 2, [tmp_path / "a", tmp_path])
+    assert len(rows) == 2 * len(other) and "epilogue" not in other
 
 
 def test_the_sidecar_declares_the_block_and_the_load_reads_it(block_model):

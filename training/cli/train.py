@@ -6,7 +6,7 @@ writes models/h200-bf16.json (XGBoost JSON), models/h200-bf16.meta.json (schema,
 dataset hash, command, CV table) and models/h200-bf16.md (the model card). Several --data (one
 per card) train one pooled model on all their rows (training/learn/pooled.py). With
 `--feature-block epilogue` each dataset's GEMM + epilogue labels (DIR/epilogue_labels.jsonl,
-training/data/epilogue_rows.py) join its bare rows, every row gets the epilogue columns, and the
+training/data/epilogue_rows.py, from `kselect collect-epilogue`) join its bare rows, every row gets the epilogue columns, and the
 sidecar declares the block.
 """
 
@@ -76,7 +76,7 @@ def main(args) -> int:
     if "epilogue" in blocks:
         from kselect.training.data.epilogue_rows import with_label_rows
 
-        parts = [(with_label_rows(rows, d), fp) for (rows, fp), d in zip(parts, args.data)]
+        parts = with_label_rows(parts, args.data)
     df, fp = parts[0] if len(parts) == 1 else pool(parts)
     console = Console.of(args)
     model, card = train(

@@ -44,12 +44,13 @@ def path_of(data: str | Path) -> Path:
     return Path(data) / FILE_NAME
 
 
-def record_of(case: str, timing) -> dict:
-    """One line of the file from an EpilogueTiming (training/measure/epilogue_labels.py)."""
+def record_of(case: str, timing, problem: Problem | None = None) -> dict:
+    """One line of the file from an EpilogueTiming (training/measure/epilogue_labels.py); `problem`:
+    the case's GEMM, for a compile that failed before kselect saw it."""
     ms = float(timing.ms)
     return {
         "case": case,
-        "problem": dict(timing.problem),
+        "problem": dict(timing.problem or (problem.to_dict() if problem is not None else {})),
         "candidate": dict(timing.pinned),
         "ms": ms if math.isfinite(ms) else None,
         "kernels": int(timing.kernels),
@@ -127,6 +128,8 @@ def label_rows(data: str | Path) -> pd.DataFrame:
     path = path_of(data)
     rows = []
     for n, rec in enumerate(read_records(data), start=1):
+        if rec.get("error") and not rec["candidate"]:  # never pinned (not among Inductor's choices)
+            continue
         try:
             problem = Problem.from_dict(rec["problem"])
             cand = Candidate.from_json(rec["candidate"])
@@ -169,10 +172,19 @@ def label_rows(data: str | Path) -> pd.DataFrame:
     return preferred_rows(rows_.assign(**{EPILOGUE_COLUMN: frame[EPILOGUE_COLUMN].to_numpy()}))
 
 
-def with_label_rows(rows: pd.DataFrame, data: str | Path) -> pd.DataFrame:
-    """A dataset's bare rows followed by its epilogue label rows (label_rows): what a model with
-    the epilogue block trains on."""
-    return pd.concat([rows, label_rows(data)], ignore_index=True)
+def with_label_rows(parts: list[tuple[pd.DataFrame, Mapping]], data: list) -> list[tuple[pd.DataFrame, Mapping]]:
+    """Each dataset's (bare rows, fingerprint), its epilogue label rows (label_rows) appended where
+    it has epilogue_labels.jsonl: what a model with the epilogue block trains on. Some dataset
+    must have them (EpilogueLabelsError naming the directories otherwise)."""
+    if not any(path_of(d).exists() for d in data):
+        raise EpilogueLabelsError(
+            f"no {FILE_NAME} in {[str(d) for d in data]}: the epilogue block needs GEMM + epilogue labels "
+            "(`kselect collect-epilogue --data DIR` on the dataset's card)"
+        )
+    return [
+        (pd.concat([rows, label_rows(d)], ignore_index=True) if path_of(d).exists() else rows, fp)
+        for (rows, fp), d in zip(parts, data)
+    ]
 
 
 def epilogue_columns(rows: pd.DataFrame, fingerprint: Mapping) -> np.ndarray:
