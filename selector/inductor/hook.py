@@ -142,6 +142,9 @@ class Selector(
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
             gemm_epilogue, epilogue = self._read_epilogue(fingerprint)
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
+            # what either decision gets besides the candidates: the epilogue (the object and whether
+            # its few are handed over) and the time spent reading and mapping
+            given = {"epilogue": epilogue, "gemm_epilogue": gemm_epilogue, "mapped": mapped}
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
                 stock_size = (
@@ -150,29 +153,10 @@ class Selector(
                     else (lambda: len(items))
                 )
                 kept, entry = self._select_per_size(
-                    stage,
-                    problem,
-                    fields,
-                    fingerprint,
-                    cands,
-                    items,
-                    epilogue=epilogue,
-                    mapped=mapped,
-                    stock_size=stock_size,
-                    gemm_epilogue=gemm_epilogue,
+                    stage, problem, fields, fingerprint, cands, items, stock_size=stock_size, **given
                 )
             else:
-                kept, entry = self.select(
-                    stage,
-                    problem,
-                    fields,
-                    fingerprint,
-                    cands,
-                    epilogue=epilogue,
-                    mapped=mapped,
-                    as_planned=as_planned,
-                    gemm_epilogue=gemm_epilogue,
-                )
+                kept, entry = self.select(stage, problem, fields, fingerprint, cands, as_planned=as_planned, **given)
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))

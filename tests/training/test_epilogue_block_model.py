@@ -27,8 +27,14 @@ from kselect.selector.model.cost_model import CostModel, meta_path  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 from kselect.training.cli.main import main  # noqa: E402
 from kselect.training.data.dataset import COLUMNS, DatasetDir  # noqa: E402
-from kselect.training.data.epilogue_rows import EpilogueLabelsError, append_records, with_label_rows  # noqa: E402
+from kselect.training.data.epilogue_rows import (  # noqa: E402
+    EpilogueLabelsError,
+    append_records,
+    epilogue_columns,
+    with_label_rows,
+)
 from kselect.training.data.synthetic import FINGERPRINT  # noqa: E402
+from kselect.training.learn.pooled import featurize_rows, pool  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 DK = Candidate.make("triton", "decompose_k", k_split=4)
@@ -124,6 +130,16 @@ def test_datasets_without_labels_keep_their_bare_rows_and_one_must_have_them(tmp
     append_records(tmp_path / "a", _label_records())
     (rows, _), (other, _) = with_label_rows(bare * 2, [tmp_path / "a", tmp_path])
     assert len(rows) == 2 * len(other) and "epilogue" not in other
+    # pooled with another card's rows: each row's block from its own card's bandwidth
+    h100 = {**FINGERPRINT, "fingerprint_id": "h100like", "mem_bandwidth_gbs": 3350.0}
+    pooled, devices = pool([(rows, FINGERPRINT), (rows, h100)])
+    X = featurize_rows(pooled, devices, ("epilogue",))
+    assert X.shape == (2 * len(rows), len(F.feature_names(["epilogue"])))
+    mine = pooled["fingerprint_id"].to_numpy() == "h100like"
+    assert np.array_equal(X[mine, len(F.FEATURE_NAMES) :], epilogue_columns(pooled[mine], h100).astype(np.float32))
+    fused = len(F.FEATURE_NAMES) + F.EPILOGUE_FEATURE_NAMES.index("log10_t_epi_fused_ms")
+    epi = rows["epilogue"].fillna("").astype(str).to_numpy() != ""
+    assert (X[mine, fused][epi] > X[~mine, fused][epi]).all()  # less bandwidth: a slower epilogue
 
 
 def test_the_sidecar_declares_the_block_and_the_load_reads_it(block_model):

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.training.data.dataset import DatasetError  # noqa: E402
 from kselect.training.measure.epilogue_labels import (  # noqa: E402
     EpilogueTiming,
     collect_epilogue_labels,
@@ -93,6 +94,9 @@ def _the_records_become_training_rows_with_the_epilogue_the_lowering_read(pinned
     # the collector resumes: a case already in the file is not compiled again
     again = collect_epilogue_labels([case], data, "cpu", candidates=[MKL, CPP], say=lambda _: None)
     assert again["skipped"] == 1 and again["cases"] == 0
+    with pytest.raises(DatasetError, match="measured on"):  # labels of another card never join a dataset
+        (data / "fingerprint.json").write_text('{"fingerprint_id": "another-card", "gpu_name": "GPU"}')
+        collect_epilogue_labels([case], data, "cpu", candidates=[MKL], say=lambda _: None)
     rows = label_rows(data)
     assert sorted(rows["candidate_key"]) == sorted(pinned) and (rows["status"] == "ok").all()
     assert rows["problem_key"].nunique() == 1 and KEY_MARK in rows["problem_key"][0]

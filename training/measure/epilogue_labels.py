@@ -252,10 +252,16 @@ def collect_epilogue_labels(
 ) -> dict:
     """Time each case pinned to each of its candidates (`candidates`, else pinned_candidates;
     label_case) and append the records to DATA/epilogue_labels.jsonl (training/data/epilogue_rows.py)
-    case by case, so a rerun resumes: a case already in the file is skipped. `max_minutes` > 0:
-    no case starts after that long. Returns counts."""
+    case by case, so a rerun resumes: a case already in the file is skipped. DATA's fingerprint
+    must be this device's (written when it has none): labels join the bare rows of their own card.
+    `max_minutes` > 0: no case starts after that long. Returns counts."""
+    import torch
+
+    from kselect.selector.fingerprint import device_fingerprint
+    from kselect.training.data.dataset import DatasetDir
     from kselect.training.data.epilogue_rows import append_records, read_records, record_of
 
+    DatasetDir(data).write_fingerprint(device_fingerprint(torch.device(device_type)))
     done = {r["case"] for r in read_records(data)}
     t0 = time.perf_counter()
     counts = {"cases": 0, "skipped": 0, "records": 0, "failed": 0, "stopped_early": False}
