@@ -125,7 +125,7 @@ def test_each_case_pins_aten_and_a_seeded_sample_of_stock_configs():
     from kselect.training.workloads.epilogues import EpilogueCase, EpilogueCaseError, epilogue_cases
 
     cases = epilogue_cases("llama3-8b")
-    assert len({c.name for c in cases}) == len(cases) == 64
+    assert len({c.name for c in cases}) == len(cases) == 80
     bias = next(c for c in cases if c.kind == "bias-gelu")
     assert bias.problem().op == "addmm" and cases[0].problem().key == "mm:8x4096x4096:bf16:nt"
     keys = pinned_candidates(bias.problem(), 8)

@@ -47,7 +47,7 @@ KINDS: dict[str, tuple[Callable, Callable]] = {
 }
 # Llama-3-8B's Linear layers (N = out, K = in): attention out, the MLP's gate/up and down, qkv
 LLAMA3_8B_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096))
-TOKENS = (8, 64, 512, 2048)
+TOKENS = (8, 64, 512, 2048, 8192)  # decode to a one-layer prefill of 8 x 1024 tokens
 SETS = ("llama3-8b", "smoke")
 
 
@@ -99,7 +99,7 @@ class EpilogueCase:
 
 
 def epilogue_cases(name: str) -> list[EpilogueCase]:
-    """A named set: "llama3-8b" (every kind on every Llama-3-8B Linear at TOKENS rows, 64 cases),
+    """A named set: "llama3-8b" (every kind on every Llama-3-8B Linear at TOKENS rows, 80 cases),
     "smoke" (one small fp32 case per kind, for the CPU)."""
     if name == "llama3-8b":
         return [EpilogueCase(k, m, n, kk) for k in KINDS for n, kk in LLAMA3_8B_NK for m in TOKENS]
