@@ -36,6 +36,7 @@ class DynamicSizes:
         epilogue: bool = False,
         mapped: tuple[float, float] = (0.0, 0.0),
         stock_size=None,
+        gemm_epilogue=None,
     ):
         """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
         benchmark: scores only), and what is kept is the union of those picks: each size's
@@ -45,7 +46,7 @@ class DynamicSizes:
         Where Inductor generated choices per size (multi-kernel dispatch: each choice carries
         the size it was built for, `hint_override`), each size's choices are decided at that
         size and Inductor's dispatch picks among them per size; otherwise the union is the list
-        Inductor tunes at its hint. Verify measures that list once, as any kept set, and caches
+        Inductor tunes at its hint. `gemm_epilogue`: as `select`'s, the same at every size. Verify measures that list once, as any kept set, and caches
         no verified winner (one measured size cannot settle the others)."""
         groups: dict = {}
         for i, item in enumerate(items):
@@ -66,6 +67,7 @@ class DynamicSizes:
                 sub,
                 epilogue=epilogue,
                 mapped=mapped if n == 0 else (0.0, 0.0),
+                gemm_epilogue=gemm_epilogue,
             )
             per_size[m] = [sub[i].key for i in picked]
             picks.append([idx[i] for i in picked])

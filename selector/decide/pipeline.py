@@ -17,6 +17,7 @@ from kselect.selector.decide.gap_policy import nearest_candidates
 from kselect.selector.decide.policy import choose_kept, with_fusing_few
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.inductor.compat import torch_release
+from kselect.selector.inductor.epilogue import NO_EPILOGUE
 from kselect.selector.logs import log_decision
 
 log = logging.getLogger("kselect.selector")
@@ -39,10 +40,13 @@ class DecisionPipeline:
         early: bool = False,
         map_parts: dict | None = None,
         as_planned: bool = False,
+        gemm_epilogue=None,
     ):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
-        too (policy.choose_kept). `as_planned`: the candidates are the set this GEMM's templates
+        too (policy.choose_kept). `gemm_epilogue`: the Epilogue read from the lowering (None:
+        not read, or none follows the GEMM), which a ranker that `reads_epilogue` ranks with and
+        its decision's cache key then holds. `as_planned`: the candidates are the set this GEMM's templates
         stage kept, so all are kept (see _planned_covers). The recorded ms is the whole decision (keys, cache lookup,
         ranking, policy; not the one-time model load) plus `mapped` (wall, thread CPU seconds
         the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
@@ -53,6 +57,8 @@ class DecisionPipeline:
         map_s, map_cpu_s = mapped
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
         key_fields = self._key_fields(stage, fields, fingerprint, keys, ranker, epilogue, as_planned)
+        if getattr(ranker, "reads_epilogue", False):  # its scores depend on the epilogue: so does the key
+            key_fields["gemm_epilogue"] = (gemm_epilogue or NO_EPILOGUE).as_dict()
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
         if self.cache is not None:
             key = decision_key(key_fields)
@@ -66,7 +72,7 @@ class DecisionPipeline:
             t_ranked = time.perf_counter()
             kept, why = list(range(len(candidates))), "verify: the templates stage's kept set, as is"
         else:
-            scores = self._rank(ranker, problem, candidates)
+            scores = self._rank(ranker, problem, candidates, gemm_epilogue)
             t_ranked = time.perf_counter()
             kept, why = self._keep(ranker, fingerprint, problem, candidates, scores, epilogue)
         self._plan(stage, problem, keys, kept)
@@ -124,9 +130,14 @@ class DecisionPipeline:
             return kept
         return None
 
-    def _rank(self, ranker, problem, candidates) -> np.ndarray:
-        """The ranker's scores (lower = predicted faster)."""
+    def _rank(self, ranker, problem, candidates, gemm_epilogue=None) -> np.ndarray:
+        """The ranker's scores (lower = predicted faster); a ranker that `reads_epilogue` (a cost
+        model trained with the epilogue block) gets the GEMM's Epilogue too."""
         with short_switch_interval():
+            if getattr(ranker, "reads_epilogue", False):
+                return np.array(
+                    ranker.rank(problem, candidates, epilogue=gemm_epilogue or NO_EPILOGUE), dtype=np.float64
+                )
             return np.array(ranker.rank(problem, candidates), dtype=np.float64)
 
     def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool):

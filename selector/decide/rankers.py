@@ -4,7 +4,9 @@ A `Ranker` answers one question: `rank(problem, candidates) -> scores` (lower = 
 faster; NaN or inf = no opinion / cannot run). It raises `RankerUnavailable` when it has no
 data for this device, dtype or problem, and the selector leaves that GEMM to stock Inductor.
 
-- `CostModelRanker`: the learned XGBoost cost model (the real one, GPU).
+- `CostModelRanker`: the learned XGBoost cost model (the real one, GPU). A model trained with
+  the epilogue feature block (its sidecar declares it) also reads the GEMM's Epilogue: the
+  pipeline passes it to `rank` when the ranker says `reads_epilogue`.
 - `MeasuredRanker`: a table of measured times (candidate key -> ms per problem key); honest
   where a model cannot serve (CPU CI, a device without a trained model).
 
@@ -74,6 +76,9 @@ class CostModelRanker:
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
         self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
         self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)
+        # the optional feature blocks it was trained with; the epilogue block reads the GEMM's Epilogue
+        self.feature_blocks = tuple(getattr(model, "feature_blocks_", ()))
+        self.reads_epilogue = "epilogue" in self.feature_blocks
         # what decides its rankings: the trees (data + training time) and the selection cascade
         self.ident = (
             "model:"
@@ -82,6 +87,8 @@ class CostModelRanker:
             + str(meta.get("trained_at"))
             + f":c{getattr(model, 'cascade_trees', '')}/{getattr(model, 'cascade_keep', '')}"
         )
+        if self.feature_blocks:
+            self.ident += ":b" + ",".join(self.feature_blocks)
         self._phases = threading.local()
         # what cuBLAS launches for each GEMM, read on CUDA devices (the model's ATen-kernel columns)
         fp = fingerprint or {}
@@ -159,16 +166,18 @@ class CostModelRanker:
                     template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
-    def rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool = True) -> np.ndarray:
+    def rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool = True, epilogue=None) -> np.ndarray:
         """Scores of `candidates`; `probe`: read what cuBLAS launches for `problem` (the
-        ATen-kernel columns) -- warm_up's stand-in problems need not."""
+        ATen-kernel columns) -- warm_up's stand-in problems need not. `epilogue`: the GEMM's
+        Epilogue (selector/inductor/epilogue.py; None: none follows it), for a model trained
+        with the epilogue block; a model without blocks never sees it."""
         if problem.dtype not in self.dtypes:
             raise RankerUnavailable(
                 f"dtype-{problem.dtype}",
                 f"kselect: the cost model has no "
                 f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning",
             )
-        from kselect.selector.model.features import featurize_candidates
+        from kselect.selector.model.features import featurize_candidates, with_blocks
 
         scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
         if backends_of(candidates) <= self.backends:  # the usual case, one cheap pass
@@ -180,7 +189,9 @@ class CostModelRanker:
             tp = time.perf_counter()
             aten_kernel = self.aten_kernel(problem) if probe else None
             t0 = time.perf_counter()
-            X = featurize_candidates(problem, rows, self.model.fingerprint_for(self.fingerprint), aten_kernel)
+            device = self.model.fingerprint_for(self.fingerprint)
+            X = featurize_candidates(problem, rows, device, aten_kernel)
+            X = with_blocks(X, self.feature_blocks, rows, device, epilogue)
             t1 = time.perf_counter()
             scores[seen] = self.model.selection_cost(X)
             # where this thread's latest ranking spent its time (copied into the decision record)

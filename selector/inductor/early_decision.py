@@ -45,9 +45,10 @@ class EarlyDecision:
                 return None
             t_sig = time.perf_counter()
             fingerprint = device_fingerprint(device)
-            epilogue = self._hands_epilogue_few()
             t_dev = time.perf_counter()
             load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
+            t_load = time.perf_counter()
+            gemm_epilogue, epilogue = self._read_epilogue(fingerprint)  # the loaded ranker may read it
             t_enum = time.perf_counter()
             cands = enumeration.template_candidates(
                 problem,
@@ -66,13 +67,13 @@ class EarlyDecision:
                 return None
             # the ranker's load is left out by its wall time around the call (its own timer misses
             # the call's edges), so the map phase is exactly the sum of its parts below
-            mapped = (t_mapped - started[0] - (t_enum - t_dev), time.thread_time() - started[1] - load[1])
+            mapped = (t_mapped - started[0] - (t_load - t_dev), time.thread_time() - started[1] - load[1])
             # the map phase taken apart (ms): reading the GEMM, device fingerprint + epilogue
             # check, kselect's enumeration, and Inductor's own generation of the templates kselect
             # does not enumerate (inside the enumeration; work stock Inductor does for every GEMM)
             map_parts = {
                 "map_signature": (t_sig - started[0]) * 1e3,
-                "map_device": (t_dev - t_sig) * 1e3,
+                "map_device": (t_dev - t_sig + t_enum - t_load) * 1e3,
                 "map_enumerate": (t_mapped - t_enum - inductor_s[0]) * 1e3,
                 "map_inductor_generate": inductor_s[0] * 1e3,
             }
@@ -86,6 +87,7 @@ class EarlyDecision:
                 mapped=mapped,
                 early=True,
                 map_parts=map_parts,
+                gemm_epilogue=gemm_epilogue,
             )
         except RankerUnavailable as exc:
             log.debug("kselect: no early decision: %s", exc)

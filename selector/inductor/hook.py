@@ -140,8 +140,11 @@ class Selector(
                 raise unavailable
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            epilogue = self._hands_epilogue_few()
+            gemm_epilogue, epilogue = self._read_epilogue(fingerprint)
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
+            # what either decision gets besides the candidates: the epilogue (the object and whether
+            # its few are handed over) and the time spent reading and mapping
+            given = {"epilogue": epilogue, "gemm_epilogue": gemm_epilogue, "mapped": mapped}
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
                 stock_size = (
@@ -150,20 +153,10 @@ class Selector(
                     else (lambda: len(items))
                 )
                 kept, entry = self._select_per_size(
-                    stage,
-                    problem,
-                    fields,
-                    fingerprint,
-                    cands,
-                    items,
-                    epilogue=epilogue,
-                    mapped=mapped,
-                    stock_size=stock_size,
+                    stage, problem, fields, fingerprint, cands, items, stock_size=stock_size, **given
                 )
             else:
-                kept, entry = self.select(
-                    stage, problem, fields, fingerprint, cands, epilogue=epilogue, mapped=mapped, as_planned=as_planned
-                )
+                kept, entry = self.select(stage, problem, fields, fingerprint, cands, as_planned=as_planned, **given)
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
@@ -180,11 +173,18 @@ class Selector(
             stage, problem, entry, [items[i] for i in kept], str(getattr(device, "type", device)), epilogue
         )
 
-    def _hands_epilogue_few(self) -> bool:
-        """With the epilogue_fusion option, for a GEMM whose epilogue a template can fuse (read
-        from the graph being lowered, compat/current_graph.py): the decision keeps the epilogue's
-        few (decide/policy.py's with_fusing_few) and Inductor's own benchmark picks among them."""
-        return self.epilogue_fusion and self.mode in ("verify", "predict") and current_graph.current_epilogue().fusable
+    def _read_epilogue(self, fingerprint: dict) -> tuple:
+        """(the GEMM's Epilogue, read from the graph being lowered (compat/current_graph.py) when
+        anything needs it, else None; whether the decision hands Inductor the epilogue's few).
+        The few: with the epilogue_fusion option, for a GEMM whose epilogue a template can fuse,
+        the decision keeps them (decide/policy.py's with_fusing_few) and Inductor's own benchmark
+        picks among them. The Epilogue itself: a ranker trained with the epilogue feature block
+        (`reads_epilogue`) ranks with it. Call after the ranker loaded (`_load_ranker`)."""
+        few = self.epilogue_fusion and self.mode in ("verify", "predict")
+        if not (few or getattr(self.ranker_for(fingerprint), "reads_epilogue", False)):
+            return None, False
+        gemm_epilogue = current_graph.current_epilogue()
+        return gemm_epilogue, bool(few and gemm_epilogue.fusable)
 
     def _stock_items(self, stage: str, items, restock=None):
         """What stock Inductor would have built: when enable() widened the search space for

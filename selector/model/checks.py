@@ -1,7 +1,8 @@
 """Whether a cost model may serve here: it was trained on the feature schema this code computes
-(`check_schema`) and for a device it may serve (`check_device`: by default the training card, by
-name and SM count, other software versions only logged; or any card of its `architecture`, or
-any card, as the loader's scope says). Both raise a ModelError subclass naming what differs."""
+(`check_schema`, with the optional feature blocks its sidecar declares) and for a device it may
+serve (`check_device`: by default the training card, by name and SM count, other software
+versions only logged; or any card of its `architecture`, or any card, as the loader's scope says).
+Both raise a ModelError subclass naming what differs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 from typing import Mapping
 
 from kselect.selector.model.artifact import ModelError
-from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+from kselect.selector.model.features import FEATURE_BLOCKS, FEATURE_SCHEMA_VERSION, feature_names
 
 log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
 
@@ -22,18 +23,50 @@ class DeviceMismatchError(ModelError):
     """The model was trained for another GPU than the one it is asked to serve."""
 
 
-def check_schema(meta: Mapping, source: str = "model") -> None:
+def declared_blocks(meta: Mapping, source: str = "model") -> tuple[str, ...]:
+    """The optional feature blocks (features.FEATURE_BLOCKS) a sidecar says its model was trained
+    with, in column order: `feature_blocks`, a list of {"name", "version"}; none when absent (every
+    model made before blocks existed). A block this code does not know, or another version of
+    one, is a FeatureSchemaError: the model cannot be fed what it was trained on."""
+    declared = meta.get("feature_blocks", [])
+    if not isinstance(declared, list) or not all(isinstance(b, Mapping) for b in declared):
+        raise FeatureSchemaError(f"{source}: feature_blocks must be a list of {{name, version}}, got {declared!r}")
+    names = []
+    for block in declared:
+        name, version = block.get("name"), block.get("version")
+        if name not in FEATURE_BLOCKS:
+            raise FeatureSchemaError(
+                f"{source} was trained with feature block {name!r}, which this kselect does not compute "
+                f"(known: {sorted(FEATURE_BLOCKS)}): retrain it with `kselect train`"
+            )
+        if version != FEATURE_BLOCKS[name][0]:
+            raise FeatureSchemaError(
+                f"{source} was trained with feature block {name!r} v{version} but this kselect computes "
+                f"v{FEATURE_BLOCKS[name][0]}: retrain it with `kselect train`"
+            )
+        names.append(name)
+    if len(set(names)) != len(names):
+        raise FeatureSchemaError(f"{source}: feature block declared twice in {names}")
+    return tuple(names)
+
+
+def check_schema(meta: Mapping, source: str = "model") -> tuple[str, ...]:
+    """Refuse a model trained on other features than this code computes (FeatureSchemaError);
+    returns the optional blocks it declares (declared_blocks)."""
+    blocks = declared_blocks(meta, source)
+    expected = feature_names(blocks)
     version, names = meta.get("feature_schema_version"), meta.get("feature_names")
-    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(FEATURE_NAMES):
+    if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(expected):
         detail = ""
-        if names is not None and list(names) != list(FEATURE_NAMES):
-            extra = sorted(set(names) - set(FEATURE_NAMES))
-            gone = sorted(set(FEATURE_NAMES) - set(names))
+        if names is not None and list(names) != list(expected):
+            extra = sorted(set(names) - set(expected))
+            gone = sorted(set(expected) - set(names))
             detail = f" (model-only features {extra[:5]}, missing {gone[:5]}, or a different order)"
         raise FeatureSchemaError(
             f"{source} was trained on feature schema v{version} but this kselect computes "
             f"v{FEATURE_SCHEMA_VERSION}{detail}: retrain it with `kselect train`"
         )
+    return blocks
 
 
 def architecture(fingerprint: Mapping) -> str | None:

@@ -31,7 +31,7 @@ from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar  # noqa: F401 -- this model's errors and reader
 from kselect.selector.model.artifact import sidecar_path as meta_path  # noqa: F401 -- a model file's sidecar
 from kselect.selector.model.checks import FeatureSchemaError, check_device, check_schema
-from kselect.selector.model.features import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+from kselect.selector.model.features import FEATURE_SCHEMA_VERSION, block_declaration, feature_names
 
 log = logging.getLogger(__name__)
 
@@ -117,18 +117,21 @@ class CostModel(artifact.HyperParameters):
         qid: np.ndarray | None = None,
         sample_weight: np.ndarray | None = None,
         progress=None,
+        feature_blocks: tuple[str, ...] = (),
     ) -> "CostModel":
         """Learn from features X and targets y (relevance for rank:*, log relative time for reg:log).
 
         qid: the problem each row belongs to (needed by ranking objectives; rows are sorted
-        by it here because XGBoost wants each query contiguous).
+        by it here because XGBoost wants each query contiguous). feature_blocks: the optional
+        blocks (features.FEATURE_BLOCKS) whose columns follow FEATURE_NAMES in X, in order.
         """
         import xgboost as xgb
 
+        self.feature_blocks_ = tuple(feature_blocks)
+        names = self.feature_names_
         X = np.asarray(X, dtype=np.float32)
         y = np.asarray(y, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES):
-            raise FeatureSchemaError(f"X has shape {X.shape}; this schema has {len(FEATURE_NAMES)} features")
+        self._check_width(X)
         if len(y) != len(X):
             raise ModelError(f"X has {len(X)} rows but y has {len(y)}")
         params = self._xgb_params()
@@ -144,7 +147,7 @@ class CostModel(artifact.HyperParameters):
             kwargs["qid"] = qid
         elif sample_weight is not None:
             kwargs["weight"] = np.asarray(sample_weight, dtype=np.float32)
-        dtrain = xgb.DMatrix(X, label=y, feature_names=list(FEATURE_NAMES), nthread=int(self.nthread), **kwargs)
+        dtrain = xgb.DMatrix(X, label=y, feature_names=list(names), nthread=int(self.nthread), **kwargs)
         callbacks = [_Progress(progress, self.n_estimators)] if progress else None
         self.booster_ = xgb.train(params, dtrain, num_boost_round=int(self.n_estimators), callbacks=callbacks)
         self.n_features_in_ = X.shape[1]
@@ -185,6 +188,22 @@ class CostModel(artifact.HyperParameters):
             return self.booster_.inplace_predict(X, validate_features=False)
         return self.booster_.inplace_predict(X, iteration_range=iteration_range, validate_features=False)
 
+    # -- the inputs -------------------------------------------------------------------
+    # the optional feature blocks it was trained with (none: FEATURE_NAMES alone, every model
+    # made before blocks existed); set by fit and load
+    feature_blocks_: tuple[str, ...] = ()
+
+    @property
+    def feature_names_(self) -> tuple[str, ...]:
+        """Its input columns: FEATURE_NAMES, then its blocks' columns."""
+        return feature_names(self.feature_blocks_)
+
+    def _check_width(self, X: np.ndarray) -> None:
+        n = len(self.feature_names_)
+        if X.ndim != 2 or X.shape[1] != n:
+            blocks = f" (with feature blocks {list(self.feature_blocks_)})" if self.feature_blocks_ else ""
+            raise FeatureSchemaError(f"X has shape {X.shape}; this model takes {n} features{blocks}")
+
     # -- using ------------------------------------------------------------------------
     def _check_fitted(self):
         if "forest_" not in self.__dict__ and not hasattr(self, "booster_"):
@@ -194,8 +213,7 @@ class CostModel(artifact.HyperParameters):
         """Cost of each row (lower = predicted faster); pure, deterministic."""
         self._check_fitted()
         X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES):
-            raise FeatureSchemaError(f"X has shape {X.shape}; this schema has {len(FEATURE_NAMES)} features")
+        self._check_width(X)
         raw = self._margin(X)
         return -raw if self.is_ranking else raw
 
@@ -233,15 +251,20 @@ class CostModel(artifact.HyperParameters):
         """Row indices from predicted fastest to slowest (stable on ties; infeasible last)."""
         return np.argsort(self.selection_cost(X), kind="stable")
 
-    def rank_candidates(self, problem, candidates, device: Mapping | None = None, k: int | None = None) -> list:
+    def rank_candidates(
+        self, problem, candidates, device: Mapping | None = None, k: int | None = None, epilogue=None
+    ) -> list:
         """Selection path: `candidates` of `problem` from predicted fastest, the first k (all if None).
 
         `device` is the serving GPU's fingerprint (features use its SM count and peaks);
         it defaults to the training fingerprint, which check_device has matched anyway.
+        `epilogue`: the GEMM's Epilogue, read by a model trained with the epilogue block.
         """
-        from kselect.selector.model.features import featurize_candidates
+        from kselect.selector.model.features import featurize_candidates, with_blocks
 
-        order = self.rank(featurize_candidates(problem, candidates, device or self.fingerprint))
+        device = device or self.fingerprint
+        X = featurize_candidates(problem, candidates, device)
+        order = self.rank(with_blocks(X, self.feature_blocks_, candidates, device, epilogue))
         return [candidates[i] for i in (order if k is None else order[:k])]
 
     def set_threads(self, nthread: int) -> "CostModel":
@@ -266,7 +289,7 @@ class CostModel(artifact.HyperParameters):
         fp = meta.get("fingerprint") or {}
         meta.update(
             {
-                **artifact.header(KIND, FEATURE_NAMES),
+                **artifact.header(KIND, self.feature_names_),
                 "feature_schema_version": FEATURE_SCHEMA_VERSION,
                 "objective": self.objective,
                 "hyper_parameters": self.get_params(),
@@ -278,6 +301,10 @@ class CostModel(artifact.HyperParameters):
                 "n_boosted_rounds": int(self.booster_.num_boosted_rounds()),
             }
         )
+        if self.feature_blocks_:  # a model without blocks writes no such field: its sidecar as before
+            meta["feature_blocks"] = block_declaration(self.feature_blocks_)
+        else:
+            meta.pop("feature_blocks", None)
         nearest = getattr(self, "nearest_templates_", None)
         if nearest is not None:  # verify's nearest-shape lookup (selector/decide/nearest.py)
             meta["nearest_templates"] = nearest.to_json()
@@ -290,15 +317,16 @@ class CostModel(artifact.HyperParameters):
         """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch.
         A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it."""
         path, meta = artifact.load_sidecar(path, KIND)
-        check_schema(meta, source=str(path))
+        blocks = check_schema(meta, source=str(path))
         model = cls.with_params(meta.get("hyper_parameters"))
-        forest = _read_forest(path)
+        model.feature_blocks_ = blocks
+        forest = _read_forest(path, len(model.feature_names_))
         if forest is None:
             model.booster_ = _read_booster(path)
         else:
             model.forest_ = forest
             model._booster_path = path
-        model.n_features_in_ = len(FEATURE_NAMES)
+        model.n_features_in_ = len(model.feature_names_)
         model.metadata_ = meta
         if fingerprint is not None:
             model.check_device(fingerprint, force=force)
@@ -342,9 +370,10 @@ def _read_booster(path: Path):
     return booster
 
 
-def _read_forest(path: Path):
+def _read_forest(path: Path, n_features: int):
     """The model's trees for numpy (forest.TreeEnsemble), or None where xgboost must read it:
-    UBJ, or something TreeEnsemble does not evaluate (said in the debug log)."""
+    UBJ, or something TreeEnsemble does not evaluate (said in the debug log). `n_features`: the
+    inputs its sidecar declares, which the trees must take."""
     from kselect.selector.model.forest import TreeEnsemble, UnsupportedModel
 
     if path.suffix != ".json":
@@ -354,10 +383,10 @@ def _read_forest(path: Path):
     except UnsupportedModel as exc:
         log.debug("%s: read by xgboost (%s)", path, exc)
         return None
-    if forest.n_features != len(FEATURE_NAMES):
+    if forest.n_features != n_features:
         raise FeatureSchemaError(
-            f"{path} takes {forest.n_features} features; this schema has "
-            f"{len(FEATURE_NAMES)}: retrain it with `kselect train`"
+            f"{path} takes {forest.n_features} features; its sidecar declares "
+            f"{n_features}: retrain it with `kselect train`"
         )
     return forest
 

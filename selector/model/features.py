@@ -540,6 +540,28 @@ def feature_names(blocks: Sequence[str] = ()) -> tuple[str, ...]:
     return FEATURE_NAMES + tuple(name for b in blocks for name in FEATURE_BLOCKS[b][1])
 
 
+def block_declaration(blocks: Sequence[str]) -> list[dict]:
+    """What a sidecar says of the optional blocks a model was trained with: name and version each."""
+    feature_names(blocks)  # an unknown block is an error naming it
+    return [{"name": b, "version": FEATURE_BLOCKS[b][0]} for b in blocks]
+
+
+def with_blocks(
+    X: np.ndarray,
+    blocks: Sequence[str],
+    candidates: Sequence[Candidate],
+    device: Mapping,
+    epilogue: Epilogue | None = None,
+) -> np.ndarray:
+    """`X` (one GEMM's FEATURE_NAMES rows) followed by the named blocks' columns, float32; `X`
+    itself when no block is named, so a model without blocks sees exactly what it always saw."""
+    if not blocks:
+        return X
+    feature_names(blocks)
+    parts = [X] + [epilogue_block(epilogue, candidates, device) for b in blocks if b == "epilogue"]
+    return np.hstack(parts).astype(np.float32)
+
+
 def epilogue_block(epilogue: Epilogue | None, candidates: Sequence[Candidate], device: Mapping) -> np.ndarray:
     """The epilogue block of one GEMM's candidates, (len(candidates), len(EPILOGUE_FEATURE_NAMES)):
     the same epilogue columns on every row, then whether each candidate can fuse it. None or an

@@ -33,12 +33,19 @@ PROBLEM = "mm:64x80x96:fp32:nt"  # a frozen Linear is x @ W^T
 
 
 class AtenFirst:
-    """Measured-time-like scores with ATen (MKL) far ahead: verify's adaptive k keeps it alone."""
+    """Measured-time-like scores with ATen (MKL) far ahead: verify's adaptive k keeps it alone.
+    It reads the GEMM's epilogue as a cost model trained with the epilogue block does
+    (`reads_epilogue`), and remembers each Epilogue the decision handed it."""
 
     log_time_scores = True
     ident = "aten-first"
+    reads_epilogue = True
 
-    def rank(self, problem, candidates):
+    def __init__(self):
+        self.handed: list = []
+
+    def rank(self, problem, candidates, epilogue=None):
+        self.handed.append(epilogue)
         return np.array([0.0 if c.backend == "aten" else 5.0 for c in candidates])
 
 
@@ -98,8 +105,13 @@ def _compile_twice(tmp):
 
 
 def _sees_the_gelu_epilogue(compiled):
-    *_, seen, _, _ = compiled
+    (_, _, sel), _, seen, _, cache_dir = compiled
     epilogue = seen[0]
+    # the decision hands a ranker that reads epilogues the very Epilogue read from the lowering,
+    # and keys its cached decision by it
+    assert sel.ranker.handed == [epilogue]
+    entries = [json.loads(p.read_text()) for p in cache_dir.rglob("*.json")]
+    assert [e["key_fields"]["gemm_epilogue"] for e in entries] == [epilogue.as_dict()]
     # GELU lowers to x * 0.5 * (1 + erf(x / sqrt 2)): erf is the activation, the rest arithmetic
     assert epilogue.fusable and epilogue.ops.count("erf") == 1 and epilogue.kind_count("activation") == 1
     assert epilogue.kind_count("arith") == len(epilogue.ops) - 1 >= 3

@@ -26,6 +26,10 @@ SUBCOMMANDS = {
         "kselect.training.cli.collect_grouped",
         "measure Inductor's grouped-mm choices on MoE expert layers",
     ),
+    "collect-epilogue": (
+        "kselect.training.cli.collect_epilogue",
+        "time GEMM + epilogue functions per pinned candidate (the epilogue block's labels)",
+    ),
     "grouped-eval": (
         "kselect.training.cli.grouped_eval",
         "fit the grouped-GEMM model; score its picks on unseen MoE shapes",

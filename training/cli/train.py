@@ -4,7 +4,10 @@
 
 writes models/h200-bf16.json (XGBoost JSON), models/h200-bf16.meta.json (schema, device,
 dataset hash, command, CV table) and models/h200-bf16.md (the model card). Several --data (one
-per card) train one pooled model on all their rows (training/learn/pooled.py).
+per card) train one pooled model on all their rows (training/learn/pooled.py). With
+`--feature-block epilogue` each dataset's GEMM + epilogue labels (DIR/epilogue_labels.jsonl,
+training/data/epilogue_rows.py, from `kselect collect-epilogue`) join its bare rows, every row gets the epilogue columns, and the
+sidecar declares the block.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import time
 
 from kselect.selector.model.cost_model import OBJECTIVES, meta_path
+from kselect.selector.model.features import FEATURE_BLOCKS
 from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.model_card import model_paths, save_trained
@@ -54,12 +58,25 @@ def add_parser(subparsers) -> None:
         default=MAX_ROWS_PER_SHAPE,
         help="training rows kept per shape: all near the best + a sample of the rest",
     )
+    p.add_argument(
+        "--feature-block",
+        action="append",
+        choices=sorted(FEATURE_BLOCKS),
+        default=[],
+        help="train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
+        "(GEMM + epilogue compiled whole per pinned candidate) joins its rows",
+    )
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
     t0 = time.perf_counter()
+    blocks = tuple(dict.fromkeys(args.feature_block))
     parts = [load_data(d) for d in args.data]
+    if "epilogue" in blocks:
+        from kselect.training.data.epilogue_rows import with_label_rows
+
+        parts = with_label_rows(parts, args.data)
     df, fp = parts[0] if len(parts) == 1 else pool(parts)
     console = Console.of(args)
     model, card = train(
@@ -72,6 +89,7 @@ def main(args) -> int:
         max_rows=args.max_rows_per_shape,
         log=console.log,
         progress=console.progress,
+        blocks=blocks,
     )
     model_path, card_path = model_paths(args.out)
     data = args.data[0] if len(args.data) == 1 else args.data

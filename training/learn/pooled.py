@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kselect.selector.model.features import FEATURE_NAMES, device_constants, featurize_frame
+from kselect.selector.model.features import FEATURE_NAMES, device_constants, feature_names, featurize_frame
 
 KEY_SEPARATOR = "/"  # pooled problem_key = fingerprint id + KEY_SEPARATOR + the card's own key
 
@@ -94,6 +94,19 @@ def card_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([s[0] for s in split]), np.array([s[1] for s in split])
 
 
-def featurize_rows(rows: pd.DataFrame, device) -> np.ndarray:
-    """Features of dataset rows: `device` is one card's fingerprint or a pool's Devices."""
-    return device.featurize(rows) if isinstance(device, Devices) else featurize_frame(rows, device)
+def featurize_rows(rows: pd.DataFrame, device, blocks: Sequence[str] = ()) -> np.ndarray:
+    """Features of dataset rows: `device` is one card's fingerprint or a pool's Devices; `blocks`:
+    the optional feature blocks (features.FEATURE_BLOCKS) whose columns follow, in order."""
+    X = device.featurize(rows) if isinstance(device, Devices) else featurize_frame(rows, device)
+    if not blocks:
+        return X
+    from kselect.training.data.epilogue_rows import epilogue_columns
+
+    extra = np.empty((len(rows), len(feature_names(blocks)) - X.shape[1]), dtype=np.float32)
+    cards = device.fingerprints if isinstance(device, Devices) else {None: device}
+    ids = rows["fingerprint_id"].astype(str).to_numpy() if isinstance(device, Devices) else None
+    for fid, fp in cards.items():
+        mine = np.ones(len(rows), dtype=bool) if fid is None else ids == fid
+        if mine.any():  # the epilogue block is the only one there is (feature_names checked the names)
+            extra[mine] = np.hstack([epilogue_columns(rows[mine], fp) for b in blocks if b == "epilogue"])
+    return np.hstack([X, extra])

@@ -139,15 +139,17 @@ def training_rows(shapes: ShapeSet, X: np.ndarray, objective: str, max_rows: int
 
 @dataclass
 class ModelRanker:
-    """A CostModel with given hyper-parameters, trained on a ShapeSet (the CV unit)."""
+    """A CostModel with given hyper-parameters, trained on a ShapeSet (the CV unit); `blocks`:
+    the optional feature blocks whose columns follow FEATURE_NAMES in X."""
 
     params: dict = field(default_factory=dict)
     max_rows: int = MAX_ROWS_PER_SHAPE
     progress: Callable | None = None
+    blocks: tuple = ()
 
     def fit(self, shapes: ShapeSet, X: np.ndarray) -> "ModelRanker":
         idx = training_rows(shapes, X, self.params.get("objective", ""), self.max_rows)
-        self.model_ = fit_model(shapes, X, idx, self.params, self.progress)
+        self.model_ = fit_model(shapes, X, idx, self.params, self.progress, self.blocks)
         return self
 
     def cost(self, shapes: ShapeSet, X: np.ndarray) -> np.ndarray:
@@ -171,31 +173,42 @@ def per_shape_selection_cost(model: CostModel, sid: np.ndarray, X: np.ndarray) -
 
 
 def fit_model(
-    shapes: ShapeSet, X: np.ndarray, idx: np.ndarray, params: dict, progress: Callable | None = None
+    shapes: ShapeSet,
+    X: np.ndarray,
+    idx: np.ndarray,
+    params: dict,
+    progress: Callable | None = None,
+    blocks: tuple = (),
 ) -> CostModel:
     model = CostModel(**params)
     if model.aten_relative:
         return model.fit(
-            X[idx], aten_gap_target(shapes, idx), sample_weight=headroom_weights(shapes, idx), progress=progress
+            X[idx],
+            aten_gap_target(shapes, idx),
+            sample_weight=headroom_weights(shapes, idx),
+            progress=progress,
+            feature_blocks=blocks,
         )
     rel = shapes.rel[idx]
     if model.is_ranking:
-        return model.fit(X[idx], relevance(rel), qid=shapes.sid[idx], progress=progress)
-    return model.fit(X[idx], log_rel_target(rel), progress=progress)
+        return model.fit(X[idx], relevance(rel), qid=shapes.sid[idx], progress=progress, feature_blocks=blocks)
+    return model.fit(X[idx], log_rel_target(rel), progress=progress, feature_blocks=blocks)
 
 
 def dataset_hash(data_dir: str | Path) -> str:
     """sha256 of the committed measurements file (or of the parquet file given), followed by
-    its re-timed labels' file (retimed/measurements.parquet) and its record of ATen's kernels
-    (aten_kernels.jsonl, the ATen-kernel columns) when it has them."""
+    its re-timed labels' file (retimed/measurements.parquet), its record of ATen's kernels
+    (aten_kernels.jsonl, the ATen-kernel columns) and its GEMM + epilogue labels
+    (epilogue_labels.jsonl) when it has them."""
     from kselect.training.data.aten_kernels import FILE_NAME as ATEN_KERNELS
+    from kselect.training.data.epilogue_rows import FILE_NAME as EPILOGUE_LABELS
 
     p = Path(data_dir)
     f = p if p.is_file() else p / "measurements.parquet"
     if not f.exists():
         return "unknown"
     h = hashlib.sha256()
-    again = [] if p.is_file() else [p / RETIMED_DIR / "measurements.parquet", p / ATEN_KERNELS]
+    again = [] if p.is_file() else [p / RETIMED_DIR / "measurements.parquet", p / ATEN_KERNELS, p / EPILOGUE_LABELS]
     for path in [f] + [a for a in again if a.exists()]:
         with open(path, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -213,9 +226,10 @@ def cv_score(metrics: dict) -> float:
     return float(np.mean([g[k] for k in SELECTION_KS]))
 
 
-def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick=None) -> dict:
+def _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick=None, blocks=()) -> dict:
     t0 = time.perf_counter()
-    cost = held_out_costs(shapes, X, lambda: ModelRanker(params, max_rows), scheme, n_folds, progress=tick)
+    make = lambda: ModelRanker(params, max_rows, blocks=blocks)  # noqa: E731
+    cost = held_out_costs(shapes, X, make, scheme, n_folds, progress=tick)
     m = evaluate_costs(shapes, cost, KS)
     row = {
         "objective": params["objective"],
@@ -244,10 +258,12 @@ def select(
     log: Callable = print,
     max_rows: int = MAX_ROWS_PER_SHAPE,
     progress: Callable[[str, int, int], None] | None = None,
+    blocks: tuple = (),
 ) -> tuple[dict, list[dict]]:
     """Two stages, to fit the time budget: every objective with grid[0], then the winning
     objective with the rest of the grid. Returns (winning params, CV table). `progress`
-    hears ("cross-validation fits", done, total), one fit per fold and setting."""
+    hears ("cross-validation fits", done, total), one fit per fold and setting; `blocks`: X's
+    optional feature blocks."""
     scheme = cv_groups_scheme(shapes, n_folds)
     splits = len(folds(shapes, scheme, n_folds))
     settings = len(objectives) + len(grid) - 1
@@ -257,7 +273,7 @@ def select(
         tick = (
             (lambda done, _: progress("cross-validation fits", before + done, settings * splits)) if progress else None
         )
-        return _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick)
+        return _cv_row(shapes, X, params, hp, scheme, n_folds, log, max_rows, tick, blocks)
 
     table: list[dict] = []
     for obj in objectives:
@@ -280,11 +296,15 @@ def train(
     max_rows: int = MAX_ROWS_PER_SHAPE,
     log: Callable = print,
     progress: Callable[[str, int, int], None] | None = None,
+    blocks: tuple = (),
 ) -> tuple[CostModel, dict]:
     """Choose objective + hyper-parameters by CV, refit on all rows; returns (model, card data).
     `fingerprint`: the card's, or the Devices of a pooled frame (training/learn/pooled.py).
     `progress` hears (loop, done, total) for the cross-validation's fits and the final
-    fit's boosting rounds; without it the rounds go to `log`."""
+    fit's boosting rounds; without it the rounds go to `log`. `blocks`: the optional feature
+    blocks (features.FEATURE_BLOCKS) appended to every row's features, which the model's
+    sidecar then declares; the epilogue block reads the rows' `epilogue` column
+    (training/data/epilogue_rows.py; a row without one has no epilogue)."""
     if objective != "auto" and objective not in OBJECTIVES:
         raise TrainingError(f"unknown objective {objective!r}: expected auto or one of {sorted(OBJECTIVES)}")
     t_start = time.perf_counter()
@@ -295,7 +315,8 @@ def train(
         f"{len(shapes.rows)} rows, {shapes.n_shapes} shapes ({int(shapes.oracle.sum())} oracle), "
         f"{len(np.unique(shapes.family))} families; featurising ..."
     )
-    X = featurize_rows(shapes.rows, fingerprint)
+    blocks = tuple(blocks)
+    X = featurize_rows(shapes.rows, fingerprint, blocks)
     objectives = AUTO_OBJECTIVES if objective == "auto" else (objective,)
     base = {"nthread": nthread, "subsample": 0.8, "colsample_bytree": 0.8}
     max_rows = int(max_rows)
@@ -305,7 +326,7 @@ def train(
             f"cross-validating {len(objectives)} objective(s), then {len(grid) - 1} more setting(s) "
             f"of the best, {cv_folds} folds by {cv_groups_scheme(shapes, cv_folds)} ..."
         )
-        params, table = select(shapes, X, objectives, list(grid), cv_folds, base, log, max_rows, progress)
+        params, table = select(shapes, X, objectives, list(grid), cv_folds, base, log, max_rows, progress, blocks)
     else:
         params = {**base, **grid[0], "objective": objectives[0]}
     log(f"fitting final model: {params}")
@@ -315,7 +336,7 @@ def train(
         if progress
         else (lambda d, t: log(f"  round {d}/{t}"))
     )
-    model = fit_model(shapes, X, idx, params, progress=rounds)
+    model = fit_model(shapes, X, idx, params, progress=rounds, blocks=blocks)
     if model.aten_relative:  # verify's nearest-shape slot reads it (selector/decide/nearest.py)
         from kselect.training.learn.nearest_table import nearest_table
 
@@ -338,6 +359,11 @@ def train(
     dtypes = sorted(map(str, np.unique(shapes.rows["dtype"].astype(str))))
     if dtypes != ["bf16"]:  # the dtypes the selector lets it decide (bf16 alone when unsaid)
         card["dtypes"] = dtypes
+    if blocks:  # and how many of its shapes are GEMMs with an epilogue (epilogue_rows.label_rows)
+        card["feature_blocks"] = list(blocks)
+        from kselect.training.data.epilogue_rows import KEY_MARK
+
+        card["epilogue_shapes"] = int(sum(KEY_MARK in str(k) for k in shapes.keys))
     if isinstance(fingerprint, Devices):  # a pooled model: the cards whose rows it learnt from
         card["cards"] = {fid: str(fp.get("gpu_name")) for fid, fp in fingerprint.fingerprints.items()}
     if table:

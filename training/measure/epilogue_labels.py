@@ -36,11 +36,14 @@ class EpilogueTiming:
     kernels: int = 0  # kernels Inductor generated for the function (ATen's call not among them)
     epilogue: dict = field(default_factory=dict)  # the GEMM's epilogue as kselect read it
     error: str = ""
+    problem: dict = field(default_factory=dict)  # the GEMM (Problem.to_dict) the pinned choice ran
+    pinned: dict = field(default_factory=dict)  # the pinned Candidate: backend, template, params
 
 
 class PinnedRanker:
     """Scores one candidate ahead of all others (a measured-time ranker's scale, taken at its
-    word); remembers the epilogue of the GEMM it was asked about, read during the lowering."""
+    word); remembers the GEMM it was asked about, its epilogue (read during the lowering) and the
+    pinned Candidate itself (training/data/epilogue_rows.py turns the three into a training row)."""
 
     log_time_scores = True
 
@@ -48,12 +51,18 @@ class PinnedRanker:
         self.key, self.ident = key, f"pinned:{key}"
         self.seen_keys: list[str] = []
         self.epilogue: dict = {}
+        self.problem: dict = {}
+        self.pinned: dict = {}
 
     def rank(self, problem, candidates: Sequence[Candidate]) -> np.ndarray:
         from kselect.selector.inductor.compat import current_graph
 
         self.seen_keys = [c.key for c in candidates]
         self.epilogue = current_graph.current_epilogue().as_dict()
+        self.problem = problem.to_dict()
+        pinned = next((c for c in candidates if c.key == self.key), None)
+        if pinned is not None:
+            self.pinned = {"backend": pinned.backend, "template": pinned.template, "params": pinned.kwargs}
         return np.array([0.0 if c.key == self.key else 1.0 for c in candidates])
 
 
@@ -124,7 +133,7 @@ def time_pinned(
     finally:
         lifecycle.disable()
         torch._dynamo.reset()
-    out.epilogue = ranker.epilogue
+    out.epilogue, out.problem, out.pinned = ranker.epilogue, ranker.problem, ranker.pinned
     out.kernels = int(metrics.generated_kernel_count)
     if device_type == "cpu":
         out.fused = counters["inductor"]["cpp_epilogue_fusion_counter"] > 0
@@ -201,3 +210,76 @@ def handover_vs_pinned(fn: Callable, args: tuple, device_type: str, *, repeats: 
         },
         "epilogue": ran[0].epilogue if ran else {},
     }
+
+
+def pinned_candidates(problem, templates: int, seed: int = 0) -> list[str]:
+    """What a GEMM + epilogue case pins, as Candidate keys: ATen's choice for the GEMM, then a
+    sample of `templates` of the Triton configs stock DEFAULT tunes for it (kernels/triton/space.py;
+    fusing and not), seeded by the problem so a rerun pins the same."""
+    import hashlib
+
+    from kselect.kernels.triton.space import triton_space
+
+    space = sorted(triton_space(problem, "default"), key=lambda c: c.key)
+    rng = np.random.default_rng([seed, int(hashlib.sha256(problem.key.encode()).hexdigest()[:8], 16)])
+    picked = rng.choice(len(space), size=min(templates, len(space)), replace=False) if space else []
+    return [Candidate.make("aten", problem.op).key] + [space[i].key for i in sorted(picked)]
+
+
+def label_case(
+    case, keys: Sequence[str], device_type: str, *, repeats: int = 50, warmup: int = 5, seed: int = 0, **compile_kw
+) -> list[EpilogueTiming]:
+    """One GEMM + epilogue case (training/workloads/epilogues.py's EpilogueCase: `function`,
+    `operands(device, seed)`) compiled and timed pinned to each candidate key (time_pinned;
+    `compile_kw`: its inductor_config)."""
+    args = case.operands(device_type, seed)
+    return [
+        time_pinned(case.function, args, key, device_type, repeats=repeats, warmup=warmup, **compile_kw) for key in keys
+    ]
+
+
+def collect_epilogue_labels(
+    cases: Sequence,
+    data,
+    device_type: str = "cuda",
+    *,
+    templates: int = 8,
+    candidates: Sequence[str] | None = None,
+    repeats: int = 50,
+    seed: int = 0,
+    max_minutes: float = 0.0,
+    say: Callable[[str], None] = print,
+) -> dict:
+    """Time each case pinned to each of its candidates (`candidates`, else pinned_candidates;
+    label_case) and append the records to DATA/epilogue_labels.jsonl (training/data/epilogue_rows.py)
+    case by case, so a rerun resumes: a case already in the file is skipped. DATA's fingerprint
+    must be this device's (written when it has none): labels join the bare rows of their own card.
+    `max_minutes` > 0: no case starts after that long. Returns counts."""
+    import torch
+
+    from kselect.selector.fingerprint import device_fingerprint
+    from kselect.training.data.dataset import DatasetDir
+    from kselect.training.data.epilogue_rows import append_records, read_records, record_of
+
+    DatasetDir(data).write_fingerprint(device_fingerprint(torch.device(device_type)))
+    done = {r["case"] for r in read_records(data)}
+    t0 = time.perf_counter()
+    counts = {"cases": 0, "skipped": 0, "records": 0, "failed": 0, "stopped_early": False}
+    for case in cases:
+        if case.name in done:
+            counts["skipped"] += 1
+            continue
+        if max_minutes and time.perf_counter() - t0 > 60 * max_minutes:
+            counts["stopped_early"] = True
+            break
+        problem = case.problem()
+        keys = list(candidates) if candidates else pinned_candidates(problem, templates, seed)
+        timings = label_case(case, keys, device_type, repeats=repeats, seed=seed)
+        append_records(data, [record_of(case.name, t, problem) for t in timings])
+        failed = sum(bool(t.error) for t in timings)
+        counts["cases"] += 1
+        counts["records"] += len(timings)
+        counts["failed"] += failed
+        ratio = epilogue_label(timings)["ratio"]
+        say(f"{case.name}: {len(timings) - failed}/{len(timings)} ran; fused template / ATen + kernel: {ratio}")
+    return counts
