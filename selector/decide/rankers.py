@@ -177,7 +177,8 @@ class CostModelRanker:
                 f"kselect: the cost model has no "
                 f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning",
             )
-        from kselect.selector.model.features import featurize_candidates, with_blocks
+        from kselect.selector.model.feature_blocks import with_blocks
+        from kselect.selector.model.features import featurize_candidates
 
         scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
         if backends_of(candidates) <= self.backends:  # the usual case, one cheap pass

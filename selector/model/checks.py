@@ -10,7 +10,8 @@ import logging
 from typing import Mapping
 
 from kselect.selector.model.artifact import ModelError
-from kselect.selector.model.features import FEATURE_BLOCKS, FEATURE_SCHEMA_VERSION, feature_names
+from kselect.selector.model.feature_blocks import FEATURE_BLOCKS, feature_names
+from kselect.selector.model.features import FEATURE_SCHEMA_VERSION
 
 log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
 
@@ -24,7 +25,7 @@ class DeviceMismatchError(ModelError):
 
 
 def declared_blocks(meta: Mapping, source: str = "model") -> tuple[str, ...]:
-    """The optional feature blocks (features.FEATURE_BLOCKS) a sidecar says its model was trained
+    """The optional feature blocks (feature_blocks.FEATURE_BLOCKS) a sidecar says its model was trained
     with, in column order: `feature_blocks`, a list of {"name", "version"}; none when absent (every
     model made before blocks existed). A block this code does not know, or another version of
     one, is a FeatureSchemaError: the model cannot be fed what it was trained on."""

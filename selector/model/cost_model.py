@@ -31,7 +31,8 @@ from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar  # noqa: F401 -- this model's errors and reader
 from kselect.selector.model.artifact import sidecar_path as meta_path  # noqa: F401 -- a model file's sidecar
 from kselect.selector.model.checks import FeatureSchemaError, check_device, check_schema
-from kselect.selector.model.features import FEATURE_SCHEMA_VERSION, block_declaration, feature_names
+from kselect.selector.model.feature_blocks import block_declaration, feature_names
+from kselect.selector.model.features import FEATURE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class CostModel(artifact.HyperParameters):
 
         qid: the problem each row belongs to (needed by ranking objectives; rows are sorted
         by it here because XGBoost wants each query contiguous). feature_blocks: the optional
-        blocks (features.FEATURE_BLOCKS) whose columns follow FEATURE_NAMES in X, in order.
+        blocks (feature_blocks.FEATURE_BLOCKS) whose columns follow FEATURE_NAMES in X, in order.
         """
         import xgboost as xgb
 
@@ -260,7 +261,8 @@ class CostModel(artifact.HyperParameters):
         it defaults to the training fingerprint, which check_device has matched anyway.
         `epilogue`: the GEMM's Epilogue, read by a model trained with the epilogue block.
         """
-        from kselect.selector.model.features import featurize_candidates, with_blocks
+        from kselect.selector.model.feature_blocks import with_blocks
+        from kselect.selector.model.features import featurize_candidates
 
         device = device or self.fingerprint
         X = featurize_candidates(problem, candidates, device)

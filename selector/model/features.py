@@ -8,7 +8,7 @@ per-candidate Python in the hot path): ~2,400 candidates take well under a milli
 Bump FEATURE_SCHEMA_VERSION whenever a feature is added, removed, reordered or its
 meaning changes; saved models record it and refuse to load against another version.
 
-Why one module of ~580 lines, above the selector's ~400-line rule: it is the schema. The column
+Why one module of ~520 lines, above the selector's ~400-line rule: it is the schema. The column
 list, the arrays each column is computed from and the expressions computing them change
 together under one version number; split apart, a feature could change in one file while its
 column or version stayed behind in another.
@@ -25,7 +25,6 @@ from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 from kselect.selector.decide.candidate_memo import IdentityMemo
-from kselect.selector.inductor.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue, fuses_epilogue
 
 FEATURE_SCHEMA_VERSION = 2
 
@@ -510,81 +509,6 @@ def featurize(problems, candidates, device: Mapping) -> np.ndarray:
     if hasattr(problems, "columns"):
         return featurize_frame(problems, device)
     raise FeatureError(f"cannot featurise {type(problems).__name__}: pass a Problem or a DataFrame")
-
-
-# ---------------------------------------------------------------------------------------
-# optional blocks: columns appended after FEATURE_NAMES only by a model trained with them (its
-# metadata names them, with their version); every other model's vectors stay FEATURE_NAMES
-# alone under FEATURE_SCHEMA_VERSION. Bump a block's version when its columns change.
-EPILOGUE_BLOCK_VERSION = 1
-EPILOGUE_FEATURE_NAMES: tuple[str, ...] = (
-    "epi_fusable",  # the GEMM has an epilogue a template can fuse
-    "epi_n_ops",
-    *(f"epi_ops_{kind}" for kind in OP_KINDS),
-    "epi_extra_inputs",
-    "log2_epi_extra_bytes",  # log2(1 + bytes): the tensors it reads besides the GEMM's output
-    "log2_epi_out_bytes",  # log2(1 + bytes) it writes
-    "epi_output_escapes",  # the GEMM's own output is used elsewhere too: written however it fuses
-    "log10_t_epi_fused_ms",  # its traffic inside a template: extras read, results written
-    "log10_t_epi_separate_ms",  # as its own kernel: the same plus the GEMM's output written and re-read
-    "cand_fuses_epilogue",  # this candidate can absorb it (epilogue.fuses_epilogue)
-)
-FEATURE_BLOCKS = {"epilogue": (EPILOGUE_BLOCK_VERSION, EPILOGUE_FEATURE_NAMES)}
-
-
-def feature_names(blocks: Sequence[str] = ()) -> tuple[str, ...]:
-    """FEATURE_NAMES followed by the named optional blocks' columns, in the order given."""
-    unknown = [b for b in blocks if b not in FEATURE_BLOCKS]
-    if unknown:
-        raise FeatureError(f"unknown feature block(s) {unknown}; known: {sorted(FEATURE_BLOCKS)}")
-    return FEATURE_NAMES + tuple(name for b in blocks for name in FEATURE_BLOCKS[b][1])
-
-
-def block_declaration(blocks: Sequence[str]) -> list[dict]:
-    """What a sidecar says of the optional blocks a model was trained with: name and version each."""
-    feature_names(blocks)  # an unknown block is an error naming it
-    return [{"name": b, "version": FEATURE_BLOCKS[b][0]} for b in blocks]
-
-
-def with_blocks(
-    X: np.ndarray,
-    blocks: Sequence[str],
-    candidates: Sequence[Candidate],
-    device: Mapping,
-    epilogue: Epilogue | None = None,
-) -> np.ndarray:
-    """`X` (one GEMM's FEATURE_NAMES rows) followed by the named blocks' columns, float32; `X`
-    itself when no block is named, so a model without blocks sees exactly what it always saw."""
-    if not blocks:
-        return X
-    feature_names(blocks)
-    parts = [X] + [epilogue_block(epilogue, candidates, device) for b in blocks if b == "epilogue"]
-    return np.hstack(parts).astype(np.float32)
-
-
-def epilogue_block(epilogue: Epilogue | None, candidates: Sequence[Candidate], device: Mapping) -> np.ndarray:
-    """The epilogue block of one GEMM's candidates, (len(candidates), len(EPILOGUE_FEATURE_NAMES)):
-    the same epilogue columns on every row, then whether each candidate can fuse it. None or an
-    empty epilogue: zeros, and infinitely fast traffic (-inf would break the trees: log10 of 1 ns).
-    A byte count unknown (a symbolic size) is NaN, the trees' missing value."""
-    e = epilogue or NO_EPILOGUE
-    bw = device_constants(device)["mem_bandwidth_gbs"] * 1e9
-    extra, out, gemm_out = (np.nan if b is None else float(b) for b in (e.extra_bytes, e.out_bytes, e.gemm_out_bytes))
-    fused = extra + out + (gemm_out if e.gemm_output_escapes else 0.0)  # an escaping output is written too
-    separate = extra + out + 2.0 * gemm_out  # the GEMM's output written, then read back
-    row = [
-        float(e.fusable),
-        float(len(e.ops)),
-        *(float(e.kind_count(kind)) for kind in OP_KINDS),
-        float(e.extra_inputs),
-        np.log2(1.0 + extra),
-        np.log2(1.0 + out),
-        float(e.gemm_output_escapes),
-        np.log10(max(fused / bw * 1e3, 1e-6)) if e.ops else -6.0,
-        np.log10(max(separate / bw * 1e3, 1e-6)) if e.ops else -6.0,
-    ]
-    fuses = np.fromiter((e.fusable and fuses_epilogue(c) for c in candidates), dtype=np.float64, count=len(candidates))
-    return np.column_stack([np.tile(np.array(row, dtype=np.float64), (len(candidates), 1)), fuses])
 
 
 def infeasible(features: np.ndarray) -> np.ndarray:

@@ -120,14 +120,15 @@ H200_LIKE = {"gpu_name": "test", "sm_count": 132, "peak_tflops": {"bf16": 989.0}
 def test_the_epilogue_feature_block_is_optional_and_describes_the_epilogue():
     from kselect.kernels.problem import Problem
     from kselect.selector.inductor.epilogue import Epilogue
+    from kselect.selector.model import feature_blocks as B
     from kselect.selector.model import features as F
 
     # no block named: exactly the schema every served model was trained on, same version
-    assert F.feature_names() == F.FEATURE_NAMES and F.FEATURE_SCHEMA_VERSION == 2
-    names = F.feature_names(["epilogue"])
+    assert B.feature_names() == F.FEATURE_NAMES and F.FEATURE_SCHEMA_VERSION == 2
+    names = B.feature_names(["epilogue"])
     assert names[: len(F.FEATURE_NAMES)] == F.FEATURE_NAMES and len(names) == len(F.FEATURE_NAMES) + 15
     with pytest.raises(F.FeatureError, match="unknown feature block"):
-        F.feature_names(["prologue"])
+        B.feature_names(["prologue"])
     cands = [ATEN, MM, DK]
     base = F.featurize_candidates(Problem(8, 4096, 4096, "bf16"), cands, H200_LIKE)
     assert base.shape == (3, len(F.FEATURE_NAMES))
@@ -141,8 +142,8 @@ def test_the_epilogue_feature_block_is_optional_and_describes_the_epilogue():
         gemm_out_bytes=out,
         fusable=True,
     )
-    block = F.epilogue_block(gelu_bias, cands, H200_LIKE)
-    col = {name: block[:, i] for i, name in enumerate(F.EPILOGUE_FEATURE_NAMES)}
+    block = B.epilogue_block(gelu_bias, cands, H200_LIKE)
+    col = {name: block[:, i] for i, name in enumerate(B.EPILOGUE_FEATURE_NAMES)}
     assert block.shape == (3, 15)
     assert list(col["cand_fuses_epilogue"]) == [0.0, 1.0, 0.0]  # ATen and decompose-k cannot fuse it
     assert col["epi_n_ops"][0] == 6 and col["epi_ops_arith"][0] == 4 and col["epi_ops_add_tensor"][0] == 1
@@ -150,12 +151,12 @@ def test_the_epilogue_feature_block_is_optional_and_describes_the_epilogue():
     # as its own kernel the epilogue moves the GEMM's output twice more than fused
     fused, separate = 10 ** col["log10_t_epi_fused_ms"][0], 10 ** col["log10_t_epi_separate_ms"][0]
     assert separate - fused == pytest.approx(2 * out / 4.8e12 * 1e3)
-    none = F.epilogue_block(None, cands, H200_LIKE)
+    none = B.epilogue_block(None, cands, H200_LIKE)
     assert not none[:, :-3].any() and (none[:, -3:-1] == -6.0).all() and not none[:, -1].any()
-    symbolic = F.epilogue_block(
+    symbolic = B.epilogue_block(
         Epilogue(ops=("relu",), out_bytes=None, gemm_out_bytes=None, fusable=True), cands, H200_LIKE
     )
-    assert np.isnan(symbolic[0, F.EPILOGUE_FEATURE_NAMES.index("log2_epi_out_bytes")])
+    assert np.isnan(symbolic[0, B.EPILOGUE_FEATURE_NAMES.index("log2_epi_out_bytes")])
 
 
 class _Caller:

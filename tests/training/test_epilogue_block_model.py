@@ -21,6 +21,7 @@ from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
 from kselect.selector.inductor.epilogue import NO_EPILOGUE, Epilogue  # noqa: E402
+from kselect.selector.model import feature_blocks as B  # noqa: E402
 from kselect.selector.model import features as F  # noqa: E402
 from kselect.selector.model.checks import FeatureSchemaError  # noqa: E402
 from kselect.selector.model.cost_model import CostModel, meta_path  # noqa: E402
@@ -134,18 +135,18 @@ def test_datasets_without_labels_keep_their_bare_rows_and_one_must_have_them(tmp
     h100 = {**FINGERPRINT, "fingerprint_id": "h100like", "mem_bandwidth_gbs": 3350.0}
     pooled, devices = pool([(rows, FINGERPRINT), (rows, h100)])
     X = featurize_rows(pooled, devices, ("epilogue",))
-    assert X.shape == (2 * len(rows), len(F.feature_names(["epilogue"])))
+    assert X.shape == (2 * len(rows), len(B.feature_names(["epilogue"])))
     mine = pooled["fingerprint_id"].to_numpy() == "h100like"
     assert np.array_equal(X[mine, len(F.FEATURE_NAMES) :], epilogue_columns(pooled[mine], h100).astype(np.float32))
-    fused = len(F.FEATURE_NAMES) + F.EPILOGUE_FEATURE_NAMES.index("log10_t_epi_fused_ms")
+    fused = len(F.FEATURE_NAMES) + B.EPILOGUE_FEATURE_NAMES.index("log10_t_epi_fused_ms")
     epi = rows["epilogue"].fillna("").astype(str).to_numpy() != ""
     assert (X[mine, fused][epi] > X[~mine, fused][epi]).all()  # less bandwidth: a slower epilogue
 
 
 def test_the_sidecar_declares_the_block_and_the_load_reads_it(block_model):
     meta = json.loads(meta_path(block_model).read_text())
-    assert meta["feature_blocks"] == [{"name": "epilogue", "version": F.EPILOGUE_BLOCK_VERSION}]
-    assert meta["feature_names"] == list(F.feature_names(["epilogue"]))
+    assert meta["feature_blocks"] == [{"name": "epilogue", "version": B.EPILOGUE_BLOCK_VERSION}]
+    assert meta["feature_names"] == list(B.feature_names(["epilogue"]))
     model = CostModel.load(block_model, fingerprint=FINGERPRINT)
     assert model.feature_blocks_ == ("epilogue",)
     X = F.featurize_candidates(Problem(64, 4096, 4096), CANDIDATES, FINGERPRINT)
@@ -221,7 +222,7 @@ def test_shipped_models_declare_no_block_and_see_the_features_they_always_saw():
         assert not ranker.reads_epilogue and ":b" not in ranker.ident
         X = F.featurize_candidates(p, cands, model.fingerprint)
         assert X.shape == (len(cands), len(F.FEATURE_NAMES))
-        assert F.with_blocks(X, model.feature_blocks_, cands, model.fingerprint, gelu_bias(333, 4096)) is X
+        assert B.with_blocks(X, model.feature_blocks_, cands, model.fingerprint, gelu_bias(333, 4096)) is X
         want = model.selection_cost(X)
         assert np.array_equal(ranker.rank(p, cands, probe=False), want)
         # an epilogue handed to a model without the block changes nothing

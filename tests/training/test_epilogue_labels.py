@@ -79,7 +79,7 @@ def _the_records_become_training_rows_with_the_epilogue_the_lowering_read(pinned
     """On disk (training/data/epilogue_rows.py) and back as dataset rows of one GEMM + epilogue,
     whose epilogue feature block is what the selector's own epilogue_block gives the Epilogue
     read during the lowering: a fusable GELU (erf among its ops) that the C++ template fuses."""
-    from kselect.selector.model.features import EPILOGUE_FEATURE_NAMES
+    from kselect.selector.model.feature_blocks import EPILOGUE_FEATURE_NAMES
     from kselect.training.data.epilogue_rows import (
         KEY_MARK,
         append_records,

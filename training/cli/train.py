@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from kselect.selector.model.cost_model import OBJECTIVES, meta_path
-from kselect.selector.model.features import FEATURE_BLOCKS
+from kselect.selector.model.feature_blocks import FEATURE_BLOCKS
 from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.model_card import model_paths, save_trained

@@ -28,7 +28,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem, ProblemError
 from kselect.selector.atomic_write import write_text
 from kselect.selector.inductor.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue
-from kselect.selector.model.features import epilogue_block
+from kselect.selector.model.feature_blocks import epilogue_block
 
 FILE_NAME = "epilogue_labels.jsonl"
 EPILOGUE_COLUMN = "epilogue"  # a row's epilogue as JSON; "" (or no such column): none

@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from kselect.selector.model.features import FEATURE_NAMES, device_constants, feature_names, featurize_frame
+from kselect.selector.model.feature_blocks import feature_names
+from kselect.selector.model.features import FEATURE_NAMES, device_constants, featurize_frame
 
 KEY_SEPARATOR = "/"  # pooled problem_key = fingerprint id + KEY_SEPARATOR + the card's own key
 
@@ -96,7 +97,7 @@ def card_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def featurize_rows(rows: pd.DataFrame, device, blocks: Sequence[str] = ()) -> np.ndarray:
     """Features of dataset rows: `device` is one card's fingerprint or a pool's Devices; `blocks`:
-    the optional feature blocks (features.FEATURE_BLOCKS) whose columns follow, in order."""
+    the optional feature blocks (feature_blocks.FEATURE_BLOCKS) whose columns follow, in order."""
     X = device.featurize(rows) if isinstance(device, Devices) else featurize_frame(rows, device)
     if not blocks:
         return X

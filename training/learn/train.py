@@ -302,7 +302,7 @@ def train(
     `fingerprint`: the card's, or the Devices of a pooled frame (training/learn/pooled.py).
     `progress` hears (loop, done, total) for the cross-validation's fits and the final
     fit's boosting rounds; without it the rounds go to `log`. `blocks`: the optional feature
-    blocks (features.FEATURE_BLOCKS) appended to every row's features, which the model's
+    blocks (feature_blocks.FEATURE_BLOCKS) appended to every row's features, which the model's
     sidecar then declares; the epilogue block reads the rows' `epilogue` column
     (training/data/epilogue_rows.py; a row without one has no epilogue)."""
     if objective != "auto" and objective not in OBJECTIVES:
