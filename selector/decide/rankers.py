@@ -11,7 +11,9 @@ data for this device, dtype or problem, and the selector leaves that GEMM to sto
   where a model cannot serve (CPU CI, a device without a trained model).
 
 A ranker may say which backends it has data for (`backends`); the policy does not score the
-candidates of any other backend by guesswork (decide/policy.py).
+candidates of any other backend by guesswork (decide/policy.py). It may say which ops it holds
+(`ops`: Problem ops; `scalings`: fp8 scaled_mm's scaling kinds): the op gate sends any other op
+to stock Inductor (selector/inductor/op_kind.py); without `ops` it holds mm, addmm and bmm.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.problem import Problem
+from kselect.kernels.problem import FP8_DTYPES, Problem
 from kselect.selector.decide.aten_probe import AtenKernelFacts
 from kselect.selector.decide.candidate_sets import KEY_INDEX, backends_of, candidate_keys
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
+from kselect.selector.model.held_ops import held_ops, held_scalings
 
 
 class RankerUnavailable(RuntimeError):
@@ -79,6 +82,8 @@ class CostModelRanker:
         # the optional feature blocks it was trained with; the epilogue block reads the GEMM's Epilogue
         self.feature_blocks = tuple(getattr(model, "feature_blocks_", ()))
         self.reads_epilogue = "epilogue" in self.feature_blocks
+        # the ops (and scaled_mm's scaling kinds) it ranks (selector/model/held_ops.py)
+        self.ops, self.scalings = held_ops(meta), held_scalings(meta)
         # what decides its rankings: the trees (data + training time) and the selection cascade
         self.ident = (
             "model:"
@@ -141,12 +146,12 @@ class CostModelRanker:
 
         rows = problems is None
         if rows:
-            problems = [Problem(4096, 4096, 4096, dtype, "nt") for dtype in self.dtypes]
+            problems = [Problem(4096, 4096, 4096, dtype, "nt") for dtype in self.dtypes if dtype not in FP8_DTYPES]
         warmed = self._warmed_classes
         ranked: list[Candidate] = []
         for problem in problems:
-            if problem.dtype not in self.dtypes:
-                continue  # its decisions go to stock Inductor anyway
+            if problem.dtype not in self.dtypes or problem.op == "scaled_mm":
+                continue  # stock's anyway, or (fp8) a space of its own, ranked at its decision
             # a size class is its memoised tile tuples (one object per class) and decompose-k's use
             tiles = tuple(
                 template_space(problem, t, "exhaustive")
@@ -192,7 +197,7 @@ class CostModelRanker:
             t0 = time.perf_counter()
             device = self.model.fingerprint_for(self.fingerprint)
             X = featurize_candidates(problem, rows, device, aten_kernel)
-            X = with_blocks(X, self.feature_blocks, rows, device, epilogue)
+            X = with_blocks(X, self.feature_blocks, rows, device, epilogue, problem=problem)
             t1 = time.perf_counter()
             scores[seen] = self.model.selection_cost(X)
             # where this thread's latest ranking spent its time (copied into the decision record)
@@ -225,6 +230,11 @@ class MeasuredRanker:
 
         self.ident = name + ":" + hashlib.sha256(json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
         self.backends = frozenset(k.split(":", 1)[0] for row in self.table.values() for k in row)
+        # the ops of the problems it has rows for (a bmm key's op carries its batch: "bmm4x")
+        # and the scaling kinds of its scaled_mm ones (scaled_mm:MxNxK:fp8e4m3:nt:<scaling>:...)
+        parts = [key.split(":") for key in self.table]
+        self.ops = frozenset("bmm" if p[0].startswith("bmm") else p[0] for p in parts)
+        self.scalings = frozenset(p[4] for p in parts if p[0] == "scaled_mm" and len(p) > 4)
 
     @classmethod
     def from_csv(cls, path: str | Path) -> "MeasuredRanker":

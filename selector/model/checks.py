@@ -12,6 +12,7 @@ from typing import Mapping
 from kselect.selector.model.artifact import ModelError
 from kselect.selector.model.feature_blocks import FEATURE_BLOCKS, feature_names
 from kselect.selector.model.features import FEATURE_SCHEMA_VERSION
+from kselect.selector.model.held_ops import HeldOpsError, check_held_ops
 
 log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
 
@@ -52,9 +53,14 @@ def declared_blocks(meta: Mapping, source: str = "model") -> tuple[str, ...]:
 
 
 def check_schema(meta: Mapping, source: str = "model") -> tuple[str, ...]:
-    """Refuse a model trained on other features than this code computes (FeatureSchemaError);
+    """Refuse a model trained on other features than this code computes, or holding an op it
+    cannot serve (held_ops.py) (FeatureSchemaError);
     returns the optional blocks it declares (declared_blocks)."""
     blocks = declared_blocks(meta, source)
+    try:  # the ops it says it holds: scaled_mm only with the scaled_mm block's columns
+        check_held_ops(meta, blocks, source)
+    except HeldOpsError as exc:
+        raise FeatureSchemaError(str(exc)) from None
     expected = feature_names(blocks)
     version, names = meta.get("feature_schema_version"), meta.get("feature_names")
     if version != FEATURE_SCHEMA_VERSION or list(names or []) != list(expected):

@@ -266,7 +266,7 @@ class CostModel(artifact.HyperParameters):
 
         device = device or self.fingerprint
         X = featurize_candidates(problem, candidates, device)
-        order = self.rank(with_blocks(X, self.feature_blocks_, candidates, device, epilogue))
+        order = self.rank(with_blocks(X, self.feature_blocks_, candidates, device, epilogue, problem=problem))
         return [candidates[i] for i in (order if k is None else order[:k])]
 
     def set_threads(self, nthread: int) -> "CostModel":

@@ -1,7 +1,8 @@
 """The optional feature blocks: columns appended after features.py's FEATURE_NAMES only by a
 model trained with them (its sidecar names each, with its version); every other model's vectors
 stay FEATURE_NAMES alone under FEATURE_SCHEMA_VERSION. Bump a block's version when its columns
-change. One block so far: the GEMM's pointwise epilogue, as Inductor's lowering reads it."""
+change. Two blocks: the GEMM's pointwise epilogue, as Inductor's lowering reads it, and fp8
+scaled_mm's problem columns (scaled_features.py; a model holding scaled_mm must carry them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from kselect.kernels.candidate import Candidate
 from kselect.selector.inductor.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue, fuses_epilogue
 from kselect.selector.model.features import FEATURE_NAMES, FeatureError, device_constants
+from kselect.selector.model.scaled_features import SCALED_MM_FEATURE_NAMES, scaled_mm_problem_features
 
 EPILOGUE_BLOCK_VERSION = 1
 EPILOGUE_FEATURE_NAMES: tuple[str, ...] = (
@@ -26,7 +28,11 @@ EPILOGUE_FEATURE_NAMES: tuple[str, ...] = (
     "log10_t_epi_separate_ms",  # as its own kernel: the same plus the GEMM's output written and re-read
     "cand_fuses_epilogue",  # this candidate can absorb it (epilogue.fuses_epilogue)
 )
-FEATURE_BLOCKS = {"epilogue": (EPILOGUE_BLOCK_VERSION, EPILOGUE_FEATURE_NAMES)}
+SCALED_MM_BLOCK_VERSION = 1
+FEATURE_BLOCKS = {
+    "epilogue": (EPILOGUE_BLOCK_VERSION, EPILOGUE_FEATURE_NAMES),
+    "scaled_mm": (SCALED_MM_BLOCK_VERSION, SCALED_MM_FEATURE_NAMES),
+}
 
 
 def feature_names(blocks: Sequence[str] = ()) -> tuple[str, ...]:
@@ -49,13 +55,23 @@ def with_blocks(
     candidates: Sequence[Candidate],
     device: Mapping,
     epilogue: Epilogue | None = None,
+    problem=None,
 ) -> np.ndarray:
-    """`X` (one GEMM's FEATURE_NAMES rows) followed by the named blocks' columns, float32; `X`
-    itself when no block is named, so a model without blocks sees exactly what it always saw."""
+    """`X` (one GEMM's FEATURE_NAMES rows) followed by the named blocks' columns, in their order,
+    float32; `X` itself when no block is named, so a model without blocks sees exactly what it
+    always saw. `problem`: the GEMM's Problem, which the scaled_mm block reads (every op's rows
+    carry it, as the model was trained)."""
     if not blocks:
         return X
     feature_names(blocks)
-    parts = [X] + [epilogue_block(epilogue, candidates, device) for b in blocks if b == "epilogue"]
+    parts = [X]
+    for block in blocks:
+        if block == "epilogue":
+            parts.append(epilogue_block(epilogue, candidates, device))
+        else:  # "scaled_mm": the problem's columns on every row
+            if problem is None:
+                raise FeatureError("the scaled_mm feature block needs the GEMM's Problem")
+            parts.append(np.tile(scaled_mm_problem_features(problem), (len(X), 1)))
     return np.hstack(parts).astype(np.float32)
 
 

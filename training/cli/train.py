@@ -7,7 +7,9 @@ dataset hash, command, CV table) and models/h200-bf16.md (the model card). Sever
 per card) train one pooled model on all their rows (training/learn/pooled.py). With
 `--feature-block epilogue` each dataset's GEMM + epilogue labels (DIR/epilogue_labels.jsonl,
 training/data/epilogue_rows.py, from `kselect collect-epilogue`) join its bare rows, every row gets the epilogue columns, and the
-sidecar declares the block.
+sidecar declares the block. With `--feature-block scaled_mm` every row gets fp8 scaled_mm's
+problem columns, and a dataset holding scaled_mm rows makes a model that holds scaled_mm (its
+card's `ops` and `scalings`); without the block such a model never ranks scaled_mm.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ def add_parser(subparsers) -> None:
         choices=sorted(FEATURE_BLOCKS),
         default=[],
         help="train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
-        "(GEMM + epilogue compiled whole per pinned candidate) joins its rows",
+        "(GEMM + epilogue compiled whole per pinned candidate) joins its rows; scaled_mm: fp8 "
+        "scaled_mm's problem columns, which a model must have to rank scaled_mm",
     )
     p.set_defaults(func=main)
 

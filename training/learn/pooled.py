@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from kselect.kernels.problem import DTYPE_BYTES
 from kselect.selector.model.feature_blocks import feature_names
 from kselect.selector.model.features import FEATURE_NAMES, device_constants, featurize_frame
 
@@ -108,6 +109,20 @@ def featurize_rows(rows: pd.DataFrame, device, blocks: Sequence[str] = ()) -> np
     ids = rows["fingerprint_id"].astype(str).to_numpy() if isinstance(device, Devices) else None
     for fid, fp in cards.items():
         mine = np.ones(len(rows), dtype=bool) if fid is None else ids == fid
-        if mine.any():  # the epilogue block is the only one there is (feature_names checked the names)
-            extra[mine] = np.hstack([epilogue_columns(rows[mine], fp) for b in blocks if b == "epilogue"])
+        if mine.any():  # each block's columns, in the order named (feature_names checked the names)
+            extra[mine] = np.hstack(
+                [epilogue_columns(rows[mine], fp) if b == "epilogue" else scaled_columns(rows[mine]) for b in blocks]
+            )
     return np.hstack([X, extra])
+
+
+def scaled_columns(rows: pd.DataFrame) -> np.ndarray:
+    """The scaled_mm block of dataset rows (scaled_features.SCALED_MM_FEATURE_NAMES), as
+    scaled_mm_problem_features reads a Problem: zeros and the operands' bytes for other ops."""
+    blank = pd.Series("", index=rows.index)
+    scaling = rows.get("scaling", blank).fillna("").astype(str).to_numpy()
+    out = rows.get("out_dtype", blank).fillna("").astype(str).to_numpy()
+    dtype = rows["dtype"].astype(str).to_numpy()
+    fast = rows.get("fast_accum", pd.Series(False, index=rows.index)).fillna(False).astype(bool).to_numpy()
+    out_bytes = [DTYPE_BYTES[o or d] for o, d in zip(out, dtype)]
+    return np.column_stack([scaling == "rowwise", out_bytes, fast]).astype(np.float32)

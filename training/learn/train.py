@@ -33,6 +33,7 @@ import numpy as np
 
 from kselect.selector.model.cost_model import OBJECTIVES, CostModel
 from kselect.selector.model.features import infeasible
+from kselect.selector.model.held_ops import DEFAULT_OPS
 from kselect.training.data.dataset import RETIMED_DIR
 from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.pooled import Devices, featurize_rows
@@ -359,6 +360,7 @@ def train(
     dtypes = sorted(map(str, np.unique(shapes.rows["dtype"].astype(str))))
     if dtypes != ["bf16"]:  # the dtypes the selector lets it decide (bf16 alone when unsaid)
         card["dtypes"] = dtypes
+    card.update(held_ops_card(shapes.rows, blocks, log))
     if blocks:  # and how many of its shapes are GEMMs with an epilogue (epilogue_rows.label_rows)
         card["feature_blocks"] = list(blocks)
         from kselect.training.data.epilogue_rows import KEY_MARK
@@ -370,6 +372,23 @@ def train(
         card["objective_reason"] = objective_reason(table)
     log(f"trained in {seconds:.1f} s")
     return model, card
+
+
+def held_ops_card(rows, blocks, log=print) -> dict:
+    """The card's `ops` and `scalings` (selector/model/held_ops.py): written only where the rows
+    hold fp8 scaled_mm and the scaled_mm block gives it its columns; without the block such a
+    model holds the default ops (a sidecar claiming scaled_mm without it is refused at load)."""
+    ops = set(map(str, np.unique(rows["op"].astype(str))))
+    if "scaled_mm" not in ops:
+        return {}
+    if "scaled_mm" not in blocks:
+        log("scaled_mm rows without --feature-block scaled_mm: the model will not rank scaled_mm")
+        return {}
+    scaled = rows[rows["op"].astype(str) == "scaled_mm"]
+    return {
+        "ops": sorted(ops | set(DEFAULT_OPS)),
+        "scalings": sorted(map(str, np.unique(scaled["scaling"].astype(str)))),
+    }
 
 
 def objective_reason(table: list[dict]) -> str:
