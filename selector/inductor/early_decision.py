@@ -25,8 +25,8 @@ class EarlyDecision:
         enumerate, mapped; without it such a template means no early decision). None = the
         usual path (deciding over Inductor's generated choices), which also owns every warning
         and fallback: a GEMM this cannot decide is decided there, exactly as without it."""
-        if not self.early_decision or self.mode == "off":
-            return None
+        if not self.early_decision or self.mode == "off" or op_name == "scaled_mm":
+            return None  # (kselect enumerates bf16 GEMMs' spaces; scaled_mm is decided over Inductor's)
         started = time.perf_counter(), time.thread_time()
         inductor_s = [0.0]  # Inductor generating a template kselect does not enumerate
 

@@ -8,7 +8,9 @@ Two hook points, both in inductor/compat/ (the only package touching private Ind
   CUTLASS, ... are appended outside the KTC path) after codegen; one choice left = nothing
   benchmarked.
 Before either decides, the op gate (op_kind.py) names the op Inductor is lowering: an op or
-dtype kselect does not model gets stock's own choices (one INFO line), not a fallback.
+dtype kselect does not model gets stock's own choices (one INFO line), not a fallback. An fp8
+`_scaled_mm` the ranker holds is read by its own signature and candidate mapping (its scaled
+templates), then decided by the same pipeline.
 Both ask the `Selector` (`select_ktcs`, `select_choices`), which reads the GEMM, maps choices to
 Candidates and decides: rank -> keep (decide/pipeline.py; per size for a dynamic M,
 decide/dynamic_sizes.py) -> measure -> pick (verify/orchestration.py). Any failure -> the stock
@@ -41,7 +43,7 @@ from kselect.selector.inductor.compat import choice_candidates, current_graph, i
 from kselect.selector.inductor.device_rankers import DeviceRankers
 from kselect.selector.inductor.early_decision import EarlyDecision
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
-from kselect.selector.inductor.op_kind import OpGate
+from kselect.selector.inductor.op_kind import OpGate, choices_kind, lowering_kind
 from kselect.selector.logs import log_decision
 from kselect.selector.model.compile_price import CompilePricing
 from kselect.selector.verify.orchestration import VerifyOrchestration
@@ -105,6 +107,14 @@ class Selector(
 
     # -- the two hook points --------------------------------------------------------
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
+        if lowering_kind(op_name) == "scaled_mm":  # one the op gate let through: its ranker holds it
+            return self._guarded(
+                "templates",
+                ktcs,
+                lambda: signatures.scaled_mm_signature(kernel_inputs, choice_candidates.scaled_fast_accum(ktcs)),
+                choice_candidates.scaled_ktc_candidates,
+                restock,
+            )
         return self._guarded(
             "templates",
             ktcs,
@@ -116,6 +126,13 @@ class Selector(
     def select_choices(self, choices: list) -> list:
         if self.op_gate.leaves_choices(choices):  # the op gate: not an op kselect decides
             return choices
+        if choices_kind(choices) == "scaled_mm":
+            return self._guarded(
+                "choices",
+                choices,
+                lambda: signatures.choices_scaled_signature(choices, choice_candidates.scaled_fast_accum(choices)),
+                choice_candidates.scaled_caller_candidates,
+            )
         return self._guarded(
             "choices", choices, lambda: signatures.choices_signature(choices), choice_candidates.caller_candidates
         )

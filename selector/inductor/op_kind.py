@@ -12,6 +12,9 @@ lowering, never guessed from its input shapes (which read a grouped GEMM as a pl
   kernel's name or a Triton template's name (CPP, CUTLASS, CK, ... serve several ops: no vote).
 Such an op gets exactly Inductor's stock choices, built in the user's own GEMM search space --
 never in the space kselect widened to for the ops it ranks -- and one INFO line per kind.
+fp8 `_scaled_mm` is decided only where the serving ranker holds it (its `ops` and `scalings`,
+selector/model/held_ops.py; a MeasuredRanker's from its table's problems) in that scaling kind,
+without a bias; every other scaled_mm -- and any with no ranker here -- goes to stock as above.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
 from kselect.kernels.precision import gemm_dtype
 from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
 from kselect.selector.decide.rankers import RankerUnavailable
-from kselect.selector.warn import inform_once
+from kselect.selector.inductor.compat.choice_candidates import OP_STAMP
+from kselect.selector.inductor.compat.signatures import scaled_scaling, size_hint
+from kselect.selector.warn import inform_once, warn_once
 
 log = logging.getLogger("kselect.selector")
 
 MODELLED = frozenset({"mm", "addmm", "bmm", "baddbmm", "linear"})
-STAMP = "kselect_op"  # the annotation the templates stage leaves on each choice it builds
+HELD_ONLY = frozenset({"scaled_mm"})  # decided only where the ranker says it holds them
+DEFAULT_OPS = frozenset({"mm", "addmm", "bmm"})  # a ranker that names no `ops` holds these
+STAMP = OP_STAMP  # the annotation the templates stage leaves on each choice it builds
 
 # Inductor's op names at get_template_configs that differ from their kind (read on torch 2.13:
 # mm, mm-ah, addmm, bmm, baddbmm, int_mm, scaled_mm, mm_plus_mm; an underscored or "aten.<op>"
@@ -160,6 +167,28 @@ def unmodelled(kind: str, dtypes, ranker_dtypes: Callable[[], tuple | None]) -> 
     return None
 
 
+def scaled_unheld(ranker, nodes) -> str | None:
+    """What of this `_scaled_mm` (its input nodes) the ranker does not hold ("scaled_mm",
+    "rowwise scaled_mm", "scaled_mm with a bias", ...), or None where it decides it. `ranker`
+    None: no ranker serves this device -- stock, as for every unheld op."""
+    if ranker is None or "scaled_mm" not in (getattr(ranker, "ops", None) or DEFAULT_OPS):
+        return "scaled_mm"
+    if len(nodes) != 4:
+        return "scaled_mm with a bias"
+    dtype = dtype_name(nodes[0].get_dtype())
+    known = getattr(ranker, "dtypes", None)
+    if known is not None and dtype not in known:
+        return f"{dtype} scaled_mm"
+    sizes = [[size_hint(s) for s in n.get_size()] for n in nodes]
+    try:
+        scaling = scaled_scaling(*sizes)
+    except ValueError:
+        return "scaled_mm of blockwise or MX scales"
+    if scaling not in (getattr(ranker, "scalings", None) or ()):
+        return f"{scaling} scaled_mm"
+    return None
+
+
 def stamp(choices: list, kind: str) -> list:
     """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
     for choice in choices:
@@ -179,6 +208,15 @@ class OpGate:
         self._user_space = user_space
 
     def _leaves(self, kind: str, nodes) -> bool:
+        if kind in HELD_ONLY:
+            try:
+                ranker = self._ranker_for(nodes[0].get_device())
+            except RankerUnavailable as exc:
+                if exc.cause == "model":  # a broken model: its one warning, as for any GEMM
+                    warn_once(exc.cause, str(exc))
+                ranker = None
+            return self._noted(scaled_unheld(ranker, nodes))
+
         def ranker_dtypes():
             try:
                 return getattr(self._ranker_for(nodes[0].get_device()), "dtypes", None)
@@ -189,7 +227,11 @@ class OpGate:
             dtypes = [_gemm_dtype_name(n.get_dtype(), n.get_device()) for n in nodes] if kind in MODELLED else []
         except (AttributeError, NotImplementedError):  # an input without a dtype: read as before
             dtypes = []
-        why = unmodelled(kind, dtypes, ranker_dtypes)
+        return self._noted(unmodelled(kind, dtypes, ranker_dtypes))
+
+    @staticmethod
+    def _noted(why: str | None) -> bool:
+        """True where `why` names what goes to stock; its INFO line once per kind."""
         if why is not None:
             inform_once(f"unmodelled:{why}", f"kselect: {why} is not modelled; stock autotuning")
         return why is not None
@@ -199,7 +241,7 @@ class OpGate:
         stock choices are built in (the user's own). An error reading the op decides it as
         before: the usual path owns every warning and fallback."""
         try:
-            nodes = kernel_inputs.nodes() if kind in MODELLED else []
+            nodes = kernel_inputs.nodes() if kind in MODELLED | HELD_ONLY else []
             return self._user_space() if self._leaves(kind, nodes) else None
         except Exception:  # noqa: BLE001 -- the gate must never break a compile
             log.debug("kselect: op gate failed at the templates stage", exc_info=True)

@@ -19,6 +19,8 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.flydsl import space as flydsl_space
 
 _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
+# the op kind kselect's templates stage stamps on each choice it builds (inductor/op_kind.py)
+OP_STAMP = "kselect_op"
 
 
 @functools.lru_cache(maxsize=256)
@@ -162,6 +164,8 @@ def caller_candidate(choice) -> Candidate | None:
     import re
 
     ann = getattr(choice, "annotations", None) or {}
+    if ann.get(OP_STAMP) == "scaled_mm":  # its templates share triton::mm's uid with bf16 mm
+        return scaled_caller_candidate(choice)
     if ann.get("ktc") is not None:
         return ktc_candidate(ann["ktc"])
     name = str(getattr(choice, "name", "") or "")
@@ -182,6 +186,66 @@ def caller_candidate(choice) -> Candidate | None:
 
 def caller_candidates(choices) -> list:
     return [caller_candidate(c) for c in choices]
+
+
+# fp8 `_scaled_mm`'s templates (uids read on torch 2.11 / 2.13) -> the collector's candidate
+# templates (kernels/triton/space.py SCALED_TEMPLATES): Inductor builds the scaled kernel from
+# the shared `triton::mm`, so the op, not the uid, tells it from a bf16 mm's tile
+_SCALED_TEMPLATES = {
+    "triton::mm": "scaled_mm",
+    "triton::scaled_mm_device_tma_epilogue_scaling": "scaled_persistent_tma",
+}
+
+
+def scaled_ktc_candidate(ktc) -> Candidate:
+    """A KTC of a `_scaled_mm` lowering -> its Candidate: ATen's `_scaled_mm` as aten:scaled_mm,
+    the scaled templates by their tiles; any other template (Blackwell's, main-loop scaling) as
+    (other, uid), which no table or model of this kind has seen. Never through the tile memo,
+    which holds bf16 mm's candidates for the same template object."""
+    uid = str(getattr(ktc.template, "uid", None) or getattr(ktc.template, "name", ""))
+    if uid.lower().startswith("aten"):
+        return Candidate.make("aten", "scaled_mm")
+    kw = ktc_params(ktc)
+    template = _SCALED_TEMPLATES.get(uid)
+    if template is not None and all(k in kw for k in _TILE_KEYS):
+        return Candidate.make("triton", template, **{k: int(kw[k]) for k in _TILE_KEYS})
+    return Candidate.make("other", uid.lower())
+
+
+def scaled_ktc_candidates(ktcs) -> list:
+    return [scaled_ktc_candidate(k) for k in ktcs]
+
+
+def scaled_caller_candidate(choice) -> Candidate | None:
+    """A `_scaled_mm` ChoiceCaller -> Candidate: KTC-backed ones by scaled_ktc_candidate, ATen's
+    extern call as aten:scaled_mm; anything else unmapped (None: the decision goes to stock)."""
+    ann = getattr(choice, "annotations", None) or {}
+    if ann.get("ktc") is not None:
+        return scaled_ktc_candidate(ann["ktc"])
+    name = str(getattr(choice, "name", ""))
+    if type(choice).__name__ == "ExternKernelCaller" and name.startswith("_scaled_mm"):
+        return Candidate.make("aten", "scaled_mm")
+    return None
+
+
+def scaled_caller_candidates(choices) -> list:
+    return [scaled_caller_candidate(c) for c in choices]
+
+
+def scaled_fast_accum(items) -> bool:
+    """A `_scaled_mm`'s use_fast_accum, as its choices (KTCs or ChoiceCallers) carry it: ATen's
+    `use_fast_accum` kwarg, the scaled templates' USE_FAST_ACCUM; False where none says."""
+    for item in items:
+        ann = getattr(item, "annotations", None)
+        ktc = ann.get("ktc") if isinstance(ann, dict) else None
+        source = ktc if ktc is not None else item
+        kw = dict(getattr(item, "kwargs", None) or {})
+        if hasattr(source, "params"):
+            kw.update(ktc_params(source))
+        for name in ("use_fast_accum", "USE_FAST_ACCUM"):
+            if name in kw:
+                return bool(kw[name])
+    return False
 
 
 def hint_override_of(item) -> int | None:

@@ -147,9 +147,25 @@ def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
     cache-key fields, device). C's dtype is the lowering's `out_dtype`; `fast_accum` is its
     use_fast_accum (the ATen choice's kwarg override at get_template_configs). A bias (no TMA
     template in Inductor's lowering) is refused."""
+    declared = getattr(kernel_inputs, "out_dtype", None)  # a method on 2.13; else the output's
+    out_dtype = (declared() if callable(declared) else None) or kernel_inputs.output_layout().dtype
+    return scaled_signature(kernel_inputs.nodes(), out_dtype, fast_accum)
+
+
+def choices_scaled_signature(choices, fast_accum: bool = False):
+    """scaled_signature of a preprocessing call of `_scaled_mm` (every choice sees the same four
+    inputs; C's dtype is the choices' output layout's)."""
+    if not choices:
+        raise ValueError("no choices to read a scaled_mm from")
+    return scaled_signature(choices[0].input_nodes, choices[0].layout.dtype, fast_accum)
+
+
+def scaled_signature(nodes, out_dtype, fast_accum: bool = False):
+    """`_scaled_mm`'s input nodes (mat_a, mat_b, scale_a, scale_b), C's dtype and use_fast_accum
+    -> (Problem, cache-key fields, device); a dynamic size marks its dimension as for a GEMM."""
     from kselect.kernels.problem import Problem
 
-    nodes = kernel_inputs.nodes()
+    nodes = list(nodes)
     if len(nodes) != 4:
         raise ValueError(f"scaled_mm with {len(nodes)} inputs: only mat_a, mat_b, scale_a, scale_b are modelled")
     sizes = [[size_hint(s) for s in n.get_size()] for n in nodes]
@@ -163,7 +179,7 @@ def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
         dtype=nodes[0].get_dtype(),
         layout=layout,
         op="scaled_mm",
-        out_dtype=kernel_inputs.out_dtype(),
+        out_dtype=out_dtype,
         scaling=scaled_scaling(sizes[0], sizes[1], sizes[2], sizes[3]),
         fast_accum=bool(fast_accum),
     )
@@ -171,10 +187,13 @@ def scaled_mm_signature(kernel_inputs, fast_accum: bool = False):
         "op": "scaled_mm",
         "out": [m, n],
         "dtype": str(nodes[0].get_dtype()),
-        "out_dtype": str(kernel_inputs.out_dtype()),
+        "out_dtype": str(out_dtype),
         "fast_accum": bool(fast_accum),
         "inputs": [(size, stride, str(nd.get_dtype())) for nd, size, stride in zip(nodes, sizes, strides + [[], []])],
     }
+    dynamic = _dynamic_dims([nodes[0].get_size()[0], nodes[1].get_size()[1]], nodes[0])
+    if dynamic:  # sizes above are the compile's hints: never the key of a static GEMM of that size
+        fields["dynamic"] = dynamic
     return problem, fields, nodes[0].get_device()
 
 
