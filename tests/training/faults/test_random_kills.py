@@ -31,7 +31,7 @@ from fault_harness import (
 )
 
 SEED = 20261205
-N_SHAPES = 400
+N_SHAPES = 200
 # Each round: one injected worker death (a stage, in shuffled order), OUTSIDE_KILLS worker
 # kills, one supervisor-level kill; 4 x (1 + 2 + 1) = 16 kill points, each kind in every round.
 INJECTED_STAGES = ("setup", "unit", "write", "written")
