@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from kselect.training.learn.evaluate import ShapeSet, default_outcome_times
+from kselect.training.learn.op_capture import op_table
 from kselect.training.learn.headroom import (
     HEADROOM_KS,
     M_CLASSES,
@@ -205,6 +206,7 @@ def render_headroom(result: dict, rows: list[dict]) -> str:
         d = det["fixed"]["default_idealised"]["classes"][cls]["capture"]
         lines.append(f"| {cls} | {sc['classes'][cls]['shapes']} | " + " | ".join(cells) + f" | {_cap(v)} | {_cap(d)} |")
     lines += dtype_lines(det)
+    lines += op_table(r.get("ops", {}))
     lines += [
         "",
         f"Decision-free shapes ({df['shapes']}), apart: cost model ATen + k "
