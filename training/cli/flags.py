@@ -109,17 +109,20 @@ def add_data_model_args(p) -> None:
     p.add_argument("--model", required=True, help="model file (.json) with its .meta.json sidecar")
     p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds (default 5)")
     p.add_argument("--force", action="store_true", help="use a model trained for another device")
-    from kselect.selector.model.feature_blocks import FEATURE_BLOCKS
-
-    p.add_argument(
-        "--feature-block",
-        action="append",
-        choices=sorted(FEATURE_BLOCKS),
-        default=[],
-        help="the optional feature block(s) the model was trained with (as `kselect train`'s flag; "
+    add_feature_block_arg(
+        p,
+        "the optional feature block(s) the model was trained with (as `kselect train`'s flag; "
         "default: the ones its sidecar declares, and naming others is an error); epilogue: the "
         "dataset's epilogue_labels.jsonl rows join its bare rows, as train fits them",
     )
+
+
+def add_feature_block_arg(p, text: str) -> None:
+    """--feature-block NAME, repeatable, one of the optional feature blocks (`train`, `evaluate`,
+    `report`)."""
+    from kselect.selector.model.feature_blocks import FEATURE_BLOCKS
+
+    p.add_argument("--feature-block", action="append", choices=sorted(FEATURE_BLOCKS), default=[], help=text)
 
 
 def data_and_model(args, check_device: bool = True) -> tuple:
