@@ -147,7 +147,7 @@ def test_evaluate_refits_its_folds_with_the_block_over_bare_rows_and_epilogue_gr
     assert ops["mm"]["aten_plus_k"]["cost_model"]["4"] is None  # bare: ATen is the best, no headroom
 
 
-def test_evaluate_uses_the_models_blocks_and_refuses_others(block_data, block_model, capsys):
+def test_evaluate_uses_the_models_blocks_and_refuses_others(block_data, block_model, tmp_path, capsys):
     from kselect.training.learn.evaluation import evaluation_blocks
 
     assert evaluation_blocks(CostModel.load(block_model)) == ("epilogue",)  # no flag: the sidecar's
@@ -155,6 +155,12 @@ def test_evaluate_uses_the_models_blocks_and_refuses_others(block_data, block_mo
     assert main([*argv, "--feature-block", "scaled_mm"]) != 0
     err = capsys.readouterr().err
     assert "--feature-block scaled_mm" in err and "--feature-block epilogue" in err, err
+    bare = tmp_path / "bare"  # no epilogue labels: its folds could not fit the block as train does
+    DatasetDir(bare).append(_bare_rows(), "bare")
+    DatasetDir(bare).write_fingerprint(FINGERPRINT)
+    assert main(["-q", "evaluate", "--data", str(bare), "--model", str(block_model)]) != 0
+    err = capsys.readouterr().err
+    assert "--feature-block epilogue" in err and "epilogue_labels.jsonl" in err, err
 
 
 def test_datasets_without_labels_keep_their_bare_rows_and_one_must_have_them(tmp_path):

@@ -74,7 +74,7 @@ def main_as_is(args) -> int:
     """--as-is: the model scored as it is on the dataset's rows."""
     from kselect.training.learn.transfer import score_as_is
 
-    df, fp, model = data_and_model(args, check_device=False)
+    df, fp, model = data_and_model(args, check_device=False, refit=False)
     scheme = SCHEMES[0] if args.scheme == "both" else args.scheme
     result, _, _ = score_as_is(df, fp, model, scheme, args.folds, args.device_features)
     data_hash = dataset_hash(args.data)

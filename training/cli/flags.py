@@ -125,13 +125,15 @@ def add_feature_block_arg(p, text: str) -> None:
     p.add_argument("--feature-block", action="append", choices=sorted(FEATURE_BLOCKS), default=[], help=text)
 
 
-def data_and_model(args, check_device: bool = True) -> tuple:
+def data_and_model(args, check_device: bool = True, refit: bool = True) -> tuple:
     """(rows, fingerprint, model) that add_data_model_args' flags name; with `check_device`
     the model must have been trained for the dataset's device unless --force. The rows are the
-    ones the model's feature blocks train on (evaluation.with_block_rows)."""
+    ones the model's feature blocks train on (evaluation.with_block_rows; with `refit` the
+    epilogue block's labels must be there, as the held-out folds refit it)."""
     from kselect.selector.model.cost_model import CostModel
     from kselect.training.learn.evaluation import evaluation_blocks, load_data, with_block_rows
 
     df, fp = load_data(args.data)
     model = CostModel.load(args.model, fingerprint=fp if check_device else None, force=args.force)
-    return with_block_rows(df, fp, args.data, evaluation_blocks(model, args.feature_block)), fp, model
+    blocks = evaluation_blocks(model, args.feature_block)
+    return with_block_rows(df, fp, args.data, blocks, required=refit), fp, model

@@ -80,14 +80,22 @@ def evaluation_blocks(model: CostModel, requested=()) -> tuple[str, ...]:
     return declared
 
 
-def with_block_rows(df, fingerprint: dict, data: str | Path, blocks=()):
+def with_block_rows(df, fingerprint: dict, data: str | Path, blocks=(), required: bool = True):
     """The rows `df` (load_data's, of dataset `data`) with its GEMM + epilogue label rows appended
-    when the epilogue block is among `blocks`: the rows `kselect train --feature-block epilogue` fits."""
-    if "epilogue" not in blocks:
-        return df
-    from kselect.training.data.epilogue_rows import with_label_rows
+    when the epilogue block is among `blocks`: the rows `kselect train --feature-block epilogue` fits.
+    Without `required` (a model scored as is, never refitted) a dataset without labels keeps its rows."""
+    from kselect.training.data.epilogue_rows import EpilogueLabelsError, path_of, with_label_rows
 
-    [(rows, _)] = with_label_rows([(df, fingerprint)], [data])
+    if "epilogue" not in blocks or not (required or path_of(data).exists()):
+        return df
+
+    try:
+        [(rows, _)] = with_label_rows([(df, fingerprint)], [data])
+    except EpilogueLabelsError as exc:  # its folds would refit the block on no epilogue at all
+        raise EvaluationError(
+            f"the model was trained with the epilogue feature block (--feature-block epilogue), whose "
+            f"held-out refits need the dataset's GEMM + epilogue labels: {exc}"
+        ) from None
     return rows
 
 
