@@ -88,7 +88,6 @@ def with_block_rows(df, fingerprint: dict, data: str | Path, blocks=(), required
 
     if "epilogue" not in blocks or not (required or path_of(data).exists()):
         return df
-
     try:
         [(rows, _)] = with_label_rows([(df, fingerprint)], [data])
     except EpilogueLabelsError as exc:  # its folds would refit the block on no epilogue at all
