@@ -109,19 +109,58 @@ def _label_records() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def block_model(tmp_path_factory):
-    """A model trained with the epilogue block by `kselect train --feature-block epilogue` (the
-    one training path) on a dataset directory of bare rows and its epilogue_labels.jsonl."""
+def block_data(tmp_path_factory):
+    """A dataset directory of bare rows and its epilogue_labels.jsonl."""
     data = tmp_path_factory.mktemp("epi-data")
     DatasetDir(data).append(_bare_rows(), "bare")
     DatasetDir(data).write_fingerprint(FINGERPRINT)
     append_records(data, _label_records())
+    return data
+
+
+@pytest.fixture(scope="module")
+def block_model(block_data, tmp_path_factory):
+    """A model trained with the epilogue block by `kselect train --feature-block epilogue` (the
+    one training path) on block_data."""
+    data = block_data
     out = tmp_path_factory.mktemp("epi-model") / "epi"
     flags = ["--objective", "rank:pairwise", "--cv-folds", "0", "--grid", "single", "--nthread", "1"]
     assert main(["-q", "train", "--data", str(data), "--out", str(out), "--feature-block", "epilogue", *flags]) == 0
     card = json.loads(meta_path(out.with_suffix(".json")).read_text())["training"]
     assert card["feature_blocks"] == ["epilogue"] and card["epilogue_shapes"] == len(SHAPES)
     return out.with_suffix(".json")
+
+
+def test_evaluate_refits_its_folds_with_the_block_over_bare_rows_and_epilogue_groups(block_data, block_model, capsys):
+    """Catches: evaluate featurising without the model's blocks (its folds then never see the
+    epilogue, and the model itself cannot be scored), or the label rows left out."""
+    argv = ["-q", "evaluate", "--data", str(block_data), "--model", str(block_model), "--scheme", "shape"]
+    argv += ["--folds", "2", "--no-baselines", "--json", "--feature-block", "epilogue"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["feature_blocks"] == ["epilogue"] and result["shapes"] == 2 * len(SHAPES)
+    ops = result["headroom_capture"]["shape"]["realistic"]["ops"]
+    assert list(ops) == ["mm", "gemm+epilogue"] and ops["gemm+epilogue"]["shapes"] == len(SHAPES)
+    # held out, the model's first row of a GEMM + epilogue is a template that fuses it, not ATen
+    top1 = result["headroom_capture"]["shape"]["detail"]["rankers"]["cost_model"]["top_k"]["1"]["ops"]
+    assert top1["gemm+epilogue"]["capture"] > 0.9, top1
+    assert ops["mm"]["aten_plus_k"]["cost_model"]["4"] is None  # bare: ATen is the best, no headroom
+
+
+def test_evaluate_uses_the_models_blocks_and_refuses_others(block_data, block_model, tmp_path, capsys):
+    from kselect.training.learn.evaluation import evaluation_blocks
+
+    assert evaluation_blocks(CostModel.load(block_model)) == ("epilogue",)  # no flag: the sidecar's
+    argv = ["-q", "evaluate", "--data", str(block_data), "--model", str(block_model)]
+    assert main([*argv, "--feature-block", "scaled_mm"]) != 0
+    err = capsys.readouterr().err
+    assert "--feature-block scaled_mm" in err and "--feature-block epilogue" in err, err
+    bare = tmp_path / "bare"  # no epilogue labels: its folds could not fit the block as train does
+    DatasetDir(bare).append(_bare_rows(), "bare")
+    DatasetDir(bare).write_fingerprint(FINGERPRINT)
+    assert main(["-q", "evaluate", "--data", str(bare), "--model", str(block_model)]) != 0
+    err = capsys.readouterr().err
+    assert "--feature-block epilogue" in err and "epilogue_labels.jsonl" in err, err
 
 
 def test_datasets_without_labels_keep_their_bare_rows_and_one_must_have_them(tmp_path):

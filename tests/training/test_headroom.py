@@ -129,6 +129,33 @@ def test_one_model_over_several_dtypes_reports_each_dtypes_capture():
     assert dtype_lines({"policies": {}, "fixed": fixed_selections(shapes)}) == []
 
 
+def test_capture_per_op_kind_beside_the_dtypes():
+    """Catches: ops pooled into one capture, an op of one shape given a percentage, or a GEMM +
+    epilogue group counted as its bare op."""
+    from kselect.training.learn.headroom import headroom_section
+    from kselect.training.learn.op_capture import op_table, shape_ops
+
+    shapes, cost = toy()
+    assert "ops" not in ranker_curves(shapes, cost, ks=(1,))["aten_plus_k"][1]  # one op: as before
+    frame = shapes.rows.copy()
+    frame.loc[frame["problem_key"] == "b", "op"] = "addmm"  # b: an addmm of the same size
+    mixed = ShapeSet.from_frame(conform(frame), default_keys=lambda r: {"t3", "u2", "w1"})
+    masks = [("x", np.array([1, 0, 1, 0, 0], bool)), ("y", np.array([0, 1, 0, 1, 1], bool))]
+    ops = headroom_section(mixed, {"cost_model": cost}, masks, aten_gap=False)["realistic"]["ops"]
+    assert list(ops) == ["mm", "addmm"]
+    assert ops["mm"]["shapes"] == 2 and ops["addmm"]["shapes"] == 1  # realistic only: a, d; b
+    # ATen + 4 on a times t2 and t3 (0.6 kept); d has no headroom
+    assert ops["mm"]["aten_plus_k"]["cost_model"][4] == pytest.approx(math.log(1 / 0.6) / math.log(2.0))
+    assert ops["addmm"]["aten_plus_k"]["cost_model"][4] is None  # one shape: its count alone
+    assert ops["addmm"]["fixed"]["always_aten"] is None
+    table = "\n".join(op_table(ops))
+    assert "| mm | 2 | 73.7% |" in table and "| addmm | 1 | - | - | - | - |" in table
+    # the op from the key where the rows carry none; a GEMM + epilogue group apart, pooled keys too
+    keys = np.array(["bmm4x:8x8x8:bf16:nn", "card/addmm:8x8x8:bf16:nn", "mm:8x8x8:bf16:nn+epi:0a1b"])
+    rows = pd.DataFrame({"op": ["", None, "mm"]})
+    assert shape_ops(rows, np.arange(3), keys).tolist() == ["bmm", "addmm", "gemm+epilogue"]
+
+
 def test_without_the_family_rule_the_second_template_is_t1():
     shapes, cost = toy()
     assert templates_plus_aten(shapes, cost, 2, one_per_family=False)[0] == pytest.approx(0.5)

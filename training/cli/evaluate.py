@@ -10,6 +10,7 @@ from kselect.selector.jsonable import json_default
 from kselect.training.cli.flags import add_data_model_args, data_and_model
 from kselect.training.cli.output import Console
 from kselect.training.learn.evaluation import SCHEMES, run_evaluation
+from kselect.training.learn.op_capture import op_text
 from kselect.training.learn.train import dataset_hash
 from kselect.training.learn.transfer import DEVICE_FEATURES
 
@@ -73,7 +74,7 @@ def main_as_is(args) -> int:
     """--as-is: the model scored as it is on the dataset's rows."""
     from kselect.training.learn.transfer import score_as_is
 
-    df, fp, model = data_and_model(args, check_device=False)
+    df, fp, model = data_and_model(args, check_device=False, refit=False)
     scheme = SCHEMES[0] if args.scheme == "both" else args.scheme
     result, _, _ = score_as_is(df, fp, model, scheme, args.folds, args.device_features)
     data_hash = dataset_hash(args.data)
@@ -124,4 +125,7 @@ def headroom_lines(hc: dict, as_is: bool = False) -> list[str]:
             + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
             + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")" if near else "")
         )
+        per_op = op_text(scheme, r.get("ops", {}))
+        if per_op:
+            out.append(per_op)
     return out

@@ -109,13 +109,31 @@ def add_data_model_args(p) -> None:
     p.add_argument("--model", required=True, help="model file (.json) with its .meta.json sidecar")
     p.add_argument("--folds", type=int, default=5, help="GroupKFold-by-shape folds (default 5)")
     p.add_argument("--force", action="store_true", help="use a model trained for another device")
+    add_feature_block_arg(
+        p,
+        "the optional feature block(s) the model was trained with (as `kselect train`'s flag; "
+        "default: the ones its sidecar declares, and naming others is an error); epilogue: the "
+        "dataset's epilogue_labels.jsonl rows join its bare rows, as train fits them",
+    )
 
 
-def data_and_model(args, check_device: bool = True) -> tuple:
+def add_feature_block_arg(p, text: str) -> None:
+    """--feature-block NAME, repeatable, one of the optional feature blocks (`train`, `evaluate`,
+    `report`)."""
+    from kselect.selector.model.feature_blocks import FEATURE_BLOCKS
+
+    p.add_argument("--feature-block", action="append", choices=sorted(FEATURE_BLOCKS), default=[], help=text)
+
+
+def data_and_model(args, check_device: bool = True, refit: bool = True) -> tuple:
     """(rows, fingerprint, model) that add_data_model_args' flags name; with `check_device`
-    the model must have been trained for the dataset's device unless --force."""
+    the model must have been trained for the dataset's device unless --force. The rows are the
+    ones the model's feature blocks train on (evaluation.with_block_rows; with `refit` the
+    epilogue block's labels must be there, as the held-out folds refit it)."""
     from kselect.selector.model.cost_model import CostModel
-    from kselect.training.learn.evaluation import load_data
+    from kselect.training.learn.evaluation import evaluation_blocks, load_data, with_block_rows
 
     df, fp = load_data(args.data)
-    return df, fp, CostModel.load(args.model, fingerprint=fp if check_device else None, force=args.force)
+    model = CostModel.load(args.model, fingerprint=fp if check_device else None, force=args.force)
+    blocks = evaluation_blocks(model, args.feature_block)
+    return with_block_rows(df, fp, args.data, blocks, required=refit), fp, model

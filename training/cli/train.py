@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from kselect.selector.model.cost_model import OBJECTIVES, meta_path
-from kselect.selector.model.feature_blocks import FEATURE_BLOCKS
+from kselect.training.cli.flags import add_feature_block_arg
 from kselect.training.cli.output import Console, invocation
 from kselect.training.learn.evaluation import load_data
 from kselect.training.learn.model_card import model_paths, save_trained
@@ -60,12 +60,9 @@ def add_parser(subparsers) -> None:
         default=MAX_ROWS_PER_SHAPE,
         help="training rows kept per shape: all near the best + a sample of the rest",
     )
-    p.add_argument(
-        "--feature-block",
-        action="append",
-        choices=sorted(FEATURE_BLOCKS),
-        default=[],
-        help="train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
+    add_feature_block_arg(
+        p,
+        "train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
         "(GEMM + epilogue compiled whole per pinned candidate) joins its rows; scaled_mm: fp8 "
         "scaled_mm's problem columns, which a model must have to rank scaled_mm",
     )

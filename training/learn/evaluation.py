@@ -17,15 +17,24 @@ from typing import Callable
 import numpy as np
 
 from kselect.selector.model.cost_model import CostModel
-from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame, infeasible
+from kselect.selector.model.features import TEMPLATE_CLASSES, infeasible
 from kselect.training.data.aten_kernels import attach as attach_aten_kernels
 from kselect.training.data.aten_kernels import read_records as read_aten_kernels
 from kselect.training.data.dataset import DatasetDir, DatasetError, load_dataset
 from kselect.training.data.labels import apply_retimed
 from kselect.training.learn.baselines import baseline_rankers
-from kselect.training.learn.evaluate import KS, ShapeSet, default_metrics, evaluate_costs, folds, held_out_costs
+from kselect.training.learn.evaluate import (
+    KS,
+    EvaluationError,
+    ShapeSet,
+    default_metrics,
+    evaluate_costs,
+    folds,
+    held_out_costs,
+)
 from kselect.training.learn.headroom import headroom_section
 from kselect.training.learn.nearest_table import LOOKUP, NearestTemplatesRanker
+from kselect.training.learn.pooled import featurize_rows
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker, per_shape_selection_cost
 from kselect.training.measure.retime import default_out
 
@@ -55,6 +64,40 @@ def load_data(data: str | Path, retimed: bool = True) -> tuple:
     return df, fp
 
 
+def evaluation_blocks(model: CostModel, requested=()) -> tuple[str, ...]:
+    """The optional feature blocks a held-out evaluation of `model` featurises with: the ones its
+    sidecar declares (its recipe is refitted, and the model itself scored, on those columns).
+    `requested` (--feature-block) must name the same blocks, else an EvaluationError says both."""
+    declared = tuple(getattr(model, "feature_blocks_", ()) or ())
+    requested = tuple(dict.fromkeys(requested))
+    if requested and set(requested) != set(declared):
+        have = f"feature block(s) {list(declared)}" if declared else "no feature block"
+        flags = " ".join(f"--feature-block {b}" for b in declared) or "no --feature-block"
+        raise EvaluationError(
+            f"--feature-block {' '.join(requested)} asked for, but the model was trained with {have}: "
+            f"evaluate it with {flags}, or evaluate a model trained with those blocks"
+        )
+    return declared
+
+
+def with_block_rows(df, fingerprint: dict, data: str | Path, blocks=(), required: bool = True):
+    """The rows `df` (load_data's, of dataset `data`) with its GEMM + epilogue label rows appended
+    when the epilogue block is among `blocks`: the rows `kselect train --feature-block epilogue` fits.
+    Without `required` (a model scored as is, never refitted) a dataset without labels keeps its rows."""
+    from kselect.training.data.epilogue_rows import EpilogueLabelsError, path_of, with_label_rows
+
+    if "epilogue" not in blocks or not (required or path_of(data).exists()):
+        return df
+    try:
+        [(rows, _)] = with_label_rows([(df, fingerprint)], [data])
+    except EpilogueLabelsError as exc:  # its folds would refit the block on no epilogue at all
+        raise EvaluationError(
+            f"the model was trained with the epilogue feature block (--feature-block epilogue), whose "
+            f"held-out refits need the dataset's GEMM + epilogue labels: {exc}"
+        ) from None
+    return rows
+
+
 def run_evaluation(
     df,
     fingerprint: dict,
@@ -64,19 +107,23 @@ def run_evaluation(
     baselines: bool = True,
     log: Callable = print,
     progress: Callable[[str, int, int], None] | None = None,
+    blocks=(),
 ) -> tuple[dict, dict, ShapeSet]:
     """Returns (result JSON, held-out costs {scheme: {ranker: array}}, the shapes) for reports;
     the costs also hold 'raw' (the model's plain predictions) and, for an ATen-relative model,
     LOOKUP (verify's nearest-shape lookup), each {scheme: array}. `progress` hears
-    ("held-out fits", done, total): one fit per fold, scheme and ranker."""
+    ("held-out fits", done, total): one fit per fold, scheme and ranker. Every ranker sees the
+    model's optional feature blocks' columns (evaluation_blocks; `blocks` must agree), featurised
+    as training does (pooled.featurize_rows)."""
     t0 = time.perf_counter()
+    blocks = evaluation_blocks(model, blocks)
     shapes = ShapeSet.from_frame(df)
-    X = featurize_frame(shapes.rows, fingerprint)
+    X = featurize_rows(shapes.rows, fingerprint, blocks)
     params = model.get_params()
     max_rows = int(
         ((getattr(model, "metadata_", {}) or {}).get("training") or {}).get("max_rows_per_shape", MAX_ROWS_PER_SHAPE)
     )
-    rankers = {"cost_model": lambda: ModelRanker(params, max_rows)}
+    rankers = {"cost_model": lambda: ModelRanker(params, max_rows, blocks=blocks)}
     if baselines:
         rankers.update(baseline_rankers())
     result: dict = {
@@ -85,6 +132,7 @@ def run_evaluation(
         "dropped_shapes": int(shapes.dropped),
         "objective": params["objective"],
         "hyper_parameters": params,
+        "feature_blocks": list(blocks),
     }
     costs: dict = {}
     timings: dict = {}

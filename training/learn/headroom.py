@@ -33,6 +33,7 @@ from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES
 from kselect.training.learn.evaluate import ShapeSet, default_outcome_times, outcomes
+from kselect.training.learn.op_capture import flat_ops, op_split, shape_ops
 
 HEADROOM_KS = (1, 2, 4, 8)
 SLOWER = 1.01  # "slower than ATen": the pick runs > 1 % longer
@@ -43,7 +44,8 @@ _ATEN = TEMPLATE_CLASSES.index("aten")
 
 def shape_table(shapes: ShapeSet) -> dict:
     """Per shape: M, N, K, `decision_free` (M = 1 or N/K padded), `m_class` (index into
-    M_CLASSES) and `aligned` (every leading dimension a multiple of 16 bytes)."""
+    M_CLASSES), `aligned` (every leading dimension a multiple of 16 bytes), `dtype` and `op`
+    (op_capture.shape_ops: GEMM + epilogue groups apart)."""
     first = shapes.rows.iloc[shapes.starts]
     M, N, K = (first[c].to_numpy(dtype=np.int64) for c in ("M", "N", "K"))
     from kselect.kernels.problem import DTYPE_BYTES
@@ -65,6 +67,7 @@ def shape_table(shapes: ShapeSet) -> dict:
         "m_class": m_class,
         "aligned": aligned,
         "dtype": dtype,
+        "op": shape_ops(shapes.rows, shapes.starts, shapes.keys),
     }
 
 
@@ -170,6 +173,8 @@ def split_stats(shapes: ShapeSet, pick: np.ndarray, table: Mapping | None = None
     dtypes = np.unique(table["dtype"])
     if len(dtypes) > 1:  # one model over several dtypes: each dtype's capture apart
         out["dtypes"] = {str(d): on(real & (table["dtype"] == d)) for d in dtypes}
+    if len(np.unique(table["op"])) > 1:  # several op kinds (or GEMM + epilogue groups): each apart
+        out["ops"] = op_split(on, table["op"], real)
     return out
 
 
@@ -381,6 +386,9 @@ def headroom_section(
         spread["verify"] = fold_spread(shapes, sim["verify"], fold_masks, table)
         spread["predict"] = fold_spread(shapes, sim["predict"], fold_masks, table)
     out["realistic"]["fold_spread"] = spread
+    ops = flat_ops(detail, ks)
+    if ops:
+        out["realistic"]["ops"] = ops
     out["definition"] = (
         "capture = sum log(t_ATen / t_pick) / sum log(t_ATen / t_best) over the shapes; "
         "realistic = shapes Inductor autotunes as measured (M >= 2, N and K not padded); "

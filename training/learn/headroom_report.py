@@ -16,6 +16,7 @@ from kselect.training.learn.headroom import (
     simulate_policies,
     template_order,
 )
+from kselect.training.learn.op_capture import op_table
 
 NAMES = {
     "cost_model": "cost model (ours)",
@@ -205,6 +206,7 @@ def render_headroom(result: dict, rows: list[dict]) -> str:
         d = det["fixed"]["default_idealised"]["classes"][cls]["capture"]
         lines.append(f"| {cls} | {sc['classes'][cls]['shapes']} | " + " | ".join(cells) + f" | {_cap(v)} | {_cap(d)} |")
     lines += dtype_lines(det)
+    lines += op_table(r.get("ops", {}))
     lines += [
         "",
         f"Decision-free shapes ({df['shapes']}), apart: cost model ATen + k "

@@ -24,12 +24,11 @@ import numpy as np
 
 from kselect.selector.decide.nearest import NearestTemplates
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
-from kselect.selector.model.features import featurize_frame
 from kselect.training.learn.baselines import NearestShapeRanker
 from kselect.training.learn.evaluate import KS, EvaluationError, ShapeSet, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.headroom import headroom_section
 from kselect.training.learn.nearest_table import preference_cost
-from kselect.training.learn.pooled import card_keys
+from kselect.training.learn.pooled import card_keys, featurize_rows
 from kselect.training.learn.train import per_shape_selection_cost
 
 TRAINING_SETS = ("own", "pooled", "pooled_family_out")
@@ -70,7 +69,7 @@ def score_as_is(
     device = fingerprint if device_features == "data" else trained_on
     if not device:
         raise EvaluationError("the model records no training fingerprint to featurise with")
-    X = featurize_frame(shapes.rows, device)
+    X = featurize_rows(shapes.rows, device, getattr(model, "feature_blocks_", ()))  # the model's own columns
     costs = {
         "cost_model": per_shape_selection_cost(model, shapes.sid, X),
         "nearest_shape": held_out_costs(shapes, X, NearestShapeRanker, scheme, n_folds),

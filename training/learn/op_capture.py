@@ -1,0 +1,102 @@
+"""Headroom capture per op kind: mm, addmm, bmm, scaled_mm, and GEMM + epilogue groups
+(training/data/epilogue_rows.py's rows, whose problem_key carries KEY_MARK) as their own kind,
+so a model that wins on one op and loses on another is seen. An op with fewer than MIN_SHAPES
+shapes is reported by its count alone: one shape's capture is not a measure of the op."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from kselect.training.data.epilogue_rows import KEY_MARK
+from kselect.training.learn.pooled import KEY_SEPARATOR
+
+EPILOGUE_GROUP = "gemm+epilogue"
+MIN_SHAPES = 2
+_OPS_ORDER = ("mm", "addmm", "bmm", "scaled_mm", EPILOGUE_GROUP)
+
+
+def op_of_key(key: str) -> str:
+    """The op of a problem_key (Problem.key's prefix; a pooled key's card prefix dropped)."""
+    head = key.split(KEY_SEPARATOR, 1)[-1].split(":", 1)[0]
+    return "bmm" if head.startswith("bmm") else head  # bmm's prefix carries its batch: bmm4x
+
+
+def shape_ops(rows, starts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per shape its op kind: the rows' `op` column (the problem key's prefix where it is empty),
+    EPILOGUE_GROUP for a GEMM + epilogue group whatever its GEMM's op."""
+    col = rows["op"].iloc[starts].fillna("").astype(str).to_numpy() if "op" in rows else np.full(len(keys), "")
+    ops = [EPILOGUE_GROUP if KEY_MARK in str(k) else (op or op_of_key(str(k))) for op, k in zip(col, keys, strict=True)]
+    return np.array(ops, dtype=object).astype(str)
+
+
+def op_split(on: Callable[[np.ndarray], dict], ops: np.ndarray, within: np.ndarray) -> dict:
+    """{op: on(its shapes among `within`)} for each op kind present, in a fixed order; below
+    MIN_SHAPES shapes every figure but the count is None."""
+    out = {}
+    for op in sorted(set(ops[within]), key=lambda o: (_OPS_ORDER.index(o) if o in _OPS_ORDER else 99, o)):
+        stats = on(within & (ops == op))
+        if stats["shapes"] < MIN_SHAPES:
+            stats = {k: (v if k == "shapes" else None) for k, v in stats.items()}
+        out[op] = stats
+    return out
+
+
+def flat_ops(detail: Mapping, ks) -> dict:
+    """headroom_section's flattened per-op reading of its detail: per op the shapes, the
+    policies' captures, each ranker's ATen + k captures and the fixed selections'; {} when the
+    shapes hold one op kind."""
+    ops = detail["fixed"]["always_aten"].get("ops")
+    if not ops:
+        return {}
+    pol = detail.get("policies", {})
+    return {
+        op: {
+            "shapes": s["shapes"],
+            **{mode: (pol[mode]["ops"][op]["capture"] if mode in pol else None) for mode in ("verify", "predict")},
+            "aten_plus_k": {
+                name: {k: r["aten_plus_k"][k]["ops"][op]["capture"] for k in ks}
+                for name, r in detail["rankers"].items()
+            },
+            "fixed": {name: f["ops"][op]["capture"] for name, f in detail["fixed"].items()},
+        }
+        for op, s in ops.items()
+    }
+
+
+def _cell(shapes: int, v) -> str:
+    if shapes < MIN_SHAPES:
+        return "-"
+    return "n/a" if v is None else f"{100 * v:.1f}%"  # n/a: no headroom on those shapes
+
+
+def op_table(ops: Mapping, k: int = 4) -> list[str]:
+    """Markdown: per op kind (realistic shapes) the cost model's ATen + k capture, the policies'
+    and stock DEFAULT's; an op below MIN_SHAPES shapes shows its count and no percentage."""
+    if not ops:
+        return []
+    lines = [
+        "",
+        f"Per op kind (realistic shapes; GEMM + epilogue groups as `{EPILOGUE_GROUP}`):",
+        "",
+        f"| op | shapes | cost model ATen + {k} | verify | predict | DEFAULT idealised |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for op, o in ops.items():
+        n = o["shapes"]
+        ours = o["aten_plus_k"].get("cost_model", {}).get(k)
+        cells = [_cell(n, v) for v in (ours, o["verify"], o["predict"], o["fixed"].get("default_idealised"))]
+        lines.append(f"| {op} | {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def op_text(scheme: str, ops: Mapping, k: int = 4) -> str | None:
+    """One line of text output: per op kind the cost model's ATen + k capture (None: one op)."""
+    if not ops:
+        return None
+    parts = []
+    for op, o in ops.items():
+        n, v = o["shapes"], o["aten_plus_k"].get("cost_model", {}).get(k)
+        parts.append(f"{op} {n} shape{'s' if n != 1 else ''}" + ("" if n < MIN_SHAPES else f" {_cell(n, v)}"))
+    return f"  per op ({scheme} held out, realistic shapes, ATen + {k} templates): " + "; ".join(parts)
