@@ -72,8 +72,8 @@ CONFIGS = {  # name -> (model_type, config values, layers, note)
         "transformers Qwen3MoeForCausalLM, Qwen3-30B-A3B config (128 experts, top-8), 2 of 48 layers, "
         "experts through grouped_mm",
     ),
-    "hf-llama-tiny": ("llama", TINY_LLAMA, 2, "transformers LlamaForCausalLM, tiny config (CPU tests)"),
-    "hf-qwen3-moe-tiny": ("qwen3_moe", TINY_QWEN3_MOE, 2, "transformers Qwen3MoeForCausalLM, tiny config (CPU tests)"),
+    "hf-llama-tiny": ("llama", TINY_LLAMA, 1, "transformers LlamaForCausalLM, tiny config, 1 layer (CPU tests)"),
+    "hf-qwen3-moe-tiny": ("qwen3_moe", TINY_QWEN3_MOE, 1, "transformers Qwen3MoeForCausalLM, tiny config, 1 layer (CPU tests)"),
 }
 
 
