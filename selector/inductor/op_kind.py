@@ -30,13 +30,13 @@ from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.inductor.compat.choice_candidates import OP_STAMP
 from kselect.selector.inductor.compat.signatures import scaled_scaling, size_hint
+from kselect.selector.model.held_ops import DEFAULT_OPS  # a ranker that names no `ops` holds these
 from kselect.selector.warn import inform_once, warn_once
 
 log = logging.getLogger("kselect.selector")
 
 MODELLED = frozenset({"mm", "addmm", "bmm", "baddbmm", "linear"})
 HELD_ONLY = frozenset({"scaled_mm"})  # decided only where the ranker says it holds them
-DEFAULT_OPS = frozenset({"mm", "addmm", "bmm"})  # a ranker that names no `ops` holds these
 STAMP = OP_STAMP  # the annotation the templates stage leaves on each choice it builds
 
 # Inductor's op names at get_template_configs that differ from their kind (read on torch 2.13:
