@@ -73,7 +73,12 @@ CONFIGS = {  # name -> (model_type, config values, layers, note)
         "experts through grouped_mm",
     ),
     "hf-llama-tiny": ("llama", TINY_LLAMA, 1, "transformers LlamaForCausalLM, tiny config, 1 layer (CPU tests)"),
-    "hf-qwen3-moe-tiny": ("qwen3_moe", TINY_QWEN3_MOE, 1, "transformers Qwen3MoeForCausalLM, tiny config, 1 layer (CPU tests)"),
+    "hf-qwen3-moe-tiny": (
+        "qwen3_moe",
+        TINY_QWEN3_MOE,
+        1,
+        "transformers Qwen3MoeForCausalLM, tiny config, 1 layer (CPU tests)",
+    ),
 }
 
 
