@@ -65,6 +65,19 @@ def _as_int(name: str, value) -> int:
     return int(as_float)
 
 
+def key_op(key: str) -> str:
+    """The op of a Problem.key ("mm", "addmm", "bmm", "scaled_mm"): its first field, a bmm's
+    batch ("bmm4x") dropped."""
+    head = key.split(":", 1)[0]
+    return "bmm" if head.startswith("bmm") else head
+
+
+def key_scaling(key: str) -> str | None:
+    """The scaling kind of a scaled_mm's Problem.key (its fifth field), None for other ops."""
+    parts = key.split(":")
+    return parts[4] if parts[0] == "scaled_mm" and len(parts) > 4 else None
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
     M: int

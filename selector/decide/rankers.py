@@ -28,7 +28,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.kernels.problem import FP8_DTYPES, Problem
+from kselect.kernels.problem import FP8_DTYPES, Problem, key_op, key_scaling
 from kselect.selector.decide.aten_probe import AtenKernelFacts
 from kselect.selector.decide.candidate_sets import KEY_INDEX, backends_of, candidate_keys
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
@@ -230,11 +230,9 @@ class MeasuredRanker:
 
         self.ident = name + ":" + hashlib.sha256(json.dumps(self.table, sort_keys=True).encode()).hexdigest()[:12]
         self.backends = frozenset(k.split(":", 1)[0] for row in self.table.values() for k in row)
-        # the ops of the problems it has rows for (a bmm key's op carries its batch: "bmm4x")
-        # and the scaling kinds of its scaled_mm ones (scaled_mm:MxNxK:fp8e4m3:nt:<scaling>:...)
-        parts = [key.split(":") for key in self.table]
-        self.ops = frozenset("bmm" if p[0].startswith("bmm") else p[0] for p in parts)
-        self.scalings = frozenset(p[4] for p in parts if p[0] == "scaled_mm" and len(p) > 4)
+        # the ops of the problems it has rows for and the scaling kinds of its scaled_mm ones
+        self.ops = frozenset(map(key_op, self.table))
+        self.scalings = frozenset(filter(None, map(key_scaling, self.table)))
 
     @classmethod
     def from_csv(cls, path: str | Path) -> "MeasuredRanker":

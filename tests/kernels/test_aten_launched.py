@@ -1,6 +1,9 @@
 """ATen's launched kernels as numbers: cuBLAS kernel names parsed into the cost model's columns,
 and the probe's refusals where it cannot read them (GPU reading in test_gpu_selector)."""
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -95,12 +98,10 @@ def test_an_unknown_reader_is_named():
 
 
 # an H100's probes of the unseen set, read both ways (reports/2026-12-06-aten-probe-cupti)
-PROBE_CALL = __import__("pathlib").Path(__file__).parents[2] / "reports/2026-12-06-aten-probe-cupti/call-b2/facts"
+PROBE_CALL = Path(__file__).parents[2] / "reports/2026-12-06-aten-probe-cupti/call-b2/facts"
 
 
 def test_a_real_graph_dump_names_the_kernels_the_profiler_saw():
-    import json
-
     from kselect.kernels.aten.launched import dot_launches
 
     rows = [json.loads(line) for line in open(PROBE_CALL / "rows.jsonl")]
@@ -109,8 +110,6 @@ def test_a_real_graph_dump_names_the_kernels_the_profiler_saw():
 
 
 def test_mangled_split_k_names_and_memsets_give_the_profilers_facts():
-    import json
-
     rows = [json.loads(line) for line in open(PROBE_CALL / "rows.jsonl")]
     split = [r for r in rows if any(n.startswith("_ZN8cublasLt19splitKreduce") for n in r["graph"]["kernels"])]
     assert split, "the committed probe run has split-K problems"

@@ -9,6 +9,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from kselect.kernels.problem import key_op
 from kselect.training.data.epilogue_rows import KEY_MARK
 from kselect.training.learn.pooled import KEY_SEPARATOR
 
@@ -18,9 +19,8 @@ _OPS_ORDER = ("mm", "addmm", "bmm", "scaled_mm", EPILOGUE_GROUP)
 
 
 def op_of_key(key: str) -> str:
-    """The op of a problem_key (Problem.key's prefix; a pooled key's card prefix dropped)."""
-    head = key.split(KEY_SEPARATOR, 1)[-1].split(":", 1)[0]
-    return "bmm" if head.startswith("bmm") else head  # bmm's prefix carries its batch: bmm4x
+    """The op of a problem_key (Problem.key's, a pooled key's card prefix dropped)."""
+    return key_op(key.split(KEY_SEPARATOR, 1)[-1])
 
 
 def shape_ops(rows, starts: np.ndarray, keys: np.ndarray) -> np.ndarray:
