@@ -125,6 +125,8 @@ class Problem:
             raise ProblemError(f"scaled_mm scaling must be one of {SCALINGS}, got {self.scaling!r}")
         if self.layout != "nt":
             raise ProblemError(f"scaled_mm needs layout 'nt' (A row-major, B column-major), got {self.layout!r}")
+        if self.K % 16 or self.N % 16:  # torch's own check (meta and cuBLASLt): no such GEMM reaches Inductor
+            raise ProblemError(f"scaled_mm needs K and N divisible by 16, got K={self.K}, N={self.N}")
         if not isinstance(self.fast_accum, bool):
             flag = str(self.fast_accum).strip().lower()
             if flag not in ("true", "false", "1", "0"):

@@ -74,13 +74,13 @@ def _device(device: str | None) -> dict:
     return fp
 
 
-def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str, ...]]:
-    """(model file, why, dtypes it holds) for this device, as the selector would choose."""
+def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
+    """(model file, why, its ranker or None) for this device, as the selector would choose."""
     from kselect.selector.model.cost_model import CostModel, ModelError
     from kselect.selector.model.discovery import load_shipped, serve_named
 
     if not fingerprint.get("gpu_name"):
-        return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", ()
+        return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", None
     try:
         if named:
             model = CostModel.load(str(named))
@@ -94,10 +94,22 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, tuple[str
             why = f"shipped, trained on {scope}"
             path = model.metadata_.get("booster_file") or "shipped model"
     except ModelError as exc:
-        return None, f"{exc} -- stock autotuning", ()
+        return None, f"{exc} -- stock autotuning", None
     from kselect.selector.decide.rankers import CostModelRanker
 
-    return path, why, CostModelRanker(model, fingerprint).dtypes  # the dtypes the selector will decide
+    return path, why, CostModelRanker(model, fingerprint)
+
+
+def decided(ranker) -> dict:
+    """The GEMM ops and dtypes the selector decides with `ranker`: the ops every model ranks, plus
+    those decided only where the ranker holds them (fp8 scaled_mm, named with its scaling kinds)."""
+    from kselect.selector.inductor.op_kind import HELD_ONLY, MODELLED
+
+    ops = sorted(MODELLED - {"linear"})  # "linear": a frozen Linear's GEMM on the CPU
+    for op in sorted(HELD_ONLY & set(ranker.ops)):
+        scalings = sorted(ranker.scalings) if op == "scaled_mm" else []
+        ops.append(f"{op} ({', '.join(scalings)})" if scalings else op)
+    return {"ops": ops, "dtypes": list(ranker.dtypes)}
 
 
 def diagnose(device: str | None = None, environ=None) -> Report:
@@ -113,13 +125,8 @@ def diagnose(device: str | None = None, environ=None) -> Report:
     except ValueError as exc:  # a bad KSELECT_* value: OptionError names it
         options, settings_error = {}, str(exc)
     fp = _device(device)
-    path, why, dtypes = _model(fp, options.get("model"))
-    decides = {}
-    if path and not problem:
-        from kselect.selector.inductor.op_kind import MODELLED
-
-        gpu_ops = sorted(MODELLED - {"linear"})  # "linear": a frozen Linear's GEMM on the CPU
-        decides = {"ops": gpu_ops, "dtypes": list(dtypes)}
+    path, why, ranker = _model(fp, options.get("model"))
+    decides = decided(ranker) if ranker is not None and not problem else {}
     return Report(
         torch=torch_version,
         triton=triton_version,

@@ -201,7 +201,13 @@ def choice_runner(choice, ops: GroupedOperands, out) -> Callable[[], object]:
         fn = choice.to_callable()
         return lambda: out.copy_(fn(*ops.args))
     choice.precompile()
-    return choice.bmreq.make_run_fn(*ops.args, out=out)
+    launch = choice.bmreq.make_run_fn(*ops.args, out=out)
+
+    def run_into_out():
+        launch()  # torch 2.11's run function returns None, later ones `out`: return `out` either way
+        return out
+
+    return run_into_out
 
 
 def output_like(choice):

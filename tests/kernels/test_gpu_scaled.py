@@ -35,27 +35,41 @@ def _spread(problem, per_template=5):
     return list(dict.fromkeys(out))
 
 
+def _launched_error(backend, cand, problem, ops, ref):
+    """The candidate's relative error against `ref`, or None where it cannot launch on this card
+    (Triton's OutOfResources: Inductor's own EXHAUSTIVE list holds tiles larger than an H100's
+    shared memory; Inductor's benchmark skips them, the collector records them as failed)."""
+    from triton.runtime.errors import OutOfResources
+
+    ops.out.fill_(float("nan"))
+    try:
+        backend.runner(backend.compile(cand, problem), ops)()
+    except OutOfResources:
+        return None
+    torch.cuda.synchronize()
+    return relative_error(ops.out, ref)
+
+
 @needs_sm90
 @pytest.mark.parametrize("scaling", ["rowwise", "tensorwise"])
 @pytest.mark.parametrize(
     "m, n, k, extra",
-    [(1, 4096, 4096, {}), (48, 1024, 4096, {}), (2048, 14336, 4096, {}), (333, 4104, 1040, {"out_dtype": "fp32"})],
+    [(1, 4096, 4096, {}), (48, 1024, 4096, {}), (2048, 14336, 4096, {}), (333, 4112, 1040, {"out_dtype": "fp32"})],
 )
 def test_every_candidate_matches_aten(m, n, k, extra, scaling):
     problem = _fp8(m, n, k, scaling, **extra)
     ops = make_operands(problem, "cuda")
     ref = reference(problem, ops)  # ATen's output, checked against the dequantised fp32 product
     aten, triton = get_backend("aten"), get_backend("triton")
-    checked = 0
+    checked = {}
     for backend, cands in ((aten, aten.candidates(problem)), (triton, _spread(problem))):
         for cand in cands:
-            ops.out.fill_(float("nan"))
-            backend.runner(backend.compile(cand, problem), ops)()
-            torch.cuda.synchronize()
-            err = relative_error(ops.out, ref)
-            assert err <= TOLERANCE["fp8e4m3"], (cand.key, err)
-            checked += 1
-    assert checked >= 2
+            err = _launched_error(backend, cand, problem, ops, ref)
+            assert backend is triton or err is not None, cand.key  # ATen always launches
+            assert err is None or err <= TOLERANCE["fp8e4m3"], (cand.key, err)
+            where = cand.template if backend is triton else "aten"
+            checked[where] = checked.get(where, 0) + (err is not None)
+    assert set(checked) == {"aten", *SCALED_TEMPLATES} and all(checked.values()), checked  # each one ran
 
 
 @needs_sm90
@@ -64,11 +78,9 @@ def test_fast_accum_candidates_match_aten_with_fast_accum():
     ops = make_operands(problem, "cuda")
     ref = reference(problem, ops)
     triton = get_backend("triton")
-    for cand in _spread(problem, per_template=2):
-        ops.out.fill_(float("nan"))
-        triton.runner(triton.compile(cand, problem), ops)()
-        torch.cuda.synchronize()
-        assert relative_error(ops.out, ref) <= TOLERANCE["fp8e4m3"], cand.key
+    errors = [_launched_error(triton, cand, problem, ops, ref) for cand in _spread(problem, per_template=2)]
+    assert any(e is not None for e in errors)
+    assert all(e is None or e <= TOLERANCE["fp8e4m3"] for e in errors), errors
 
 
 @needs_sm90

@@ -13,10 +13,11 @@ from torch._inductor.template_heuristics.triton import (
 from torch._inductor.virtualized import V
 
 from kselect.kernels import Candidate, Problem
+from kselect.kernels.problem import ProblemError
 from kselect.kernels.triton.space import scaled_tma_compatible, template_space, tile_space, triton_space
 
 # decode, prefill, awkward sizes and the K edges of each template's rules
-SHAPES = [(1, 6144, 4096), (16, 4096, 14336), (64, 28672, 8192), (333, 1024, 4096), (8192, 4096, 4096), (48, 80, 24)]
+SHAPES = [(1, 6144, 4096), (16, 4096, 14336), (64, 28672, 8192), (333, 1024, 4096), (8192, 4096, 4096), (48, 80, 48)]
 HEURISTICS = {
     "scaled_mm": CUDAScaledMMTemplateConfigHeuristic,
     "scaled_persistent_tma": CUDAScaledTMAEpilogueScalingTemplateConfigHeuristic,
@@ -64,12 +65,19 @@ def test_which_scaled_templates_apply():
     assert {c.template for c in big} == {"scaled_persistent_tma", "scaled_mm"}
     assert big[0].template == "scaled_persistent_tma"  # Inductor's order: TMA template first
     assert triton_space(_fp8(16, 4096, 4096, "tensorwise"), "default") == big
-    assert not scaled_tma_compatible(_fp8(64, 64, 24)) and not scaled_tma_compatible(_fp8(64, 64, 4104))
+    assert not scaled_tma_compatible(_fp8(64, 64, 16)) and scaled_tma_compatible(_fp8(64, 64, 32))
     assert scaled_tma_compatible(_fp8(64, 64, 4096 + 16))
-    assert {c.template for c in triton_space(_fp8(64, 64, 24), "default")} == {"scaled_mm"}
     assert template_space(_fp8(64, 64, 16), "scaled_mm", "default") == ()
+    assert triton_space(_fp8(64, 64, 16), "default") == []  # K = 16: neither template applies
     assert {c.template for c in triton_space(_fp8(16, 16, 65536), "exhaustive")} == {
         "scaled_persistent_tma",
         "scaled_mm",
     }
     assert all(c.get("BLOCK_K") >= 32 or c.template == "scaled_mm" for c in big)
+
+
+@pytest.mark.parametrize("n, k", [(4104, 1040), (4096, 24)])
+def test_scaled_problem_needs_k_and_n_divisible_by_16(n, k):
+    """torch's own _scaled_mm check (meta and cuBLASLt): such a GEMM never reaches Inductor."""
+    with pytest.raises(ProblemError, match="divisible by 16"):
+        _fp8(64, n, k)

@@ -32,8 +32,9 @@ def test_environment_settings_and_their_errors_are_reported():
 
 def test_a_card_with_its_own_model_is_served_by_it():
     """Fails if the doctor's choice differs from discovery's: the H200 gets the H200 model."""
-    path, why, dtypes = doctor._model(_card("h200-bf16.json"), None)
-    assert path == "h200-bf16.json" and "this card" in why and dtypes == ("bf16",)
+    path, why, ranker = doctor._model(_card("h200-bf16.json"), None)
+    assert path == "h200-bf16.json" and "this card" in why
+    assert doctor.decided(ranker) == {"ops": ["addmm", "baddbmm", "bmm", "mm"], "dtypes": ["bf16"]}  # no scaled_mm
 
 
 def test_another_hopper_card_is_served_by_its_architecture():
@@ -45,8 +46,8 @@ def test_another_hopper_card_is_served_by_its_architecture():
 def test_a_broken_named_model_is_reported_not_raised(tmp_path):
     broken = tmp_path / "m.json"
     broken.write_text("{")
-    path, why, dtypes = doctor._model(_card("h200-bf16.json"), broken)
-    assert path is None and "stock autotuning" in why and dtypes == ()
+    path, why, ranker = doctor._model(_card("h200-bf16.json"), broken)
+    assert path is None and "stock autotuning" in why and ranker is None
 
 
 def test_json_output_round_trips(capsys):
