@@ -263,7 +263,6 @@ def test_a_model_trained_with_the_scaled_block_holds_scaled_mm_and_decides_it(sc
     assert blocks == {(0.0, 2.0, 0.0), (1.0, 2.0, 0.0)}
 
 
-
 def test_doctor_names_the_scaled_mm_the_model_holds(scaled_model):
     """`kselect doctor` on the model's card says it decides scaled_mm with both scaling kinds; a
     model without scaled_mm (the shipped one) is told apart in test_doctor.py."""
@@ -273,6 +272,7 @@ def test_doctor_names_the_scaled_mm_the_model_holds(scaled_model):
     path, why, ranker = doctor._model(dict(FINGERPRINT, architecture="sm_90"), scaled_model)
     assert path == str(scaled_model) and "KSELECT_MODEL" in why
     assert "scaled_mm (rowwise, tensorwise)" in doctor.decided(ranker)["ops"]
+
 
 def two_scaled_mms(a, b, sa, sb, s1, s2):
     return torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16), torch._scaled_mm(
