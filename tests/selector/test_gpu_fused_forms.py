@@ -7,7 +7,8 @@ training/workloads/epilogues.py where pinning beat Inductor's own epilogue bench
 The rule: the fused path's pick steps within 2 % of the pinned path's fastest, in no more wall
 seconds than the pinned compiles take; its fused readings were taken (the template's fused form
 and the epilogue alone), its pick cached, and the recompile measures nothing. Each case's JSON
-goes to $KSELECT_EPILOGUE_OUT (a directory) when set.
+goes to $KSELECT_EPILOGUE_OUT (a directory) when set. The process is warmed first (one small
+verify compile), so the seconds compare the decisions, not which side paid the process's set-up.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_model import served_model  # noqa: E402
 
-from kselect.training.measure.epilogue_ways import kselect_vs_pinned  # noqa: E402
+from kselect.training.measure.epilogue_ways import kselect_vs_pinned, warm_process  # noqa: E402
 from kselect.training.workloads.epilogues import epilogue_cases  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -33,7 +34,9 @@ STEP_TOLERANCE = 1.02
 
 @pytest.fixture(scope="module")
 def served():
-    return served_model()
+    got = served_model()
+    warm_process("cuda")  # the model's load and Triton's set-up paid before either side's seconds
+    return got
 
 
 @pytest.mark.parametrize("name", CASES)
