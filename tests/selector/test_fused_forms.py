@@ -103,6 +103,22 @@ def test_the_fusion_benchmark_of_a_handed_set_tries_every_template_and_reads_thr
     assert read == ["mod"]
 
 
+def test_a_fused_form_kselect_cannot_time_keeps_inductors_reading_with_one_warning(graph):
+    from kselect.selector.warn import reset_warnings
+
+    reset_warnings()  # the warning is once per cause and process
+
+    def cannot(mod, caller, spills):
+        raise RuntimeError("capture failed")
+
+    choices = [object(), _template("t1")]
+    handed = fused_timing.hand_over(choices, {id(c): 1.0 for c in choices}, cannot)
+    benchmark = fused_timing._wrap_benchmark_module(lambda self, mod, spills=8, *a, **k: (9.0, "inductor"))
+    with fused_timing._reading(handed, choices[1]), pytest.warns(UserWarning, match="capture failed"):
+        assert benchmark(None, "mod") == (9.0, "inductor")
+    assert benchmark(None, "mod") == (9.0, "inductor")  # outside a handed set's scope: Inductor's
+
+
 class _Kernel:
     """The kernel of Inductor's benchmark module (`triton_`): what time_generated reads of it."""
 

@@ -144,8 +144,9 @@ def _wrap_speedup_by_fusion(original):
         if handed is None:
             return original(self, node1, node2)
         templates = sum(isinstance(c, ir.TritonTemplateCallerBase) for c in handed.choices)
-        limit = max(int(config.max_epilogue_benchmarked_choices), templates)
-        with config.patch(max_epilogue_benchmarked_choices=limit), _reading(handed):
+        limit = getattr(config, "max_epilogue_benchmarked_choices", None)
+        raised = {} if limit is None else {"max_epilogue_benchmarked_choices": max(int(limit), templates)}
+        with config.patch(raised), _reading(handed):
             return original(self, node1, node2)
 
     return wrapper
