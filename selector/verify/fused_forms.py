@@ -39,23 +39,36 @@ def _tensors(args) -> list:
     return [a for a in args if isinstance(a, torch.Tensor)]
 
 
+def _mutated(kernel, args) -> list:
+    """The arguments the kernel writes in place, paired by name as Inductor pairs them
+    (its `fn.arg_names` with the module's `get_args()`)."""
+    names = list(getattr(kernel, "mutated_arg_names", None) or ())
+    by_name = dict(zip(getattr(getattr(kernel, "fn", None), "arg_names", ()), args))
+    if any(n not in by_name for n in names):
+        raise FusedTimingUnavailable(f"cannot tell which arguments the kernel mutates ({names})")
+    return [by_name[n] for n in names]
+
+
 def time_generated(mod, n_spills_threshold: int = 8) -> float:
     """The median ms of one Inductor-generated benchmark module (`get_args()`, `call(args)`,
     its kernel `triton_`): first called once (it compiles), a kernel spilling more registers
     than Inductor allows reads inf as Inductor's own reading does, then timed by
     kselect.kernels.timing.time_runners over rotated argument sets (on a GPU: CUDA-graph
-    replays on a side stream, which the module's launch picks up as its current one). A
-    kernel that mutates its inputs raises FusedTimingUnavailable (its reruns would need the
-    copies Inductor times)."""
+    replays on a side stream, which the module's launch picks up as its current one).
+
+    A kernel that writes a floating-point argument in place (the epilogue alone often updates
+    the GEMM's output buffer) is replayed as is: the values it leaves do not change a GEMM's or
+    a pointwise kernel's time. One that writes any other argument (indices, whose values
+    steer its loads) raises FusedTimingUnavailable."""
     from kselect.kernels.timing import rotation_count, time_runners
 
     kernel = getattr(mod, "triton_", None)
-    if getattr(kernel, "mutated_arg_names", None):
-        raise FusedTimingUnavailable(f"the kernel mutates {list(kernel.mutated_arg_names)}")
     args = mod.get_args()
     tensors = _tensors(args)
     if not tensors:
         raise FusedTimingUnavailable("the module takes no tensors")
+    if not all(getattr(t, "is_floating_point", lambda: False)() for t in _mutated(kernel, args)):
+        raise FusedTimingUnavailable(f"the kernel mutates {list(kernel.mutated_arg_names)}, not all floating point")
     device = tensors[0].device
     mod.call(args)  # compiles the kernel, as Inductor's first call does
     launchers = getattr(kernel, "launchers", None) or []
