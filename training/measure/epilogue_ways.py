@@ -87,7 +87,7 @@ def kselect_vs_pinned(
             "picks": picked,
             "recompiled_step_ms": again_ms,
             "recompile_measured": len(again.measurements),
-            "measurements": sel.measurements,
+            "measurements": list(sel.measurements),
         },
         "pinned": {
             "seconds": pinned_s,
