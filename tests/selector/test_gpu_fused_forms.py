@@ -4,8 +4,9 @@ selector/verify/fused_forms.py) against the same few compiled pinned one by one 
 training/workloads/epilogues.py where pinning beat Inductor's own epilogue benchmark on the H100
 (reports/2026-12-06-epilogue-handover-h100): decode ReLU x mul and prefill bias + GELU.
 
-The rule: the fused path's pick steps within 2 % of the pinned path's fastest, in no more wall
-seconds than the pinned compiles take; its fused readings were taken (the template's fused form
+The rule: the fused path's pick steps within 2 % of the pinned path's fastest -- recompiled from
+the cache (the pick alone) and as the deciding compile returned it -- in no more wall seconds
+than the pinned compiles take; its fused readings were taken (the template's fused form
 and the epilogue alone), its pick cached, and the recompile measures nothing. Each case's JSON
 goes to $KSELECT_EPILOGUE_OUT (a directory) when set. The process is warmed first (one small
 verify compile), so the seconds compare the decisions, not which side paid the process's set-up.
@@ -56,5 +57,9 @@ def test_the_fused_pick_steps_as_the_pinned_one_in_less_time(served, name, monke
     assert fused["picks"], "the fused pick was not cached"
     assert fused["recompile_measured"] == 0
     assert pinned["step_ms"], pinned["records"]
-    assert fused["step_ms"] <= STEP_TOLERANCE * pinned["step_ms"], (fused, pinned["step_ms"], pinned["pick"])
+    # the pick (a recompile from the cache builds it alone, as a pinned compile does), then the
+    # function the deciding compile itself returned (Inductor's multi-template buffer finalised)
+    best = pinned["step_ms"]
+    assert fused["recompiled_step_ms"] <= STEP_TOLERANCE * best, (fused["picks"], fused["recompiled_step_ms"], best)
+    assert fused["step_ms"] <= STEP_TOLERANCE * best, (fused["picks"], fused["step_ms"], best, pinned["pick"])
     assert fused["seconds"] <= pinned["seconds"], (fused["seconds"], pinned["seconds"])
