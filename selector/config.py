@@ -148,6 +148,19 @@ class SelectorSettings(declared.Settings):
             "(selector/inductor/epilogue.py)"
         ),
     )
+    time_fused: bool = setting(
+        False,
+        Flag(),
+        env="KSELECT_TIME_FUSED",
+        decides=VERIFY,
+        help=(
+            "verify mode on GPUs: for a GEMM whose fusable epilogue holds an activation (ReLU, GELU, "
+            "SiLU), time each kept choice's fused form -- the template with that epilogue, as Inductor "
+            "generates it at its epilogue-fusion benchmark, against ATen plus the epilogue's own kernel "
+            "-- with kselect's harness and cache that pick; other epilogues keep epilogue_fusion's path "
+            "(selector/verify/fused_forms.py)"
+        ),
+    )
     adaptive_k: bool = setting(
         True,
         Flag(),

@@ -43,8 +43,9 @@ class DecisionPipeline:
         gemm_epilogue=None,
     ):
         """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
-        when this GEMM must go to stock Inductor. `epilogue`: verify keeps a fusing template
-        too (policy.choose_kept). `gemm_epilogue`: the Epilogue read from the lowering (None:
+        when this GEMM must go to stock Inductor. `epilogue` (True, or "fused":
+        hook._read_epilogue): the kept set holds the epilogue's few (policy.with_fusing_few).
+        `gemm_epilogue`: the Epilogue read from the lowering (None:
         not read, or none follows the GEMM), which a ranker that `reads_epilogue` ranks with and
         its decision's cache key then holds. `as_planned`: the candidates are the set this GEMM's templates
         stage kept, so all are kept (see _planned_covers). The recorded ms is the whole decision (keys, cache lookup,
@@ -57,7 +58,8 @@ class DecisionPipeline:
         map_s, map_cpu_s = mapped
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
         key_fields = self._key_fields(stage, fields, fingerprint, keys, ranker, epilogue, as_planned)
-        if getattr(ranker, "reads_epilogue", False):  # its scores depend on the epilogue: so does the key
+        # its scores (a ranker that reads it) or its pick (timed fused) depend on the epilogue: so does the key
+        if getattr(ranker, "reads_epilogue", False) or epilogue == "fused":
             key_fields["gemm_epilogue"] = (gemm_epilogue or NO_EPILOGUE).as_dict()
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
         if self.cache is not None:
@@ -106,8 +108,8 @@ class DecisionPipeline:
             "candidates": keys,
             "ranker": getattr(ranker, "ident", type(ranker).__name__),
         }
-        if epilogue:
-            key_fields["epilogue"] = True
+        if epilogue:  # True: the few handed over; "fused": picked on the fused forms
+            key_fields["epilogue"] = epilogue
         if self.mode == "verify":
             if self.compile_budget:  # and which compile-cost model priced it (None: unpriced)
                 model = self._compile_model(fingerprint)
@@ -164,7 +166,7 @@ class DecisionPipeline:
             aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
             nearest=nearest_candidates(ranker, self.mode, problem, candidates),
         )
-        if epilogue and self.epilogue_fusion:  # the epilogue's few: Inductor's fusion benchmark picks
+        if epilogue:  # the epilogue's few: picked on their fused forms (Inductor's benchmark, or kselect's)
             return with_fusing_few(candidates, scores, kept, why, self.keep_aten)
         return kept, why
 

@@ -46,6 +46,7 @@ from kselect.selector.inductor.flydsl_join import FlyDSLJoin
 from kselect.selector.inductor.op_kind import OpGate, choices_kind, lowering_kind
 from kselect.selector.logs import log_decision
 from kselect.selector.model.compile_price import CompilePricing
+from kselect.selector.verify.fused_forms import FusedForms
 from kselect.selector.verify.orchestration import VerifyOrchestration
 from kselect.selector.verify.verified_winners import VerifiedWinners
 from kselect.selector.warmup.triton_setup import WarmStart
@@ -55,7 +56,14 @@ log = logging.getLogger("kselect.selector")
 
 
 class Selector(
-    DeviceRankers, CompilePricing, DecisionPipeline, DynamicSizes, VerifyOrchestration, VerifiedWinners, EarlyDecision
+    DeviceRankers,
+    CompilePricing,
+    DecisionPipeline,
+    DynamicSizes,
+    VerifyOrchestration,
+    FusedForms,
+    VerifiedWinners,
+    EarlyDecision,
 ):
     """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
 
@@ -195,12 +203,17 @@ class Selector(
         anything needs it, else None; whether the decision hands Inductor the epilogue's few).
         The few: with the epilogue_fusion option, for a GEMM whose epilogue a template can fuse,
         the decision keeps them (decide/policy.py's with_fusing_few) and Inductor's own benchmark
-        picks among them. The Epilogue itself: a ranker trained with the epilogue feature block
+        picks among them; with time_fused (verify), one whose epilogue holds an activation is
+        "fused": kselect times the few's fused forms (verify/fused_forms.py). The Epilogue
+        itself: a ranker trained with the epilogue feature block
         (`reads_epilogue`) ranks with it. Call after the ranker loaded (`_load_ranker`)."""
         few = self.epilogue_fusion and self.mode in ("verify", "predict")
-        if not (few or getattr(self.ranker_for(fingerprint), "reads_epilogue", False)):
+        fused = self.time_fused and self.mode == "verify"
+        if not (few or fused or getattr(self.ranker_for(fingerprint), "reads_epilogue", False)):
             return None, False
         gemm_epilogue = current_graph.current_epilogue()
+        if fused and gemm_epilogue.fusable and gemm_epilogue.kind_count("activation"):
+            return gemm_epilogue, "fused"
         return gemm_epilogue, bool(few and gemm_epilogue.fusable)
 
     def _stock_items(self, stage: str, items, restock=None):

@@ -2,7 +2,8 @@
 selector/verify/timing.py, or Inductor's benchmark), pick the winner (a template replaces ATen
 only beyond the noise of its rounds, verify/pick.py), and hand the verdict to the decision cache
 (selector/verify/verified_winners.py). A GEMM handed over with its epilogue's few (the
-epilogue_fusion option) is left to Inductor, whose pick settles the cache either way."""
+epilogue_fusion option) is left to Inductor, whose pick settles the cache either way; one with
+an activation epilogue under time_fused is picked on its fused forms (verify/fused_forms.py)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,17 @@ class VerifyOrchestration:
         """What verify does with a kept set of more than one choice: at the choices stage, measure
         it (kselect's harness) and hand Inductor the winner alone; else leave the set to
         Inductor's benchmark (ATen timed under a CUDA graph where it can be) and await the
-        timings that settle the cached decision. `epilogue` (the epilogue's few, either mode):
+        timings that settle the cached decision. `epilogue` True (the epilogue's few, either mode):
         the set goes to Inductor, whose epilogue-fusion benchmark (GPUs) or autotune (CPU)
-        picks, and that pick is cached. `out` as is in every other case."""
+        picks, and that pick is cached; "fused" (time_fused, an activation epilogue), where
+        kselect times the set: its fused forms (verify/fused_forms.py), else as True.
+        `out` as is in every other case."""
         settles = (self.mode == "verify" or epilogue) and len(out) > 1
         verifying_set = settles and stage == "choices"
+        if verifying_set and epilogue == "fused" and self._times_itself(device_type):
+            handed = self._verify_fused(problem, entry, out, device_type)  # verify/fused_forms.py
+            if handed is not None:
+                return handed  # else (one warning) the few go to Inductor's own benchmark, below
         if verifying_set and not epilogue and self._times_itself(device_type):
             picked = self._measure_kept(problem, entry, out, device_type)
             if picked is not None:
@@ -60,6 +67,14 @@ class VerifyOrchestration:
     def _measure_kept(self, problem, entry, kept_items, device_type: str):
         """Time the kept choices with the collector's harness (selector/verify/timing.py) and
         hand Inductor the winner alone; None (one warning) leaves the set to Inductor."""
+        got = self._measure_set(problem, kept_items, device_type)
+        if got is None:
+            return None
+        return self._settle_measured(problem, entry, kept_items, got[0], device_type)
+
+    def _measure_set(self, problem, kept_items, device_type: str):
+        """(Measured, its record in `measurements`) of the kept choices, timed bare by the
+        collector's harness; None (one warning) when it cannot measure them."""
         t0 = time.perf_counter()
         if self.warm_start is not None:
             self.warm_start.start()  # the last chance for the workers' warm-up: a pool that came up late
@@ -118,6 +133,11 @@ class VerifyOrchestration:
             wall_ms,
             keys[best],
         )
+        return got, record
+
+    def _settle_measured(self, problem, entry, kept_items, got, device_type: str) -> list:
+        """Cache the measured winner (a template only beyond ATen's noise) and hand it alone."""
+        best = got.best
         if entry is not None:
             self._await_verification("choices", problem.key, (*entry, True), kept_items)
             self.record_verified(kept_items, dict(zip(kept_items, got.ms)), device_type, winner=kept_items[best])

@@ -635,6 +635,7 @@ def test_options_env_and_help():
         "model": None,
         "verify_timing": "auto",
         "epilogue_fusion": False,
+        "time_fused": False,
         "adaptive_k": True,
         "min_k": 1,
         "aten_margin": 2.0,
@@ -655,6 +656,7 @@ def test_options_env_and_help():
     assert options.read({"KSELECT_ADAPTIVE_K": "off"})["adaptive_k"] is False
     assert options.read({"KSELECT_MODE": "Predict", "KSELECT_K": "2"})["mode"] == "predict"
     assert options.read({"KSELECT_EPILOGUE_FUSION": "on"})["epilogue_fusion"] is True
+    assert options.read({"KSELECT_TIME_FUSED": "on"})["time_fused"] is True
     for bad in (
         {"KSELECT_MODE": "fast"},
         {"KSELECT_K": "0"},

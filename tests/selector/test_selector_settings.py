@@ -94,6 +94,7 @@ def test_decision_cache_key_changes_with_the_settings_that_decide_and_no_other(t
         "k": 2,
         "keep_aten": False,
         "epilogue_fusion": True,
+        "time_fused": True,
         "adaptive_k": False,
         "min_k": 2,
         "aten_margin": 0.5,

@@ -600,6 +600,9 @@ def test_autotune_aten_variant_is_stock_max_autotune_offered_aten_alone():
     workers = e2e_spec.VARIANTS["kselect-verify-workers"]  # the GIL experiment: opt-in, verify otherwise
     assert workers.kselect == "verify" and dict(workers.options) == {"compile_in": "workers"}
     assert "kselect-verify-workers" not in e2e_spec.DEFAULT_VARIANTS
+    fused = e2e_spec.VARIANTS["kselect-verify-fused"]  # fused-form timing: opt-in, verify otherwise
+    assert fused.kselect == "verify" and dict(fused.options) == {"time_fused": True}
+    assert "kselect-verify-fused" in e2e_spec.ORDER and "kselect-verify-fused" not in e2e_spec.DEFAULT_VARIANTS
     unpriced = e2e_spec.VARIANTS["kselect-verify-unpriced"]  # the compile-price experiment: opt-in
     assert unpriced.kselect == "verify" and dict(unpriced.options) == {"compile_budget": 0.0}
     assert "kselect-verify-unpriced" not in e2e_spec.DEFAULT_VARIANTS

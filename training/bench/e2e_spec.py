@@ -59,6 +59,16 @@ VARIANTS = {
             (("epilogue_fusion", True),),
         ),
         Variant(
+            "kselect-verify-fused",
+            MAX_AUTOTUNE,
+            "kselect",
+            "verify",
+            "kselect verify with time_fused=True: a GEMM whose fusable epilogue holds an activation "
+            "is picked on its kept set's fused forms, each timed by kselect at Inductor's "
+            "epilogue-fusion benchmark (selector/verify/fused_forms.py); other GEMMs as verify",
+            (("time_fused", True),),
+        ),
+        Variant(
             "kselect-verify-keep",
             MAX_AUTOTUNE,
             "kselect",
@@ -129,6 +139,7 @@ VARIANTS = {
 # verify with one setting changed: experiments, each run right after verify itself
 _VERIFY_EXPERIMENTS = (
     "kselect-verify-epilogue",
+    "kselect-verify-fused",
     "kselect-verify-keep",
     "kselect-verify-cool",
     "kselect-verify-workers",

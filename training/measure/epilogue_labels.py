@@ -161,55 +161,11 @@ def epilogue_label(timings: Sequence[EpilogueTiming]) -> dict:
 
 
 def handover_vs_pinned(fn: Callable, args: tuple, device_type: str, *, repeats: int = 50, **enable_kwargs) -> dict:
-    """The two ways to let the decision see the fused time, on one GEMM + epilogue function:
-    `handover` -- one compile with kselect verify and epilogue_fusion on (Inductor's epilogue
-    benchmark picks among kselect's few); `pinned` -- that same few compiled and timed one by one
-    (time_pinned: kselect timing the fused forms itself). Each side's wall seconds to its pick
-    and its pick's step time (the handover's pick as verify cached it, from a fresh cache)."""
-    import json
-    import tempfile
-    from pathlib import Path
+    """kselect handing Inductor its few (epilogue_fusion) against that few pinned one by one
+    (training/measure/epilogue_ways.py's kselect_vs_pinned, way "handover")."""
+    from kselect.training.measure.epilogue_ways import kselect_vs_pinned
 
-    import torch
-
-    from kselect.selector.inductor import lifecycle
-
-    torch._dynamo.reset()
-    cache_dir = Path(tempfile.mkdtemp(prefix="kselect-handover-"))
-    t0 = time.perf_counter()
-    sel = lifecycle.enable("verify", epilogue_fusion=True, cache_dir=str(cache_dir), **enable_kwargs)
-    try:
-        with torch._inductor.config.patch(max_autotune=True, force_disable_caches=True), torch.no_grad():
-            compiled = torch.compile(fn)
-            torch.testing.assert_close(compiled(*args), fn(*args), rtol=2e-2, atol=2e-2)
-            handover_s = time.perf_counter() - t0
-            handover_ms = _time_ms(compiled, args, device_type, repeats, 5)
-        few = [d["kept"] for d in sel.decisions if d["stage"] == "choices"] or [
-            d["kept"] for d in sel.decisions if d["stage"] == "templates"
-        ]
-    finally:
-        lifecycle.disable()
-        torch._dynamo.reset()
-    kept = few[-1] if few else []
-    sel.cache.flush()
-    entries = [json.loads(p.read_text()) for p in cache_dir.rglob("*.json")]
-    picked = [e["kept"] for e in entries if e["key_fields"].get("verified") and e["key_fields"].get("epilogue")]
-    t1 = time.perf_counter()
-    pinned = [time_pinned(fn, args, key, device_type, repeats=repeats) for key in kept]
-    pinned_s = time.perf_counter() - t1
-    ran = [t for t in pinned if not t.error]
-    best = min(ran, key=lambda t: t.ms) if ran else None
-    return {
-        "few": kept,
-        "handover": {"seconds": handover_s, "step_ms": handover_ms, "picks": picked},
-        "pinned": {
-            "seconds": pinned_s,
-            "step_ms": best.ms if best else None,
-            "pick": best.candidate if best else None,
-            "records": [t.__dict__ for t in pinned],
-        },
-        "epilogue": ran[0].epilogue if ran else {},
-    }
+    return kselect_vs_pinned(fn, args, device_type, way="handover", repeats=repeats, **enable_kwargs)
 
 
 def pinned_candidates(problem, templates: int, seed: int = 0) -> list[str]:
