@@ -166,7 +166,8 @@ class DecisionPipeline:
             aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
             nearest=nearest_candidates(ranker, self.mode, problem, candidates),
         )
-        if epilogue:  # the epilogue's few: picked on their fused forms (Inductor's benchmark, or kselect's)
+        # the epilogue's few, picked on their fused forms: Inductor's benchmark (epilogue_fusion) or kselect's
+        if epilogue == "fused" or (epilogue and self.epilogue_fusion):
             return with_fusing_few(candidates, scores, kept, why, self.keep_aten)
         return kept, why
 
