@@ -25,7 +25,7 @@ class RealModel:
 
 
 _HF = "transformers==5.17.0 (the GPU image's)"
-_TITAN = "torchtitan==0.3.0 with spmd_types, tyro, docstring-parser, typeguard"
+_TITAN = "torchtitan==0.3.0 on torch >= 2.12, 0.2.2 on torch 2.11, with the wheels docs/e2e.md lists"
 REAL_MODELS = {
     m.name: m
     for m in (
