@@ -2,7 +2,6 @@
 settings of a recorded GPU bench e2e run."""
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,6 @@ os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
 # the same pick on this machine's image); a compiler that could not build one would fail the
 # first C++ kernel loudly. A user's setting stays.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
-# Byte code is written where the environment forbids it (PYTHONDONTWRITEBYTECODE, set on this
-# image): the run starts hundreds of fresh Python processes (xdist workers; bench, collect,
-# retime and Ray workers), and without .pyc files each one compiled every module it imported,
-# torch's included. The first import of a module writes its .pyc; the rest read it.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False
 
 
 def with_inductor_pool(env: dict[str, str]) -> dict[str, str]:
