@@ -1,7 +1,7 @@
-"""Inductor for a test module: every cache that decides what a compile does off, its compiled code
-under a temporary folder, a feedback saver
-recording what Inductor benchmarks, the given config patched in; kselect disabled afterwards.
-Also the CPU's epilogue case the selector's and the collector's epilogue tests compile."""
+"""Inductor for a test module: every cache that decides what a compile does off, its compiled
+code under a temporary folder, a feedback saver recording what Inductor benchmarks, the given
+config patched in; kselect disabled afterwards. Also the CPU's epilogue case the selector's and
+the collector's epilogue tests compile."""
 
 from __future__ import annotations
 
