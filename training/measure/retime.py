@@ -207,19 +207,19 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
 
     from kselect.kernels.operands import make_operands
     from kselect.kernels.precision import fp32_math
-    from kselect.selector.inductor.compat.caches import deciding_caches_off
     from kselect.training.bench.gemm import _args, _gemm_fn
 
     torch._dynamo.reset()
     n_meas = len(selector.measurements)
     ops = make_operands(problem, device, seed=1)
-    patches = {  # Inductor decides afresh (compat/caches.py); code compiled for earlier shapes is reused
+    patches = {
+        "force_disable_caches": True,
         "max_autotune": True,
         "max_autotune_gemm_backends": "ATEN,TRITON" if device == "cuda" else "ATEN,CPP",
         "triton.enable_persistent_tma_matmul": True,
     }
     math = fp32_math(problem.dtype if device == "cuda" else "")  # Inductor reads it as it compiles
-    with warnings.catch_warnings(record=True) as caught, deciding_caches_off(), ic.patch(patches), math:
+    with warnings.catch_warnings(record=True) as caught, ic.patch(patches), math:
         warnings.simplefilter("always")
         fn = torch.compile(_gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
         fn(*_args(ops))
