@@ -19,6 +19,7 @@ model's blocks attend through torchtitan's own causal scaled-dot-product attenti
 from __future__ import annotations
 
 import dataclasses
+import functools
 from types import SimpleNamespace
 
 from kselect.training.bench.e2e_cases import TrainCase
@@ -138,9 +139,10 @@ def titan_api():
     )
 
 
-def build_model(name: str, device, dtype, seed: int, api=None):
-    """torchtitan's Llama-3 of the flavor, layers cut, initialised by its own init."""
-    model = (api or titan_api()).build_model(name, device, seed)
+def build_model(name: str, device, dtype, seed: int, api):
+    """torchtitan's Llama-3 of the flavor, layers cut, initialised by its own init (`api`:
+    titan_api())."""
+    model = api.build_model(name, device, seed)
     # floating tensors only: Module.to(dtype) would also cast the complex RoPE table to real
     return model._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
@@ -159,16 +161,16 @@ def compile_as_titan(compile_fn, module, loss):
 class TitanLoss:
     """model -> logits -> torchtitan's cross_entropy_loss (a sum) / tokens."""
 
-    def __init__(self, model, cross_entropy=None, api=None):
+    def __init__(self, model, api, cross_entropy=None):
         from torchtitan.components.loss import cross_entropy_loss
 
         self.model = model
-        self.api = api or titan_api()
+        self.api = api
         self.cross_entropy = cross_entropy_loss
         self.ce = cross_entropy or cross_entropy_loss
 
     def with_compiled_loss(self, ce):
-        return TitanLoss(self.model, ce, self.api)
+        return TitanLoss(self.model, self.api, ce)
 
     def __call__(self, tokens, labels, positions):
         pred = self.api.forward(self.model, tokens, positions)
@@ -187,5 +189,6 @@ def build(name: str, spec: dict, device, dtype):
     vocab, seq = api.vocab_size(model), spec["seq"]
     positions = torch.arange(seq, device=device).expand(spec["batch"], seq).contiguous()
     inputs = (tokens(spec, vocab, seq, device), tokens(spec, vocab, seq, device, offset=1), positions)
-    case = TrainCase(model, TitanLoss, inputs, spec["batch"] * seq, compile=compile_as_titan)
+    loss_of = functools.partial(TitanLoss, api=api)  # the one API, for the model and its fp32 copy
+    case = TrainCase(model, loss_of, inputs, spec["batch"] * seq, compile=compile_as_titan)
     return model, case, f"torchtitan {torchtitan.__version__}, its {FLAVORS[name][4]}"
