@@ -15,13 +15,17 @@ class TrainCase:
     """One training step: forward + loss compiled, backward through the compiled graph, eager
     AdamW. `loss_of(module)` is the eager loss over `inputs` (also called on an fp32 copy);
     `compile(compile_fn, module, loss)` gives the compiled loss the user's own way (None:
-    `compile_fn(loss)`; torchtitan compiles each block in place instead)."""
+    `compile_fn(loss)`; torchtitan compiles each block in place instead). `fp32_module()` gives
+    the high-precision module whose loss and gradients anchor the check, its parameters in
+    `module`'s order (None: an fp32 copy of a half-precision `module`; a quantized model's is
+    its unquantized self)."""
 
     module: Any
     loss_of: Callable
     inputs: tuple
     tokens_per_step: int
     compile: Callable | None = None
+    fp32_module: Callable | None = None
 
 
 @dataclass

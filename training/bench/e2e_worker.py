@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import statistics
 import sys
@@ -134,7 +135,11 @@ def enable_keywords(spec: dict) -> dict:
 
 
 class SelectorLog(logging.Handler):
-    """kselect's own log: decisions (candidates seen, kept, ms) and fallback warnings."""
+    """kselect's own log: decisions (candidates seen, kept, ms), the ops its gate left to stock
+    Inductor (op_kind's INFO line, once per kind: "scaled_mm", "rowwise scaled_mm", ...) and
+    fallback warnings."""
+
+    STOCK = re.compile(r"^kselect: (.+) is not modelled; stock autotuning$")
 
     def __init__(self):
         super().__init__(logging.INFO)
@@ -142,6 +147,7 @@ class SelectorLog(logging.Handler):
         self.ms = 0.0
         self.warnings: list[str] = []
         self.threads: dict[str, int] = {}  # decisions per thread (backward compiles may run elsewhere)
+        self.stock_ops: list[str] = []
 
     def emit(self, record):
         try:
@@ -151,6 +157,8 @@ class SelectorLog(logging.Handler):
                 self.kept += int(record.args[3])
                 self.ms += float(record.args[5])
                 self.threads[record.threadName] = self.threads.get(record.threadName, 0) + 1
+            elif record.levelno == logging.INFO and (stock := self.STOCK.match(record.getMessage())):
+                self.stock_ops.append(stock.group(1))
             elif record.levelno >= logging.WARNING and record.getMessage() not in self.warnings:
                 self.warnings.append(record.getMessage())
         except Exception:  # noqa: BLE001 -- a log format change must not fail the bench
@@ -163,6 +171,7 @@ class SelectorLog(logging.Handler):
             "kept": self.kept,
             "ranking_ms": round(self.ms, 1),
             "threads": self.threads,
+            "stock_ops": self.stock_ops,
             "warnings": self.warnings[:10],
         }
         if selector is not None:
@@ -532,7 +541,7 @@ def run_train_case(case, spec, res, save, compile_fn) -> None:
     for p in params:
         p.grad = None
     ref = None  # (loss, grads) of an fp32 copy: the anchor for half-precision drift
-    model32 = fp32_copy(case.module)
+    model32 = fp32_copy(case.module) if case.fp32_module is None else case.fp32_module()
     if model32 is not None:
         loss32 = case.loss_of(model32)(*inputs)
         loss32.backward()

@@ -62,10 +62,21 @@ MODULES = {"gpt2-mlp": Gpt2Mlp, "swiglu-mlp": SwigluMlp}
 def build(name: str, spec: dict, device, dtype, tiny: bool = False):
     """(module, training case, note) of one MLP at M = batch x seq rows."""
     shape = (TINY if tiny else SHAPES)[name]
+    module = new_module(name, shape, spec, device, dtype)
+    case = train_case(module, shape, spec, device, dtype)
+    return module, case, f"{shape.note}, M = {case.tokens_per_step}"
+
+
+def new_module(name: str, shape: MlpShape, spec: dict, device, dtype):
+    """The MLP `name` at `shape`, its weights seeded by spec's seed."""
     torch.manual_seed(spec["seed"])
     with torch.device(device):
         module = MODULES[name](shape)
-    module.to(dtype=dtype)
+    return module.to(dtype=dtype)
+
+
+def train_case(module, shape: MlpShape, spec: dict, device, dtype, fp32_module=None) -> TrainCase:
+    """y = x + module(x) over batch x seq seeded random rows, MSE to a random target."""
     gen = torch.Generator().manual_seed(spec["seed"] + 1000)
     rows = spec["batch"] * spec["seq"]
     x = torch.randn(rows, shape.hidden, generator=gen).to(device=device, dtype=dtype)
@@ -75,4 +86,4 @@ def build(name: str, spec: dict, device, dtype, tiny: bool = False):
         w = next(m.parameters())  # the fp32 copy runs on fp32 copies of the inputs
         return lambda a, b: F.mse_loss((a.to(w.dtype) + m(a.to(w.dtype))).float(), b.float())
 
-    return module, TrainCase(module, loss_of, (x, target), rows), f"{shape.note}, M = {rows}"
+    return TrainCase(module, loss_of, (x, target), rows, fp32_module=fp32_module)

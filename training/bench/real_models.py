@@ -1,5 +1,5 @@
 """Which model a bench run builds: the bench's own Llama (llama.py presets) or a real model
-definition as its users run it (transformers, torchtitan, the two MLPs). Each real model
+definition as its users run it (transformers, torchtitan, the two MLPs, torchao's float8 MLP). Each real model
 names its source package, the workloads it runs and, for torchtitan, that kselect comes from
 the environment alone. Optional packages are imported only when their model runs; a missing
 one is a clear error naming the wheel (docs/e2e.md says how to get it)."""
@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+
+from kselect.training.bench.ao_float8 import model_names as ao_model_names
+from kselect.training.bench.e2e_spec import WORKLOADS
 
 
 class MissingWheel(ImportError):
@@ -25,6 +28,7 @@ class RealModel:
 
 
 _HF = "transformers==5.17.0 (the GPU image's)"
+_AO = "torchao==0.18.0; on the GPU machine the .whl-ao wheel of docs/e2e.md"
 _TITAN = "torchtitan==0.3.0 on torch >= 2.12, 0.2.2 on torch 2.11, with the wheels docs/e2e.md lists"
 REAL_MODELS = {
     m.name: m
@@ -39,6 +43,11 @@ REAL_MODELS = {
         RealModel("swiglu-mlp", "torch", "", ("train",), 1 << 30),
         RealModel("gpt2-mlp-tiny", "torch", "", ("train",), 1 << 30),
         RealModel("swiglu-mlp-tiny", "torch", "", ("train",), 1 << 30),
+        *(
+            # torchao's float8 inference config needs an sm_89+ GPU: the CPU's tiny ones train only
+            RealModel(name, "torchao", _AO, ("train",) if name.endswith("-tiny") else WORKLOADS, 1 << 30)
+            for name in ao_model_names()
+        ),
     )
 }
 
@@ -98,6 +107,10 @@ def build_case(spec: dict, device, dtype):
         from kselect.training.bench import titan_model
 
         return titan_model.build(name, spec, device, dtype)
+    if model.package == "torchao":
+        from kselect.training.bench import ao_float8
+
+        return ao_float8.build(name, spec, device, dtype)
     from kselect.training.bench import mlp_models
 
     return mlp_models.build(name.removesuffix("-tiny"), spec, device, dtype, tiny=name.endswith("-tiny"))

@@ -1,0 +1,141 @@
+"""torchao's float8 Linear, a real client of kselect's fp8 path, on the CPU: the bench's
+`swiglu-mlp-fp8-rowwise-tiny` (a SwiGLU MLP converted by `convert_to_float8_training` with
+torchao's rowwise recipe) trains one step compiled under kselect verify with the shipped
+ranker, through the bench worker's own check.
+
+torch 2.13's CPU `_scaled_mm` runs both scaling kinds, and Inductor's CPU lowering (`tuned_scaled_mm`,
+ATen its one choice) passes both of kselect's hooks. Rowwise scales the forward GEMMs by rows and
+runs the backward ones (no fast accumulation) as tensorwise `_scaled_mm` with unit scales, so
+the step holds both kinds: 3 rowwise GEMMs and 4 tensorwise ones (the MLP's input is data:
+no gradient through gate and up). The shipped model holds no
+scaled_mm, so each goes to stock Inductor, with the gate's one INFO line and no warning.
+Tolerance: fp8 rounding moves a compiled step ~3 % from eager (fused bf16 intermediates cross
+fp8 rounding boundaries: with `emulate_precision_casts` the two agree exactly), so the bench
+judges it by its distance from the unconverted fp32 MLP against eager fp8's own (docs/e2e.md).
+One cold CPU compile (forward and backward C++ kernels) takes ~15-25 s on 2 shared cores.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchao", reason="the [models] extra (torchao) is not installed")
+
+from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
+from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
+from kselect.selector.inductor.compat import autotune, choice_candidates, signatures  # noqa: E402
+from kselect.selector.inductor.op_kind import choices_kind  # noqa: E402
+from kselect.selector.model.cost_model import CostModel  # noqa: E402
+from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
+from kselect.training.bench import e2e_worker, real_models  # noqa: E402
+from kselect.training.bench.common import GemmCounter  # noqa: E402
+from kselect.training.bench.mlp_models import TINY  # noqa: E402
+
+from inductor_sandbox import inductor_sandbox  # noqa: E402
+
+SPEC = {"seed": 0, "batch": 2, "seq": 8, "steps": 1, "warmup": 0, "profile_steps": 0, "rtol": 2e-2}
+ROWWISE = {**SPEC, "model": "swiglu-mlp-fp8-rowwise-tiny", "workload": "train"}
+
+
+@pytest.fixture(scope="module")
+def compiled_step(tmp_path_factory):
+    """The rowwise training step checked and timed by the bench worker under kselect verify with
+    the shipped ranker: (worker result with its `kselect` summary, selector, [kind, scaling, (M, N, K)] of every choice list
+    kselect handed on, kselect's log lines, kselect's fallback warnings)."""
+    model = CostModel.load(shipped_model_path("h200-bf16.json"))
+    seen = []
+
+    def record(choices):  # runs after kselect's own preprocessing: what it handed Inductor
+        problem = signatures.choices_scaled_signature(choices, choice_candidates.scaled_fast_accum(choices))[0]
+        seen.append((choices_kind(choices), problem.scaling, (problem.M, problem.N, problem.K)))
+        return choices
+
+    logger = logging.getLogger("kselect.selector")
+    lines, bench_log = _Lines(), e2e_worker.SelectorLog()  # every line; what the bench's run records
+    logger.addHandler(lines)
+    logger.addHandler(bench_log)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    tmp = tmp_path_factory.mktemp("ao-float8")
+    try:
+        with warnings.catch_warnings(record=True) as caught, inductor_sandbox(tmp, GemmCounter()):
+            warnings.simplefilter("always")
+            torch._dynamo.reset()
+            sel = ksi.enable("verify", ranker=CostModelRanker(model, model.fingerprint), cache_dir=None)
+            ksi._ensure_preprocess()  # kselect's preprocessing runs before the recorder
+            remove = autotune.add_preprocessing_fn(record)
+            try:
+                _, case, _ = real_models.build_case(ROWWISE, torch.device("cpu"), torch.bfloat16)
+                res: dict = {}
+                e2e_worker.run_train_case(case, ROWWISE, res, lambda: None, torch.compile)
+            finally:
+                remove()
+    finally:
+        logger.removeHandler(lines)
+        logger.removeHandler(bench_log)
+        logger.setLevel(old_level)
+        torch._dynamo.reset()
+    fallbacks = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
+    res["kselect"] = bench_log.summary(sel)
+    return res, sel, seen, lines.messages, fallbacks
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages: list[tuple[int, str]] = []
+
+    def emit(self, record):
+        self.messages.append((record.levelno, record.getMessage()))
+
+
+@pytest.mark.slow
+def test_torchao_rowwise_gemms_reach_kselect_as_scaled_mm_of_both_kinds(compiled_step):
+    res, sel, seen, lines, fallbacks = compiled_step
+    h, i = TINY["swiglu-mlp"].hidden, TINY["swiglu-mlp"].intermediate
+    m = ROWWISE["batch"] * ROWWISE["seq"]
+    forward = [(m, i, h), (m, i, h), (m, h, i)]  # gate, up, down
+    backward = [(m, i, h)]  # grad_input of down alone: gate's and up's input x is data, no gradient
+    backward += [(i, h, m), (i, h, m), (h, i, m)]  # grad_weight of gate, up, down
+    assert all(kind == "scaled_mm" for kind, _, _ in seen), seen
+    assert sorted(s[2] for s in seen if s[1] == "rowwise") == sorted(forward), seen
+    assert sorted(s[2] for s in seen if s[1] == "tensorwise") == sorted(backward), seen
+    # the shipped model holds no scaled_mm: every one goes to stock, said once, nothing fails
+    assert ("kselect: scaled_mm is not modelled; stock autotuning") in [msg for _, msg in lines]
+    assert not [msg for level, msg in lines if level >= logging.WARNING] and not fallbacks, (lines, fallbacks)
+    assert sel.stats["decisions"] == 0 and sel.stats["fallbacks"] == 0, sel.stats
+    assert res["kselect"]["stock_ops"] == ["scaled_mm"] and res["kselect"]["warnings"] == [], res["kselect"]
+
+
+@pytest.mark.slow
+def test_torchao_rowwise_training_step_is_correct_against_eager_and_fp32(compiled_step):
+    res, _, _, _, _ = compiled_step
+    c = res["correctness"]
+    assert c["ok"] and c["loss_rel_err"] < 1e-3, c
+    # as far from the unconverted fp32 MLP as eager fp8 is (fp8 rounding, not a wrong GEMM)
+    assert c["rel_err_vs_fp32"] <= 1.2 * c["eager_rel_err_vs_fp32"], c
+    assert 0.01 < c["eager_rel_err_vs_fp32"] < 0.2, c  # fp8's own error: the anchor is no fp8 model
+    assert res["step_ms"] > 0
+
+
+def test_torchao_float8_models_are_registered_with_their_workloads(tmp_path):
+    """Both recipes at both sizes; the fp32 anchor holds the converted model's weights in its
+    parameters' order; inference on a CPU is torchao's own refusal, named."""
+    names = [n for n in real_models.REAL_MODELS if n.startswith("swiglu-mlp-fp8-")]
+    assert sorted(names) == sorted(f"swiglu-mlp-fp8-{r}{t}" for r in ("tensorwise", "rowwise") for t in ("", "-tiny"))
+    assert real_models.REAL_MODELS["swiglu-mlp-fp8-tensorwise"].workloads == ("train", "prefill", "decode")
+    assert real_models.REAL_MODELS["swiglu-mlp-fp8-rowwise-tiny"].workloads == ("train",)
+    spec = {**SPEC, "model": "swiglu-mlp-fp8-tensorwise-tiny", "workload": "train"}
+    module, case, note = real_models.build_case(spec, torch.device("cpu"), torch.bfloat16)
+    assert "tensorwise" in note and {type(m).__name__ for m in module.children()} == {"Float8Linear"}
+    reference = case.fp32_module()
+    assert [type(m).__name__ for m in reference.children()] == ["Linear"] * 3
+    for ours, ref in zip(module.parameters(), reference.parameters(), strict=True):
+        assert ref.dtype == torch.float32 and torch.equal(ours.float(), ref)
+    with pytest.raises(RuntimeError, match="float8 inference quantize_ cannot run here: .*compute capability"):
+        real_models.build_case({**spec, "workload": "decode"}, torch.device("cpu"), torch.bfloat16)
