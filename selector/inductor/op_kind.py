@@ -26,7 +26,7 @@ from typing import Callable
 
 from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
 from kselect.kernels.precision import gemm_dtype
-from kselect.kernels.problem import DTYPE_BYTES, TORCH_DTYPE_NAMES
+from kselect.kernels.problem import DTYPE_BYTES, FP8_DTYPES, TORCH_DTYPE_NAMES
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.inductor.compat.choice_candidates import OP_STAMP
 from kselect.selector.inductor.compat.signatures import scaled_scaling, size_hint
@@ -175,7 +175,12 @@ def scaled_unheld(ranker, nodes) -> str | None:
         return "scaled_mm"
     if len(nodes) != 4:
         return "scaled_mm with a bias"
-    dtype = dtype_name(nodes[0].get_dtype())
+    operands = sorted({dtype_name(n.get_dtype()) for n in nodes[:2]})
+    if len(operands) != 1 or operands[0] not in FP8_DTYPES:
+        # e5m2 (torchao's tensorwise backward casts the output gradient to it) or mixed fp8: no
+        # kselect Problem describes it, whatever the ranker holds
+        return f"{'/'.join(operands)} scaled_mm"
+    dtype = operands[0]
     known = getattr(ranker, "dtypes", None)
     if known is not None and dtype not in known:
         return f"{dtype} scaled_mm"

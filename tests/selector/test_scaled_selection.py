@@ -46,20 +46,22 @@ ROWWISE = Problem(M, N, K, "fp8e4m3", "nt", "scaled_mm", scaling="rowwise", out_
 TENSORWISE = Problem(M, N, K, "fp8e4m3", "nt", "scaled_mm", scaling="tensorwise", out_dtype="bf16")
 
 
-def scaled_inputs(scaling: str) -> MMKernelInputs:
-    """tuned_scaled_mm's MMKernelInputs: A (M, K) row-major, B (K, N) column-major, fp32 scales."""
+def scaled_inputs(scaling: str, a_dtype=F8) -> MMKernelInputs:
+    """tuned_scaled_mm's MMKernelInputs: A (M, K) row-major in `a_dtype`, B (K, N) column-major,
+    fp32 scales."""
+    tag = scaling if a_dtype == F8 else f"{scaling}_{str(a_dtype).removeprefix('torch.')}"
 
     def buf(name, size, stride, dtype):  # a graph input, as the lowering's operands are
         box = ir.TensorBox.create(
-            ir.InputBuffer(name=f"{name}_{scaling}", layout=ir.FixedLayout(torch.device("cuda"), dtype, size, stride))
+            ir.InputBuffer(name=f"{name}_{tag}", layout=ir.FixedLayout(torch.device("cuda"), dtype, size, stride))
         )
-        V.graph.graph_inputs[f"{name}_{scaling}"] = box
+        V.graph.graph_inputs[f"{name}_{tag}"] = box
         return box
 
     scales = ([M, 1], [1, 1], [1, N], [N, 1]) if scaling == "rowwise" else ([], [], [], [])
     return MMKernelInputs(
         [
-            buf("a", [M, K], [K, 1], F8),
+            buf("a", [M, K], [K, 1], a_dtype),
             buf("b", [K, N], [1, K], F8),
             buf("sa", scales[0], scales[1], torch.float32),
             buf("sb", scales[2], scales[3], torch.float32),
@@ -135,6 +137,20 @@ def test_c_a_tensorwise_ranker_leaves_rowwise_to_stock(lowered, caplog):
         assert decide(sel, ki_tens, ktcs) == [ktcs[3]]
     lines = [r.getMessage() for r in caplog.records if "not modelled" in r.getMessage()]
     assert lines == ["kselect: rowwise scaled_mm is not modelled; stock autotuning"]
+
+
+def test_c_an_e5m2_operand_goes_to_stock_whatever_the_ranker_holds(lowered, caplog):
+    """torchao's tensorwise training casts the output gradient to e5m2: its backward GEMMs are
+    e5m2 x e4m3 scaled_mm, which no kselect Problem describes. A ranker holding tensorwise
+    scaled_mm (a measured table names no dtypes) leaves them to stock, said once, no failure."""
+    _, ktcs = lowered["tensorwise"]
+    reset_warnings()
+    sel = Selector(mode="predict", ranker=MeasuredRanker(table_for(TENSORWISE, ktcs, 3)), cache_dir=None)
+    with caplog.at_level(logging.INFO, logger="kselect"), ic.patch(max_autotune=True):
+        assert sel.op_gate.stock_space("scaled_mm", scaled_inputs("tensorwise", torch.float8_e5m2)).lower() == "default"
+    lines = [r.getMessage() for r in caplog.records if "not modelled" in r.getMessage()]
+    assert lines == ["kselect: float8_e5m2/fp8e4m3 scaled_mm is not modelled; stock autotuning"]
+    assert sel.stats["fallbacks"] == 0
 
 
 def shipped_sidecar(tmp_path, **changes):

@@ -28,7 +28,7 @@ pytest.importorskip("torchao", reason="the [models] extra (torchao) is not insta
 from kselect.models import shipped_model_path  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import autotune, choice_candidates, signatures  # noqa: E402
+from kselect.selector.inductor.compat import autotune, signatures  # noqa: E402
 from kselect.selector.inductor.op_kind import choices_kind  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
@@ -51,8 +51,7 @@ def compiled_step(tmp_path_factory):
     seen = []
 
     def record(choices):  # runs after kselect's own preprocessing: what it handed Inductor
-        problem = signatures.choices_scaled_signature(choices, choice_candidates.scaled_fast_accum(choices))[0]
-        seen.append((choices_kind(choices), problem.scaling, (problem.M, problem.N, problem.K)))
+        seen.append(_read(choices))
         return choices
 
     logger = logging.getLogger("kselect.selector")
@@ -85,6 +84,16 @@ def compiled_step(tmp_path_factory):
     return res, sel, seen, lines.messages, fallbacks
 
 
+def _read(choices):
+    """(op kind, scaling kind, operand dtypes, (M, N, K)) of a preprocessing call's choices, read
+    as kselect's gate reads them."""
+    nodes = choices[0].input_nodes
+    sizes = [[signatures.size_hint(s) for s in n.get_size()] for n in nodes]
+    (m, k), (_, n) = sizes[0], sizes[1]
+    dtypes = tuple(str(x.get_dtype()).removeprefix("torch.") for x in nodes[:2])
+    return choices_kind(choices), signatures.scaled_scaling(*sizes), dtypes, (m, n, k)
+
+
 class _Lines(logging.Handler):
     def __init__(self):
         super().__init__(logging.INFO)
@@ -102,9 +111,9 @@ def test_torchao_rowwise_gemms_reach_kselect_as_scaled_mm_of_both_kinds(compiled
     forward = [(m, i, h), (m, i, h), (m, h, i)]  # gate, up, down
     backward = [(m, i, h)]  # grad_input of down alone: gate's and up's input x is data, no gradient
     backward += [(i, h, m), (i, h, m), (h, i, m)]  # grad_weight of gate, up, down
-    assert all(kind == "scaled_mm" for kind, _, _ in seen), seen
-    assert sorted(s[2] for s in seen if s[1] == "rowwise") == sorted(forward), seen
-    assert sorted(s[2] for s in seen if s[1] == "tensorwise") == sorted(backward), seen
+    assert {(kind, dtypes) for kind, _, dtypes, _ in seen} == {("scaled_mm", ("float8_e4m3fn",) * 2)}, seen
+    assert sorted(s[3] for s in seen if s[1] == "rowwise") == sorted(forward), seen
+    assert sorted(s[3] for s in seen if s[1] == "tensorwise") == sorted(backward), seen
     # the shipped model holds no scaled_mm: every one goes to stock, said once, nothing fails
     assert ("kselect: scaled_mm is not modelled; stock autotuning") in [msg for _, msg in lines]
     assert not [msg for level, msg in lines if level >= logging.WARNING] and not fallbacks, (lines, fallbacks)
@@ -139,3 +148,79 @@ def test_torchao_float8_models_are_registered_with_their_workloads(tmp_path):
         assert ref.dtype == torch.float32 and torch.equal(ours.float(), ref)
     with pytest.raises(RuntimeError, match="float8 inference quantize_ cannot run here: .*compute capability"):
         real_models.build_case({**spec, "workload": "decode"}, torch.device("cpu"), torch.bfloat16)
+
+
+# torchao's float8 inference config sets these Inductor options process-wide (its
+# set_inductor_config); the GPU test puts them back after, so later tests compile as before
+_TORCHAO_INDUCTOR_OPTIONS = (
+    "coordinate_descent_tuning",
+    "coordinate_descent_check_all_directions",
+    "force_fuse_int_mm_with_mul",
+    "fx_graph_cache",
+    "triton.unique_kernel_names",
+)
+# the scaling kind of each _scaled_mm the step runs: rowwise training scales its forward GEMMs
+# by rows and its 4 backward ones by (unit) tensors; inference has the 3 forward GEMMs alone
+_GPU_SCALINGS = {
+    ("rowwise", "train"): {"rowwise": 3, "tensorwise": 4},
+    ("tensorwise", "train"): {"tensorwise": 7},
+    ("rowwise", "prefill"): {"rowwise": 3},
+    ("tensorwise", "decode"): {"tensorwise": 3},
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("recipe", "workload"), list(_GPU_SCALINGS))
+def test_gpu_torchao_float8_compiles_under_kselect_verify_its_gemms_read_as_scaled_mm(tmp_path, recipe, workload):
+    """On an sm_89+ GPU with the served model: torchao's float8 MLP (tiny widths, M = 256 rows;
+    decode M = 4) compiles under verify as users compile it (max-autotune-no-cudagraphs), every
+    GEMM reaches kselect as a scaled_mm of its scaling kind, the kinds the model does not hold
+    go to stock with the gate's line, nothing falls back, and the step passes the bench's check."""
+    from gpu_model import served_model
+
+    fingerprint, model = served_model()
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("torchao's float8 needs an sm_89+ GPU")
+    ranker = CostModelRanker(model, fingerprint)
+    held = ranker.scalings if "scaled_mm" in ranker.ops else frozenset()
+    spec = {**SPEC, "batch": 4, "seq": 64, "model": f"swiglu-mlp-fp8-{recipe}-tiny", "workload": workload}
+    seen = []
+
+    def record(choices):
+        seen.append(_read(choices)[:2])
+        return choices
+
+    bench_log = e2e_worker.SelectorLog()
+    logger = logging.getLogger("kselect.selector")
+    logger.addHandler(bench_log)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    restore = {name: getattr(torch._inductor.config, name) for name in _TORCHAO_INDUCTOR_OPTIONS}
+    try:
+        with torch._inductor.config.patch(restore), inductor_sandbox(tmp_path, GemmCounter()):
+            torch._dynamo.reset()
+            sel = ksi.enable("verify", cache_dir=str(tmp_path / "decisions"))
+            ksi._ensure_preprocess()
+            remove = autotune.add_preprocessing_fn(record)
+            try:
+                _, case, _ = real_models.build_case(spec, torch.device("cuda"), torch.bfloat16)
+                res: dict = {}
+                run = e2e_worker.run_train_case if workload == "train" else e2e_worker.run_inference_case
+                run(case, spec, res, lambda: None, lambda fn: torch.compile(fn, mode="max-autotune-no-cudagraphs"))
+            finally:
+                remove()
+    finally:
+        logger.removeHandler(bench_log)
+        logger.setLevel(old_level)
+        torch._dynamo.reset()
+    assert res["correctness"]["ok"], res["correctness"]
+    assert {kind for kind, _ in seen} == {"scaled_mm"}, seen
+    counts = {s: sum(1 for _, k in seen if k == s) for s in {k for _, k in seen}}
+    assert counts == _GPU_SCALINGS[(recipe, workload)], seen
+    summary = bench_log.summary(sel)
+    assert summary["warnings"] == [] and sel.stats["fallbacks"] == 0, (summary, sel.stats)
+    if not held:  # the served model holds no scaled_mm: all of them to stock, said once
+        assert summary["stock_ops"] == ["scaled_mm"] and sel.stats["decisions"] == 0, (summary, sel.stats)
+    else:  # a model holding some: the others' kinds (or dtypes) named, the held ones decided
+        assert all(line.endswith("scaled_mm") for line in summary["stock_ops"]), summary
+        assert sel.stats["decisions"] >= 1 or not set(counts) & held, sel.stats
