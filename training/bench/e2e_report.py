@@ -396,8 +396,8 @@ def render(report: dict) -> str:
             "Ranker: " + "; ".join(sorted({str(r.get("kselect_ranker")) for r in ks})),
             "",
             "| workload | variant | ranker load s | decisions (per thread) | candidates ranked | kept | "
-            "ranking ms (CPU ms) | final picks | fallbacks | warnings |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "ranking ms (CPU ms) | final picks | left to stock | fallbacks | warnings |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in ks:
             k = r["kselect"]
@@ -409,6 +409,7 @@ def render(report: dict) -> str:
                 f"{f' ({threads})' if threads else ''} | {k['candidates_ranked']} | {k['kept']} | "
                 f"{k['ranking_ms']} ({_fmt(k.get('decision_cpu_ms'), '.1f')}) | "
                 f"{', '.join(f'{t} {n}' for t, n in sorted(k.get('picks_by_template', {}).items())) or '-'}"
+                f" | {', '.join(k.get('stock_ops', [])) or '-'}"  # the ops kselect's gate left to stock
                 f" | {st.get('fallbacks', '-')} | "
                 f"{'; '.join(k['warnings'])[:300].replace('|', '/') or '-'} |"
             )
