@@ -30,7 +30,7 @@ from kselect.models import shipped_model_path  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor.compat import autotune, signatures  # noqa: E402
-from kselect.selector.inductor.op_kind import choices_kind  # noqa: E402
+from kselect.selector.inductor.op_kind import STAMP, choices_kind  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 from kselect.training.bench import e2e_worker, real_models  # noqa: E402
@@ -86,13 +86,15 @@ def compiled_step(tmp_path_factory):
 
 
 def _read(choices):
-    """(op kind, scaling kind, operand dtypes, (M, N, K)) of a preprocessing call's choices, read
-    as kselect's gate reads them."""
+    """(op kind, scaling kind, operand dtypes, (M, N, K), stamped) of a preprocessing call's
+    choices, read as kselect's gate reads them; stamped: a choice carries the kind kselect's
+    templates stage gave it (so both hooks saw this GEMM)."""
     nodes = choices[0].input_nodes
     sizes = [[signatures.size_hint(s) for s in n.get_size()] for n in nodes]
     (m, k), (_, n) = sizes[0], sizes[1]
     dtypes = tuple(str(x.get_dtype()).removeprefix("torch.") for x in nodes[:2])
-    return choices_kind(choices), signatures.scaled_scaling(*sizes), dtypes, (m, n, k)
+    stamped = any((getattr(c, "annotations", None) or {}).get(STAMP) == "scaled_mm" for c in choices)
+    return choices_kind(choices), signatures.scaled_scaling(*sizes), dtypes, (m, n, k), stamped
 
 
 class _Lines(logging.Handler):
@@ -114,7 +116,9 @@ def test_torchao_rowwise_gemms_reach_kselect_as_scaled_mm_of_both_kinds(compiled
     forward = [(m, i, h), (m, i, h), (m, h, i)]  # gate, up, down
     backward = [(m, i, h)]  # grad_input of down alone: gate's and up's input x is data, no gradient
     backward += [(i, h, m), (i, h, m), (h, i, m)]  # grad_weight of gate, up, down
-    assert {(kind, dtypes) for kind, _, dtypes, _ in seen} == {("scaled_mm", ("float8_e4m3fn",) * 2)}, seen
+    assert {(kind, dtypes, stamped) for kind, _, dtypes, _, stamped in seen} == {
+        ("scaled_mm", ("float8_e4m3fn",) * 2, True)
+    }, seen
     assert sorted(s[3] for s in seen if s[1] == "rowwise") == sorted(forward), seen
     assert sorted(s[3] for s in seen if s[1] == "tensorwise") == sorted(backward), seen
     # the shipped model holds no scaled_mm: every one goes to stock, said once, nothing fails
@@ -191,7 +195,7 @@ def test_gpu_torchao_float8_compiles_under_kselect_verify_its_gemms_read_as_scal
     seen = []
 
     def record(choices):
-        seen.append(_read(choices)[:2])
+        seen.append(_read(choices))
         return choices
 
     bench_log = e2e_worker.SelectorLog()
@@ -218,8 +222,8 @@ def test_gpu_torchao_float8_compiles_under_kselect_verify_its_gemms_read_as_scal
         logger.setLevel(old_level)
         torch._dynamo.reset()
     assert res["correctness"]["ok"], res["correctness"]
-    assert {kind for kind, _ in seen} == {"scaled_mm"}, seen
-    counts = {s: sum(1 for _, k in seen if k == s) for s in {k for _, k in seen}}
+    assert {(s[0], s[4]) for s in seen} == {("scaled_mm", True)}, seen  # both hooks read each as scaled_mm
+    counts = {k: sum(1 for s in seen if s[1] == k) for k in {s[1] for s in seen}}
     assert counts == _GPU_SCALINGS[(recipe, workload)], seen
     summary = bench_log.summary(sel)
     assert summary["warnings"] == [] and sel.stats["fallbacks"] == 0, (summary, sel.stats)
