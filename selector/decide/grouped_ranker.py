@@ -27,17 +27,18 @@ from kselect.selector.warn import warn_once
 
 class GroupedRanker:
     """Scores a grouped GEMM's candidates with a GroupedCostModel, on the problem the compile
-    sees (uniform routing: docs/grouped-mm.md). `fingerprint`: the serving device's, whose SM
-    count and shared memory the features read (the model's training card where it has none)."""
+    sees (uniform routing: docs/grouped-mm.md). Features read the model's training card (its SM
+    count, shared memory), as the cost model's do: it serves only that card or its architecture
+    (model/grouped_model.py: grouped_model_for)."""
 
     log_time_scores = False
     aten_gap_scores = True
     reads_epilogue = False
 
-    def __init__(self, model, fingerprint: Mapping | None = None):
+    def __init__(self, model):
         self.model = model
         meta = model.metadata_
-        self.fingerprint = dict(fingerprint or {}) if (fingerprint or {}).get("sm_count") else model.fingerprint
+        self.fingerprint = model.fingerprint
         self.ops = frozenset({"grouped_mm"})
         self.dtypes = model.dtypes
         self.backends = model.backends
@@ -67,13 +68,13 @@ class GroupedRanker:
         return scores
 
 
-def load_grouped_ranker(path: str | Path, fingerprint: Mapping | None = None) -> GroupedRanker | None:
+def load_grouped_ranker(path: str | Path) -> GroupedRanker | None:
     """The grouped ranker of the model file `path`, or None with one warning naming the file and
     the problem (a stale schema, a broken file): grouped_mm then goes to stock autotuning."""
     from kselect.selector.model.grouped_model import GroupedCostModel
 
     try:
-        return GroupedRanker(GroupedCostModel.load(path), fingerprint)
+        return GroupedRanker(GroupedCostModel.load(path))
     except ModelError as exc:
         warn_once("grouped-model", f"kselect: cannot use grouped model: {exc} -- grouped_mm goes to stock autotuning")
         return None
@@ -90,7 +91,7 @@ def grouped_beside(fingerprint: Mapping, named=None) -> GroupedRanker | None:
     except (OSError, ModelError) as exc:  # the folder or a sidecar cannot be read: as if none were there
         warn_once("grouped-model", f"kselect: cannot look up a grouped model: {exc} -- grouped_mm goes to stock")
         return None
-    return load_grouped_ranker(path, fingerprint) if path is not None else None
+    return load_grouped_ranker(path) if path is not None else None
 
 
 def for_problem(ranker, problem):

@@ -21,6 +21,7 @@ import json
 import logging
 import shutil
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
@@ -128,13 +129,11 @@ def fixture_time(problem: GroupedProblem, cand) -> float:
     return scale * (0.55 + slower + 0.03 * (k["num_warps"] == 8) + 0.02 * (k["num_stages"] == 4))
 
 
-@pytest.fixture(scope="module")
-def grouped_model(tmp_path_factory):
-    """A grouped model made by `kselect grouped-eval --out` from the fixture dataset."""
-    pytest.importorskip("xgboost")
+def train_fixture_model(directory: Path, fingerprint: dict) -> Path:
+    """A grouped model made by `kselect grouped-eval --out` from the fixture dataset, written
+    under `directory` for the card `fingerprint`; returns the model file."""
     from kselect.training.cli.main import main
     from kselect.training.data.dataset import COLUMNS, DatasetDir
-    from kselect.training.data.synthetic import FINGERPRINT
     from kselect.training.measure.collect import row_for
 
     rows = []
@@ -143,17 +142,22 @@ def grouped_model(tmp_path_factory):
             for n in (128, 256):
                 for routing in ("uniform", "zipf1.2"):
                     p = GroupedProblem(groups, rows_total, n, K, "bf16", "nt", "2d3d", routing, seed=0)
-                    for c in grouped_space(p):
+                    for c in grouped_space(p, fingerprint.get("shared_memory_per_block_optin") or H100_SMEM_OPTIN):
                         rows.append(row_for(p, c, time_ms=fixture_time(p, c), spread=0.01, space="grouped"))
-    data = tmp_path_factory.mktemp("grouped-fixture-data")
+    data, out = directory / "fixture-data", directory / "fixture-grouped"
     DatasetDir(data).append([{c: r.get(c) for c in COLUMNS} for r in rows], "fixture")
-    DatasetDir(data).write_fingerprint(FINGERPRINT)
-    out = tmp_path_factory.mktemp("grouped-model") / "fixture-grouped"
-    assert (
-        main(["-q", "grouped-eval", "--train", str(data), "--unseen", str(data), "--out", str(out), "--trees", "40"])
-        == 0
-    )
+    DatasetDir(data).write_fingerprint(fingerprint)
+    argv = ["-q", "grouped-eval", "--train", str(data), "--unseen", str(data), "--out", str(out), "--trees", "40"]
+    assert main(argv) == 0
     return out.with_suffix(".json")
+
+
+@pytest.fixture(scope="module")
+def grouped_model(tmp_path_factory):
+    pytest.importorskip("xgboost")
+    from kselect.training.data.synthetic import FINGERPRINT
+
+    return train_fixture_model(tmp_path_factory.mktemp("grouped"), FINGERPRINT)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +168,7 @@ def bf16_model():
 def ranker_with(bf16_model, grouped_model):
     from kselect.training.data.synthetic import FINGERPRINT
 
-    return CostModelRanker(bf16_model, FINGERPRINT, grouped=load_grouped_ranker(grouped_model, FINGERPRINT))
+    return CostModelRanker(bf16_model, FINGERPRINT, grouped=load_grouped_ranker(grouped_model))
 
 
 def test_each_choice_maps_to_its_grouped_candidate_in_inductors_order(choices):
@@ -183,6 +187,15 @@ def test_the_model_card_says_it_holds_grouped_mm(grouped_model):
     assert meta["kind"] == "grouped-cost-model" and meta["ops"] == ["grouped_mm"]
     assert meta["grouped_feature_schema_version"] == GROUPED_FEATURE_SCHEMA_VERSION and meta["dtypes"] == ["bf16"]
     assert "grouped-eval" in meta["command"] and grouped_model.with_suffix(".md").is_file()
+    # served by the numpy trees, which predict as xgboost does on the saved file
+    import xgboost as xgb
+
+    from kselect.selector.model.grouped_features import featurize_grouped
+    from kselect.selector.model.grouped_model import GroupedCostModel
+
+    X = featurize_grouped(PROBLEM, grouped_space(PROBLEM), meta["fingerprint"]).astype(np.float32)
+    served = GroupedCostModel.load(grouped_model).predict(X)
+    np.testing.assert_allclose(served, xgb.Booster(model_file=str(grouped_model)).inplace_predict(X), rtol=1e-6)
 
 
 def test_predict_picks_the_models_top_choice(choices, grouped_model, bf16_model, tmp_path):
