@@ -80,7 +80,8 @@ def an_h100_for_inductor():
             (CudaInterface, "get_compute_capability", staticmethod(lambda *a: 90)),
             (torch.utils._triton, "triton_hash_with_backend", lambda: "0" * 64),  # no driver to ask
         ):
-            stack.enter_context(mock.patch.object(owner, name, value))
+            if hasattr(owner, name):  # a release without one never asks it
+                stack.enter_context(mock.patch.object(owner, name, value))
         try:
             yield
         finally:
