@@ -95,14 +95,17 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
             path = model.metadata_.get("booster_file") or "shipped model"
     except ModelError as exc:
         return None, f"{exc} -- stock autotuning", None
+    from kselect.selector.decide.grouped_ranker import grouped_beside
     from kselect.selector.decide.rankers import CostModelRanker
 
-    return path, why, CostModelRanker(model, fingerprint)
+    # the grouped model beside it joins it as at serving: `decided` then names grouped_mm
+    return path, why, CostModelRanker(model, fingerprint, grouped=grouped_beside(fingerprint, named or None))
 
 
 def decided(ranker) -> dict:
     """The GEMM ops and dtypes the selector decides with `ranker`: the ops every model ranks, plus
-    those decided only where the ranker holds them (fp8 scaled_mm, named with its scaling kinds)."""
+    those decided only where the ranker holds them (fp8 scaled_mm, named with its scaling kinds;
+    grouped_mm, with a grouped model beside the cost model)."""
     from kselect.selector.inductor.op_kind import HELD_ONLY, MODELLED
 
     ops = sorted(MODELLED - {"linear"})  # "linear": a frozen Linear's GEMM on the CPU

@@ -14,6 +14,7 @@ import numpy as np
 from kselect.selector.decide.cache import decision_key
 from kselect.selector.decide.candidate_sets import candidate_keys, unseen_backends
 from kselect.selector.decide.gap_policy import nearest_candidates
+from kselect.selector.decide.grouped_ranker import for_problem
 from kselect.selector.decide.policy import choose_kept, with_fusing_few
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.inductor.compat import torch_release
@@ -53,7 +54,8 @@ class DecisionPipeline:
         the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
         or enumerating them for an `early` decision: map_ms; `map_parts`, that time taken apart, joins
         the recorded phases); cpu_ms is this thread's CPU time."""
-        ranker = self.ranker_for(fingerprint)  # the first call loads the model: not timed
+        # the first call loads the model: not timed; a grouped GEMM's is the grouped model joined to it
+        ranker = for_problem(self.ranker_for(fingerprint), problem)
         t0, c0 = time.perf_counter(), time.thread_time()
         map_s, map_cpu_s = mapped
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)

@@ -12,8 +12,9 @@ data for this device, dtype or problem, and the selector leaves that GEMM to sto
 
 A ranker may say which backends it has data for (`backends`); the policy does not score the
 candidates of any other backend by guesswork (decide/policy.py). It may say which ops it holds
-(`ops`: Problem ops; `scalings`: fp8 scaled_mm's scaling kinds): the op gate sends any other op
-to stock Inductor (selector/inductor/op_kind.py); without `ops` it holds mm, addmm and bmm.
+(`ops`: Problem ops; `scalings`: fp8 scaled_mm's scaling kinds; "grouped_mm" with a grouped model
+joined, decide/grouped_ranker.py): the op gate sends any other op to stock Inductor
+(selector/inductor/op_kind.py); without `ops` it holds mm, addmm and bmm.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ class CostModelRanker:
 
     log_time_scores = False
 
-    def __init__(self, model, fingerprint: Mapping | None):
+    def __init__(self, model, fingerprint: Mapping | None, grouped=None):
+        """`grouped`: the GroupedRanker joined to it (decide/grouped_ranker.py), which scores
+        `_grouped_mm` and puts "grouped_mm" among its `ops`; None: grouped GEMMs go to stock."""
         self.model = model
         #: scores are predicted log(time / ATen's time): the policy reads them as gaps to cuBLAS
         self.aten_gap_scores = bool(getattr(model, "aten_relative", False))
@@ -94,6 +97,10 @@ class CostModelRanker:
         )
         if self.feature_blocks:
             self.ident += ":b" + ",".join(self.feature_blocks)
+        self.grouped = grouped
+        if grouped is not None:
+            self.ops |= grouped.ops
+            self.ident += ":" + grouped.ident
         self._phases = threading.local()
         # what cuBLAS launches for each GEMM, read on CUDA devices (the model's ATen-kernel columns)
         fp = fingerprint or {}

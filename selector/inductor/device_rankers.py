@@ -1,5 +1,6 @@
-"""The ranker per device: the cost model that fits the device (model/discovery.py), loaded once
-per process (or the ranker enable() was given), and warmed for the GEMMs of each graph Inductor
+"""The ranker per device: the cost model that fits the device (model/discovery.py), with the
+grouped model of the card joined where one sits beside it, loaded once per process (or the
+ranker enable() was given), and warmed for the GEMMs of each graph Inductor
 lowers. A model file the user names is read once, at enable() (`load_named_model`), and serves
 any card, with one warning when it was made for another."""
 
@@ -76,9 +77,16 @@ class DeviceRankers:
         except ModelError as exc:
             raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
         model.set_threads(1)
-        ranker = CostModelRanker(model, fingerprint)
+        ranker = CostModelRanker(model, fingerprint, grouped=self._grouped_ranker(fingerprint))
         ranker.check()
         return ranker
+
+    def _grouped_ranker(self, fingerprint: dict):
+        """The grouped model joined to this device's cost model (decide/grouped_ranker.py), or None."""
+        from kselect.selector.decide.grouped_ranker import grouped_beside
+
+        named = isinstance(self.model, str) or hasattr(self.model, "__fspath__")
+        return grouped_beside(fingerprint, self.model if named else None)
 
     def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
         """Load this device's ranker if not yet (once per process; raises RankerUnavailable) and

@@ -10,7 +10,8 @@ Two hook points, both in inductor/compat/ (the only package touching private Ind
 Before either decides, the op gate (op_kind.py) names the op Inductor is lowering: an op or
 dtype kselect does not model gets stock's own choices (one INFO line), not a fallback. An fp8
 `_scaled_mm` the ranker holds is read by its own signature and candidate mapping (its scaled
-templates), then decided by the same pipeline.
+templates), then decided by the same pipeline; so is a `_grouped_mm` the ranker holds (a grouped
+model joined to it), at the choices stage only, its kept few timed by Inductor's benchmark.
 Both ask the `Selector` (`select_ktcs`, `select_choices`), which reads the GEMM, maps choices to
 Candidates and decides: rank -> keep (decide/pipeline.py; per size for a dynamic M,
 decide/dynamic_sizes.py) -> measure -> pick (verify/orchestration.py). Any failure -> the stock
@@ -134,7 +135,15 @@ class Selector(
     def select_choices(self, choices: list) -> list:
         if self.op_gate.leaves_choices(choices):  # the op gate: not an op kselect decides
             return choices
-        if choices_kind(choices) == "scaled_mm":
+        kind = choices_kind(choices)
+        if kind == "grouped_mm":  # one the op gate let through: its ranker holds it
+            return self._guarded(
+                "choices",
+                choices,
+                lambda: grouped_signature(choices),
+                choice_candidates.grouped_caller_candidates,
+            )
+        if kind == "scaled_mm":
             return self._guarded(
                 "choices",
                 choices,
@@ -165,7 +174,8 @@ class Selector(
                 raise unavailable
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            gemm_epilogue, epilogue = self._read_epilogue(fingerprint)
+            # a grouped GEMM is ranked bare: no epilogue block or fusing few for its template
+            gemm_epilogue, epilogue = self._read_epilogue(fingerprint) if problem.op != "grouped_mm" else (None, False)
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             # what either decision gets besides the candidates: the epilogue (the object and whether
             # its few are handed over) and the time spent reading and mapping
@@ -254,6 +264,17 @@ class Selector(
         )
         decides = ":".join(f"{name}={value}" for name, value in self._decision_fields.items())
         return f"kselect:{decides}:{source}"
+
+
+def grouped_signature(choices):
+    """choices_grouped_signature, refusing what the grouped model cannot decide: a dynamic size
+    (its routing and tiles change with every size; RankerUnavailable -> stock, one warning)."""
+    problem, fields, device = signatures.choices_grouped_signature(choices)
+    if fields.get("dynamic"):
+        raise RankerUnavailable(
+            "grouped-dynamic", f"kselect: a grouped GEMM of dynamic {fields['dynamic']} is not modelled -- stock"
+        )
+    return problem, fields, device
 
 
 # each setting reads as a read-only attribute (`sel.k`, `sel.mode`) of the one SelectorSettings;

@@ -15,6 +15,9 @@ never in the space kselect widened to for the ops it ranks -- and one INFO line 
 fp8 `_scaled_mm` is decided only where the serving ranker holds it (its `ops` and `scalings`,
 selector/model/held_ops.py; a MeasuredRanker's from its table's problems) in that scaling kind,
 without a bias; every other scaled_mm -- and any with no ranker here -- goes to stock as above.
+`_grouped_mm` likewise, only where the serving ranker holds it (a grouped model joined to it,
+selector/decide/grouped_ranker.py) in its dtype; its lowering never asks get_template_configs,
+so only the choices stage decides it.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from kselect.selector.warn import inform_once, warn_once
 log = logging.getLogger("kselect.selector")
 
 MODELLED = frozenset({"mm", "addmm", "bmm", "baddbmm", "linear"})
-HELD_ONLY = frozenset({"scaled_mm"})  # decided only where the ranker says it holds them
+HELD_ONLY = frozenset({"scaled_mm", "grouped_mm"})  # decided only where the ranker says it holds them
 STAMP = OP_STAMP  # the annotation the templates stage leaves on each choice it builds
 
 # Inductor's op names at get_template_configs that differ from their kind (read on torch 2.13:
@@ -194,6 +197,21 @@ def scaled_unheld(ranker, nodes) -> str | None:
     return None
 
 
+def grouped_unheld(ranker, nodes) -> str | None:
+    """What of this `_grouped_mm` (its input nodes) the ranker does not hold ("grouped_mm",
+    "fp16 grouped_mm"), or None where it decides it. `ranker` None: stock, as for every unheld op."""
+    if ranker is None or "grouped_mm" not in (getattr(ranker, "ops", None) or DEFAULT_OPS):
+        return "grouped_mm"
+    known = getattr(getattr(ranker, "grouped", None) or ranker, "dtypes", None)
+    dtype = dtype_name(nodes[0].get_dtype())
+    if known is not None and dtype not in known:
+        return f"{dtype} grouped_mm"
+    return None
+
+
+_HELD_CHECKS = {"scaled_mm": scaled_unheld, "grouped_mm": grouped_unheld}
+
+
 def stamp(choices: list, kind: str) -> list:
     """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
     for choice in choices:
@@ -220,7 +238,7 @@ class OpGate:
                 if exc.cause == "model":  # a broken model: its one warning, as for any GEMM
                     warn_once(exc.cause, str(exc))
                 ranker = None
-            return self._noted(scaled_unheld(ranker, nodes))
+            return self._noted(_HELD_CHECKS[kind](ranker, nodes))
 
         def ranker_dtypes():
             try:

@@ -70,8 +70,8 @@ class CompilePricing:
     def compile_price(self, fingerprint: dict, problem, candidates) -> CompilePrice | None:
         """verify: the price on kept templates' compiles for this GEMM, or None (budget off, not
         a CUDA GPU, or no compile-cost model for its target: verify keeps as before)."""
-        if self.mode != "verify" or not self.compile_budget:
-            return None
+        if self.mode != "verify" or not self.compile_budget or problem.op == "grouped_mm":
+            return None  # the compile-cost model knows mm's templates, not the grouped one
         model = self._compile_model(fingerprint)
         if model is None:
             return None

@@ -39,12 +39,15 @@ class VerifyOrchestration:
             handed = self._verify_fused(problem, entry, out, device_type)  # verify/fused_forms.py
             if handed is not None:
                 return handed  # else (one warning) the few go to Inductor's own benchmark, below
-        if verifying_set and not epilogue and self._times_itself(device_type):
+        # a grouped GEMM's few go to Inductor's benchmark, on its own offsets: kselect's harness
+        # builds a plain GEMM's operands
+        grouped = problem.op == "grouped_mm"
+        if verifying_set and not epilogue and not grouped and self._times_itself(device_type):
             picked = self._measure_kept(problem, entry, out, device_type)
             if picked is not None:
                 return picked
         faithful = False
-        if verifying_set and device_type == "cuda":
+        if verifying_set and device_type == "cuda" and not grouped:
             try:
                 faithful = autotune.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake

@@ -26,7 +26,8 @@ def test_every_shipped_model_declares_one_known_kind():
         kind, version = artifact.kind_of(artifact.read_sidecar(p))
         assert artifact.KINDS.get(kind) == version, p
         kinds.setdefault(kind, []).append(artifact.paths(p)[0])
-    assert set(kinds) == set(artifact.KINDS)
+    # every kind ships a model but the grouped one, which waits for its GPU data (docs/grouped-mm.md)
+    assert set(kinds) | {"grouped-cost-model"} == set(artifact.KINDS)
     for kind, files in kinds.items():
         assert artifact.discover(kind) == files
     assert artifact.discover("compile-cost", where=lambda meta: meta.get("arch") == "sm_90") == kinds["compile-cost"]

@@ -129,13 +129,20 @@ def bench(rows: pd.DataFrame, picks: Mapping[str, str], stock_picks: Mapping[str
 
 
 def evaluate(
-    train: pd.DataFrame, unseen: pd.DataFrame, device: Mapping, stock_picks: Mapping, seed: int = 0, trees: int = 300
+    train: pd.DataFrame,
+    unseen: pd.DataFrame,
+    device: Mapping,
+    stock_picks: Mapping,
+    seed: int = 0,
+    trees: int = 300,
+    model=None,
 ) -> dict:
-    """Fit on `train`, pick each unseen shape from the shape alone, and score the picks on every
-    unseen routing against plain and stock (the acceptance's speed half). For its tuning half,
-    the compile seconds of stock and of the compile keeping one choice (`stock_picks`)."""
+    """Fit on `train` (or take the fitted `model`), pick each unseen shape from the shape alone,
+    and score the picks on every unseen routing against plain and stock (the acceptance's speed
+    half). For its tuning half, the compile seconds of stock and of the compile keeping one
+    choice (`stock_picks`)."""
     train_rows, unseen_rows = measured(train), measured(unseen)
-    model = fit(train_rows, device, seed, trees)
+    model = model if model is not None else fit(train_rows, device, seed, trees)
     picks = {}
     for shape, group in unseen_rows.groupby("shape"):
         cands = [Candidate.from_json(_candidate_json(r)) for _, r in group.drop_duplicates("candidate_key").iterrows()]

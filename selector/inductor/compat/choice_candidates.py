@@ -4,6 +4,7 @@ measurements and Inductor's choices line up).
 - `ktc_candidate` / `ktc_candidates`: a KernelTemplateChoice (the template stage, before code
   generation) -> `Candidate`, Triton tiles through a memo primed at model load;
 - `caller_candidate`: any backend's ChoiceCaller (the benchmarked choices) -> `Candidate`;
+- `grouped_caller_candidates`: a `_grouped_mm` lowering's choices -> its grouped candidates;
 - FlyDSL's choices (their knobs, their kernel builds) and the size a choice was generated for
   under multi-kernel dispatch (`hint_override_of`).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from typing import Iterable
 
 from kselect.kernels.backend import BackendError
@@ -161,11 +163,11 @@ def caller_candidate(choice) -> Candidate | None:
     calls as flydsl (their bound knobs); other extern library calls (`_mkl_linear`, `bmm`) as
     aten; others (CPP, CUTLASS, ...) as (backend, name without Inductor's per-compile
     counter), stable across compiles."""
-    import re
-
     ann = getattr(choice, "annotations", None) or {}
     if ann.get(OP_STAMP) == "scaled_mm":  # its templates share triton::mm's uid with bf16 mm
         return scaled_caller_candidate(choice)
+    if re.fullmatch(r"triton_grouped_mm_\d+", str(getattr(choice, "name", "") or "")):  # built outside the KTC path
+        return grouped_caller_candidate(choice)
     if ann.get("ktc") is not None:
         return ktc_candidate(ann["ktc"])
     name = str(getattr(choice, "name", "") or "")
@@ -186,6 +188,19 @@ def caller_candidate(choice) -> Candidate | None:
 
 def caller_candidates(choices) -> list:
     return [caller_candidate(c) for c in choices]
+
+
+def grouped_caller_candidate(choice) -> Candidate | None:
+    """A `_grouped_mm` lowering's choice -> its grouped candidate (kernels/grouped/space.py):
+    ATen's `_grouped_mm` extern, or a Triton `grouped_mm` config by its knobs, read as the
+    collector reads them (kernels/grouped/run.py); None for anything else."""
+    from kselect.kernels.grouped.run import choice_candidate
+
+    return choice_candidate(choice)
+
+
+def grouped_caller_candidates(choices) -> list:
+    return [grouped_caller_candidate(c) for c in choices]
 
 
 # fp8 `_scaled_mm`'s templates (uids read on torch 2.11 / 2.13) -> the collector's candidate
