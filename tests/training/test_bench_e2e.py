@@ -394,6 +394,7 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
             "kept": 14,
             "ranking_ms": 40.0,
             "threads": {"MainThread": 10},
+            "stock_ops": ["scaled_mm"],
             "warnings": [],
             "stats": {"decisions": 10, "fallbacks": 0},
             "decision_cpu_ms": 35.0,
@@ -451,7 +452,7 @@ def test_report_renders_every_status_and_keeps_other_model_rows_out_of_ratios(tm
     assert "| mm:8x128256x4096:bf16:nt | `triton:mm:BM32` | `triton:mm:BM16` |" in text
     assert (
         "| decode | kselect-verify | 0.20 | 10 (MainThread: 10) | 2500 | 14 | 40.0 (35.0) | "
-        "aten:mm 3, triton:mm 2 | 0 | - |"
+        "aten:mm 3, triton:mm 2 | scaled_mm | 0 | - |"
     ) in text
     assert (tmp_path / "compile_vs_step.png").exists() and "plot_error" not in report
 
