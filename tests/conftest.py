@@ -1,7 +1,10 @@
 """Shared test fixtures: paths to the repo, the committed dataset and ../shared, and the
 settings of a recorded GPU bench e2e run."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,25 @@ os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
 # the same pick on this machine's image); a compiler that could not build one would fail the
 # first C++ kernel loudly. A user's setting stays.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "1")
+
+
+def _share_built_kernels() -> None:
+    """Put tests/cxx_cache/g++ first on PATH for the whole test run (the xdist workers and every
+    process they start inherit it): an Inductor C++ kernel whose source and flags an earlier
+    process already built is copied from that build instead of compiled again. One folder for the
+    run, made by the first process that loads this file; a user's own CXX stays theirs. (Not
+    KSELECT_* names: the bench's workers drop those.)"""
+    real = shutil.which("g++")
+    if real is None or "CXX" in os.environ or os.environ.get("TESTS_REAL_CXX"):
+        return
+    cache = tempfile.mkdtemp(prefix="kselect-tests-kernels-")
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    os.environ["TESTS_REAL_CXX"] = real
+    os.environ["TESTS_CXX_CACHE"] = cache
+    os.environ["PATH"] = os.pathsep.join([str(Path(__file__).parent / "cxx_cache"), os.environ["PATH"]])
+
+
+_share_built_kernels()
 
 
 def with_inductor_pool(env: dict[str, str]) -> dict[str, str]:
