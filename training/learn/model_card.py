@@ -150,6 +150,15 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
         f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
         f"| families | {', '.join(tr.get('families', []))} |",
+        *(
+            [
+                f"| dtypes it decides | {', '.join(tr['dtypes'])}"
+                + (f" (its data: {', '.join(tr['data_dtypes'])})" if tr.get("data_dtypes") else "")
+                + " |"
+            ]
+            if tr.get("dtypes")
+            else []
+        ),
         f"| training command | `{artifact.provenance(meta)['command']}` |",
         f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
         f"| trained at | {meta.get('trained_at')} |",
