@@ -96,9 +96,10 @@ def grouped_beside(fingerprint: Mapping, named=None) -> GroupedRanker | None:
 
 def for_problem(ranker, problem):
     """The ranker that scores `problem`: a grouped GEMM's is the one joined to the serving
-    ranker (a MeasuredRanker scores it itself, by key); any other problem's, the ranker."""
+    ranker (a MeasuredRanker scores it itself, by key); a GEMM of a dtype the serving model
+    lacks, the card's model of that dtype joined to it (`by_dtype`); any other, the ranker."""
     if not isinstance(problem, GroupedProblem):
-        return ranker
+        return (getattr(ranker, "by_dtype", None) or {}).get(problem.dtype, ranker)
     grouped = getattr(ranker, "grouped", None)
     if grouped is not None:
         return grouped

@@ -34,7 +34,7 @@ from kselect.selector.decide.aten_probe import AtenKernelFacts
 from kselect.selector.decide.candidate_sets import KEY_INDEX, backends_of, candidate_keys
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
-from kselect.selector.model.held_ops import held_ops, held_scalings
+from kselect.selector.model.held_ops import held_dtypes, held_ops, held_scalings
 
 
 class RankerUnavailable(RuntimeError):
@@ -71,16 +71,21 @@ class CostModelRanker:
 
     log_time_scores = False
 
-    def __init__(self, model, fingerprint: Mapping | None, grouped=None):
+    def __init__(self, model, fingerprint: Mapping | None, grouped=None, by_dtype: Mapping | None = None):
         """`grouped`: the GroupedRanker joined to it (decide/grouped_ranker.py), which scores
-        `_grouped_mm` and puts "grouped_mm" among its `ops`; None: grouped GEMMs go to stock."""
+        `_grouped_mm` and puts "grouped_mm" among its `ops`; None: grouped GEMMs go to stock.
+        `by_dtype`: {dtype: CostModelRanker} of the card's models of dtypes this one lacks
+        (model/discovery.py dtype_models), each scoring its own (grouped_ranker.for_problem)."""
         self.model = model
         #: scores are predicted log(time / ATen's time): the policy reads them as gaps to cuBLAS
         self.aten_gap_scores = bool(getattr(model, "aten_relative", False))
         self.fingerprint = fingerprint
         meta = getattr(model, "metadata_", {}) or {}
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
-        self.dtypes = tuple(meta.get("dtypes") or training.get("dtypes") or ("bf16",))
+        #: the dtypes its own trees decide; `dtypes` adds the joined models' (what kselect takes)
+        self.own_dtypes = held_dtypes(meta)
+        self.by_dtype = {d: r for d, r in (by_dtype or {}).items() if d not in self.own_dtypes}
+        self.dtypes = self.own_dtypes + tuple(sorted(self.by_dtype))
         self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)
         # the optional feature blocks it was trained with; the epilogue block reads the GEMM's Epilogue
         self.feature_blocks = tuple(getattr(model, "feature_blocks_", ()))
@@ -153,11 +158,13 @@ class CostModelRanker:
 
         rows = problems is None
         if rows:
-            problems = [Problem(4096, 4096, 4096, dtype, "nt") for dtype in self.dtypes if dtype not in FP8_DTYPES]
+            problems = [Problem(4096, 4096, 4096, dtype, "nt") for dtype in self.own_dtypes if dtype not in FP8_DTYPES]
         warmed = self._warmed_classes
         ranked: list[Candidate] = []
+        for joined in {id(r): r for r in self.by_dtype.values()}.values():  # each its own dtypes
+            ranked += joined.warm_up(None if rows else [p for p in problems if p.dtype in joined.own_dtypes])
         for problem in problems:
-            if problem.dtype not in self.dtypes or problem.op == "scaled_mm":
+            if problem.dtype not in self.own_dtypes or problem.op == "scaled_mm":
                 continue  # stock's anyway, or (fp8) a space of its own, ranked at its decision
             # a size class is its memoised tile tuples (one object per class) and decompose-k's use
             tiles = tuple(
@@ -175,7 +182,7 @@ class CostModelRanker:
         if rows:
             for m in WARM_ROW_CLASSES:  # tile spaces depend on the sizes only, not the dtype: once each
                 for template in ("mm", "persistent_tma"):
-                    template_space(Problem(m, 4096, 4096, self.dtypes[0], "nt"), template, "exhaustive")
+                    template_space(Problem(m, 4096, 4096, self.own_dtypes[0], "nt"), template, "exhaustive")
         return list(dict.fromkeys(ranked))
 
     def rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool = True, epilogue=None) -> np.ndarray:
@@ -183,11 +190,11 @@ class CostModelRanker:
         ATen-kernel columns) -- warm_up's stand-in problems need not. `epilogue`: the GEMM's
         Epilogue (selector/inductor/epilogue.py; None: none follows it), for a model trained
         with the epilogue block; a model without blocks never sees it."""
-        if problem.dtype not in self.dtypes:
+        if problem.dtype not in self.own_dtypes:
             raise RankerUnavailable(
                 f"dtype-{problem.dtype}",
                 f"kselect: the cost model has no "
-                f"{problem.dtype} data (trained on {list(self.dtypes)}) -- stock autotuning",
+                f"{problem.dtype} data (trained on {list(self.own_dtypes)}) -- stock autotuning",
             )
         from kselect.selector.model.feature_blocks import with_blocks
         from kselect.selector.model.features import featurize_candidates

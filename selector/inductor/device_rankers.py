@@ -58,6 +58,7 @@ class DeviceRankers:
         from kselect.selector.model.cost_model import CostModel, ModelError
         from kselect.selector.model.discovery import load_shipped, serve_named
 
+        by_dtype = None  # a model the user gave or named decides its own dtypes alone
         try:
             if isinstance(self.model, CostModel):
                 model = self.model
@@ -68,6 +69,7 @@ class DeviceRankers:
                     warn_once("model:other-card", other_card)
             elif fingerprint.get("gpu_name"):
                 model = load_shipped(fingerprint=fingerprint)
+                by_dtype = self._dtype_rankers(fingerprint, model)
             else:
                 raise RankerUnavailable(
                     "no-gpu",
@@ -77,9 +79,31 @@ class DeviceRankers:
         except ModelError as exc:
             raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
         model.set_threads(1)
-        ranker = CostModelRanker(model, fingerprint, grouped=self._grouped_ranker(fingerprint))
+        ranker = CostModelRanker(model, fingerprint, self._grouped_ranker(fingerprint), by_dtype)
         ranker.check()
         return ranker
+
+    def _dtype_rankers(self, fingerprint: dict, model) -> dict:
+        """{dtype: ranker} of the card's shipped models of dtypes `model` lacks (discovery.py
+        dtype_models); one that cannot be read or serve here leaves its dtypes to stock, with one warning."""
+        from kselect.selector.model.cost_model import ModelError
+        from kselect.selector.model.discovery import dtype_models
+        from kselect.selector.model.held_ops import held_dtypes
+
+        try:
+            models = dtype_models(fingerprint, held_dtypes(model.metadata_))
+            rankers = {}
+            for m in {id(m): m for m in models.values()}.values():
+                m.set_threads(1)
+                rankers[id(m)] = CostModelRanker(m, fingerprint)
+                rankers[id(m)].check()
+        except (ModelError, RankerUnavailable) as exc:
+            warn_once(
+                "model:dtypes",
+                f"kselect: cannot use a shipped model of other dtypes: {exc} -- stock autotuning for them",
+            )
+            return {}
+        return {d: rankers[id(m)] for d, m in models.items()}
 
     def _grouped_ranker(self, fingerprint: dict):
         """The grouped model joined to this device's cost model (decide/grouped_ranker.py), or None."""

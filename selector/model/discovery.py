@@ -1,6 +1,7 @@
 """Which cost model serves a card: the shipped models (`shipped_models`), the one discovery picks
 for a fingerprint (`load_shipped`: this exact card's model first, else one of its architecture,
-with one info line naming it), and a model the user named, which serves any card with one
+with one info line naming it), the card's models of the dtypes that one lacks (`dtype_models`,
+joined to it), and a model the user named, which serves any card with one
 warning when it was made for another (`serve_named`)."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kselect.selector.model.checks import (
     trained_fingerprints,
 )
 from kselect.selector.model.cost_model import KIND, CostModel
+from kselect.selector.model.held_ops import held_dtypes
 
 log = logging.getLogger("kselect.selector.model.cost_model")  # where a model's load logs
 
@@ -55,16 +57,9 @@ def _preference(match: str, n_cards: int) -> tuple[int, int]:
     return (1, 0 if n_cards > 1 else 1)
 
 
-def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
-    """A shipped model by file name, or (name=None) the one to serve `fingerprint`'s GPU: a model
-    of this exact card first, else one of its architecture (`_preference`); one info line names
-    the model and why. Raises DeviceMismatchError when neither exists."""
-    from kselect.models import shipped_model_path
-
-    if name is not None:
-        return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
-    if fingerprint is None:
-        raise ModelError("load_shipped needs a model name or a device fingerprint")
+def _ranked(fingerprint: Mapping) -> list[tuple]:
+    """(preference, file name, path, match, dtypes held) of each shipped model that may serve
+    `fingerprint`'s GPU (its schema this code's), best first."""
     ranked = []
     for path in shipped_models():
         meta = read_sidecar(meta_path(path))
@@ -74,19 +69,57 @@ def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, fo
             continue
         match = device_match(meta, fingerprint)
         if match is not None:
-            ranked.append((_preference(match, len(trained_fingerprints(meta))), path.name, path, match))
+            pref = _preference(match, len(trained_fingerprints(meta)))
+            ranked.append((pref, path.name, path, match, held_dtypes(meta)))
+    return sorted(ranked)
+
+
+def _loaded(path: Path, scope: str, fingerprint: Mapping, serves: str) -> CostModel:
+    model = CostModel.load(path)
+    model.device_scope = scope
+    model.check_device(fingerprint)
+    cards = ", ".join(t.get("gpu_name") or "?" for t in trained_fingerprints(model.metadata_))
+    why = "this card" if scope == "card" else "the same architecture"
+    log.info(
+        "kselect: serving model %s%s (trained on %s; %s %s)", path.name, serves, cards, why, architecture(fingerprint)
+    )
+    return model
+
+
+def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, force: bool = False) -> CostModel:
+    """A shipped model by file name, or (name=None) the one to serve `fingerprint`'s GPU: a model
+    of this exact card first, else one of its architecture (`_preference`), one that decides
+    bf16 before one of other dtypes alone (those join it: dtype_models); one info line names
+    the model and why. Raises DeviceMismatchError when none exists."""
+    from kselect.models import shipped_model_path
+
+    if name is not None:
+        return CostModel.load(shipped_model_path(name), fingerprint=fingerprint, force=force)
+    if fingerprint is None:
+        raise ModelError("load_shipped needs a model name or a device fingerprint")
+    ranked = _ranked(fingerprint)
     if ranked:
-        _, _, path, scope = min(ranked)
-        model = CostModel.load(path)
-        model.device_scope = scope
-        model.check_device(fingerprint)
-        cards = ", ".join(t.get("gpu_name") or "?" for t in trained_fingerprints(model.metadata_))
-        why = "this card" if scope == "card" else "the same architecture"
-        log.info(
-            "kselect: serving model %s (trained on %s; %s)", path.name, cards, why + f" {architecture(fingerprint)}"
-        )
-        return model
+        _, _, path, scope, _ = min(ranked, key=lambda r: ("bf16" not in r[4], r[0], r[1]))
+        return _loaded(path, scope, fingerprint, "")
     raise DeviceMismatchError(
         f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs, "
         f"{architecture(fingerprint) or 'unknown architecture'}); shipped: {[p.name for p in shipped_models()]}"
     )
+
+
+def dtype_models(fingerprint: Mapping, held) -> dict[str, CostModel]:
+    """{dtype: model} for the dtypes the serving model (which decides `held`) lacks: per dtype the
+    shipped model that may serve this GPU and decides it, preferred as load_shipped prefers;
+    each file loaded once. Raises ModelError for a model that cannot be read."""
+    chosen: dict[str, tuple] = {}
+    for _, _, path, scope, dtypes in _ranked(fingerprint):
+        for d in dtypes:
+            if d not in held:
+                chosen.setdefault(d, (path, scope))
+    loaded: dict[Path, CostModel] = {}
+    for d, (path, scope) in chosen.items():
+        if path not in loaded:
+            loaded[path] = _loaded(
+                path, scope, fingerprint, f" for {', '.join(sorted(k for k, v in chosen.items() if v[0] == path))}"
+            )
+    return {d: loaded[path] for d, (path, _) in chosen.items()}

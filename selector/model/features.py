@@ -25,7 +25,10 @@ from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 from kselect.selector.decide.candidate_memo import IdentityMemo
+from kselect.selector.fingerprint import device_peaks
 
+# v2 also reads a dtype's peak its fingerprint lacks (TF32's, in the bf16 datasets' fingerprints)
+# from the card's datasheet: no model trained before held TF32 rows, so none read it otherwise.
 FEATURE_SCHEMA_VERSION = 2
 
 TEMPLATE_CLASSES = ("aten", "mm", "persistent_tma", "decompose_k", "other")
@@ -118,11 +121,14 @@ class FeatureError(ValueError):
 # ---------------------------------------------------------------------------------------
 # device
 def device_constants(device: Mapping, dtype: str = "bf16") -> dict:
-    """SM count, peak FLOP/s of `dtype`, bandwidth, shared memory and L2 from a fingerprint."""
+    """SM count, peak FLOP/s of `dtype`, bandwidth, shared memory and L2 from a fingerprint. A
+    fingerprint without `dtype`'s peak (a bf16 dataset's records no TF32 peak) takes the
+    datasheet's for its card (selector/fingerprint.py DEVICE_PEAKS), else bf16's."""
     if not isinstance(device, Mapping):
         raise FeatureError(f"device must be a fingerprint dict, got {type(device).__name__}")
     peaks = device.get("peak_tflops") or {}
-    peak = float(peaks.get(dtype) or peaks.get("bf16") or 0.0)
+    sheet = device_peaks(str(device.get("gpu_name") or ""))["peak_tflops"]
+    peak = float(peaks.get(dtype) or sheet.get(dtype) or peaks.get("bf16") or 0.0)
     bw = float(device.get("mem_bandwidth_gbs") or 0.0)
     sm = int(device.get("sm_count") or 0)
     if sm <= 0 or peak <= 0 or bw <= 0:

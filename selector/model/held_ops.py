@@ -1,10 +1,12 @@
-"""Which ops (and, for fp8 `_scaled_mm`, which scaling kinds) a cost model ranks, read from its
-sidecar beside its `dtypes`.
+"""Which ops (and, for fp8 `_scaled_mm`, which scaling kinds) and which dtypes a cost model
+ranks, read from its sidecar.
 
 Sidecar fields (top level, or in its `training` card):
 - `ops`: the Problem ops it holds, e.g. ["mm", "addmm", "bmm", "scaled_mm"]; unsaid, the GEMMs
   every model before this field held: mm, addmm, bmm;
-- `scalings`: the scaling kinds of its scaled_mm data (unsaid: both kinds of kernels/problem.py).
+- `scalings`: the scaling kinds of its scaled_mm data (unsaid: both kinds of kernels/problem.py);
+- `dtypes`: the dtypes it decides (unsaid: bf16); a card's models of other dtypes join the one
+  that serves it, each deciding its own (model/discovery.py dtype_models).
 A model holding scaled_mm must declare the "scaled_mm" feature block (feature_blocks.py): without
 its columns an fp8 row reads as a bf16 GEMM of one-byte operands, blind to scaling and output.
 """
@@ -32,6 +34,11 @@ def held_ops(meta: Mapping) -> frozenset:
     """The ops a model's sidecar says it holds (DEFAULT_OPS when unsaid)."""
     ops = _field(meta, "ops")
     return frozenset(DEFAULT_OPS if ops is None else map(str, ops))
+
+
+def held_dtypes(meta: Mapping) -> tuple[str, ...]:
+    """The dtypes a model's sidecar says it decides (`dtypes`; bf16 alone when unsaid)."""
+    return tuple(map(str, _field(meta, "dtypes") or ("bf16",)))
 
 
 def held_scalings(meta: Mapping) -> frozenset:

@@ -34,7 +34,9 @@ def test_a_card_with_its_own_model_is_served_by_it():
     """Fails if the doctor's choice differs from discovery's: the H200 gets the H200 model."""
     path, why, ranker = doctor._model(_card("h200-bf16.json"), None)
     assert path == "h200-bf16.json" and "this card" in why
-    assert doctor.decided(ranker) == {"ops": ["addmm", "baddbmm", "bmm", "mm"], "dtypes": ["bf16"]}  # no scaled_mm
+    # fp16 and TF32 by the Hopper model of those dtypes, joined as at serving; no scaled_mm
+    assert "fp16, tf32: hopper-fp16-tf32.json" in why
+    assert doctor.decided(ranker) == {"ops": ["addmm", "baddbmm", "bmm", "mm"], "dtypes": ["bf16", "fp16", "tf32"]}
 
 
 def test_another_hopper_card_is_served_by_its_architecture():

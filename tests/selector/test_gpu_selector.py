@@ -3,8 +3,9 @@ sm_90 model serves it): kselect in max-autotune with that bf16 model (torch 2.11
 
 One function holds the four GEMMs of the issue -- mm (x @ W^T, "nt"), addmm (a Linear with
 bias), bmm, and mm with A transposed (X^T @ dY, the weight-gradient GEMM, "tn") -- so the whole
-file makes four max-autotune compiles: predict, verify (k=2), verify again on the same decision
-cache, and an fp32 mm that must go stock. Every compile starts from torch._dynamo.reset() with
+file makes its max-autotune compiles: predict, verify (k=2), verify again on the same decision
+cache, an fp32 mm that must go stock, and an fp16 and a TF32 mm that the card's model of those
+dtypes decides (verify). Every compile starts from torch._dynamo.reset() with
 Inductor's caches disabled (force_disable_caches; Triton's kernel cache stays: it saves compile
 time and decides nothing). What Inductor benchmarked is read from its own feedback saver (as in
 tests/selector/test_selector_cpu.py), attributed to a GEMM by the problem key kselect reads from the
@@ -794,6 +795,58 @@ def test_fp32_mm_goes_to_stock_untouched_and_is_told_once(fp32):
     assert max((len(r) for r in res.timed(FP32_KEY)), default=0) >= 2, (FP32_KEY, [k for k, _ in res.runs])
     got = res.outputs[0]
     assert got.dtype == torch.float32 and relative_error(got, want.float()) < TOL
+
+
+# ---------------------------------------------------------------------------------------
+# fp16 and TF32: decided by the card's shipped model of those dtypes (hopper-fp16-tf32 on sm_90),
+# joined to the bf16 model that serves the card (selector/model/discovery.py dtype_models)
+OTHER_DTYPES = {
+    "fp16": (torch.float16, "mm:16x16384x8192:fp16:nt"),
+    "tf32": (torch.float32, "mm:16x16384x8192:tf32:nt"),
+}
+
+
+@pytest.fixture(scope="module")
+def other_dtypes(harness, served, tmp_path_factory):
+    """{dtype: (verify compile, fp32 reference, its model's ranker ident)} of one skinny mm per
+    dtype a joined model decides on this card; TF32 under set_float32_matmul_precision("high")."""
+    from kselect.selector.model.discovery import dtype_models
+    from kselect.selector.model.held_ops import held_dtypes
+
+    fingerprint, model = served
+    joined = dtype_models(fingerprint, held_dtypes(model.metadata_))
+    g = torch.Generator(device="cuda").manual_seed(2)
+    out = {}
+    for dtype, (torch_dtype, _) in OTHER_DTYPES.items():
+        if dtype not in joined:
+            continue
+        x, w = _randn(g, torch_dtype, 16, 8192), _randn(g, torch_dtype, 16384, 8192)
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high" if dtype == "tf32" else before)
+        cache = tmp_path_factory.mktemp(f"decisions-{dtype}")
+        try:
+            res = harness.compile("verify", lambda x, w: x @ w.t(), (x, w), k=K, cache_dir=cache)
+        finally:
+            torch.set_float32_matmul_precision(before)
+        res.cache_files = _cache_files(cache)
+        out[dtype] = (res, x.float() @ w.float().t(), CostModelRanker(joined[dtype], fingerprint).ident)
+    return out
+
+
+@pytest.mark.parametrize("dtype", list(OTHER_DTYPES))
+def test_fp16_and_tf32_are_decided_by_the_cards_model_of_that_dtype(other_dtypes, dtype):
+    """Fails if no shipped model decides the dtype on this card (a Hopper card has one), if the
+    GEMM goes stock or falls back, or if its decision was keyed to another model's trees."""
+    assert dtype in other_dtypes, f"no shipped model decides {dtype} on this card"
+    res, want, ident = other_dtypes[dtype]
+    key = OTHER_DTYPES[dtype][1]
+    assert res.warnings == [] and res.stats["fallbacks"] == 0, (res.warnings, res.stats)
+    assert res.decisions(key), (key, res.log[-20:])
+    rankers = {f.get("key_fields", {}).get("ranker") for f in res.cache_files}
+    assert ident in rankers, (ident, rankers)
+    assert max((len(r) for r in res.timed(key)), default=0) <= K + 1, res.describe(key)
+    got = res.outputs[0]
+    assert got.dtype == OTHER_DTYPES[dtype][0] and relative_error(got.float(), want) < TOL
 
 
 # ---------------------------------------------------------------------------------------

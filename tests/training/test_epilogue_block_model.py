@@ -250,7 +250,6 @@ def test_a_model_declaring_an_unknown_block_goes_stock_with_one_warning(block_mo
 def test_shipped_models_declare_no_block_and_see_the_features_they_always_saw():
     from kselect.selector.model.discovery import shipped_models
 
-    p = Problem(333, 4096, 4096, "bf16", "nt")
     cands = [ATEN, DK, *TILES]
     for path in shipped_models():
         meta = json.loads(meta_path(path).read_text())
@@ -258,6 +257,7 @@ def test_shipped_models_declare_no_block_and_see_the_features_they_always_saw():
         model = CostModel.load(path)
         assert model.feature_blocks_ == () and model.feature_names_ == F.FEATURE_NAMES
         ranker = CostModelRanker(model, model.fingerprint)
+        p = Problem(333, 4096, 4096, ranker.own_dtypes[0], "nt")  # a dtype the model decides
         assert not ranker.reads_epilogue and ":b" not in ranker.ident
         X = F.featurize_candidates(p, cands, model.fingerprint)
         assert X.shape == (len(cands), len(F.FEATURE_NAMES))

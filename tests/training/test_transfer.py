@@ -237,3 +237,30 @@ def test_bootstrap_reads_equal_selections_as_noise_and_a_worse_one_as_worse():
         bootstrap_captures(aten, aten, {"own": aten})
     with pytest.raises(ValueError, match="reference"):
         bootstrap_captures(aten, best, {"own": best}, reference="nobody")
+
+
+def test_two_datasets_of_one_card_join_as_its_rows_and_a_model_may_decide_some_dtypes(cards, tmp_path, capsys):
+    """Catches: a second dataset of one card refused (bf16 and other dtypes are collected apart),
+    joined with another card's device columns, or a problem measured in both counted twice;
+    `train --dtypes` naming a dtype the data lacks, or not written to the sidecar and card."""
+    (a, fa), _ = cards
+    b = a.assign(dtype="fp16", problem_key=a["problem_key"].str.replace(":bf16:", ":fp16:"))
+    fb = {**fa, "peak_tflops": {**fa["peak_tflops"], "tf32": 494.7}}  # a later collection records TF32
+    rows, devices = pool([(a, fa), (b, fb)])
+    assert list(devices.fingerprints) == [fa["fingerprint_id"]] and devices.sources == (fa["fingerprint_id"],) * 2
+    assert devices.fingerprints[fa["fingerprint_id"]]["peak_tflops"]["tf32"] == 494.7
+    assert ShapeSet.from_frame(rows).n_shapes == 2 * ShapeSet.from_frame(a).n_shapes
+    with pytest.raises(PoolingError, match="same card.*holds"):
+        pool([(a, fa), (a, fb)])
+    with pytest.raises(PoolingError, match="mem_bandwidth_gbs"):
+        pool([(a, fa), (b, {**fb, "mem_bandwidth_gbs": 1000.0})])
+    data_a, data_b = write_dataset(tmp_path / "a", a, fa), write_dataset(tmp_path / "b", b, fb)
+    argv = ["--quiet", "train", "--data", str(data_a), "--data", str(data_b), "--out", str(tmp_path / "m")]
+    argv += ["--objective", "reg:aten", "--cv-folds", "0", "--grid", "single", "--nthread", "1"]
+    assert cli_main([*argv, "--dtypes", "fp16,tf32"]) == 2
+    assert "tf32" in capsys.readouterr().err
+    assert cli_main([*argv, "--dtypes", "fp16"]) == 0
+    meta = json.loads((tmp_path / "m.meta.json").read_text())
+    assert meta["training"]["dtypes"] == ["fp16"] and meta["training"]["data_dtypes"] == ["bf16", "fp16"]
+    assert [d["fingerprint_id"] for d in meta["datasets"]] == [fa["fingerprint_id"]] * 2
+    assert "| dtypes it decides | fp16 (its data: bf16, fp16) |" in (tmp_path / "m.md").read_text()

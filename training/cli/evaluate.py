@@ -10,7 +10,7 @@ from kselect.selector.jsonable import json_default
 from kselect.training.cli.flags import add_data_model_args, data_and_model
 from kselect.training.cli.output import Console
 from kselect.training.learn.evaluation import SCHEMES, run_evaluation
-from kselect.training.learn.op_capture import op_text
+from kselect.training.learn.op_capture import dtype_text, op_text
 from kselect.training.learn.train import dataset_hash
 from kselect.training.learn.transfer import DEVICE_FEATURES
 
@@ -125,7 +125,7 @@ def headroom_lines(hc: dict, as_is: bool = False) -> list[str]:
             + "  ".join(f"k={k} {pct(v)}" for k, v in ours.items())
             + (" (nearest shape " + "  ".join(f"k={k} {pct(v)}" for k, v in near.items()) + ")" if near else "")
         )
-        per_op = op_text(scheme, r.get("ops", {}))
-        if per_op:
-            out.append(per_op)
+        for line in (op_text(scheme, r.get("ops", {})), dtype_text(scheme, r.get("dtypes", {}))):
+            if line:
+                out.append(line)
     return out

@@ -60,6 +60,11 @@ def add_parser(subparsers) -> None:
         default=MAX_ROWS_PER_SHAPE,
         help="training rows kept per shape: all near the best + a sample of the rest",
     )
+    p.add_argument(
+        "--dtypes",
+        help="comma-separated dtypes the model decides (its sidecar's `dtypes`), a subset of its data's; "
+        "default: every dtype its data holds. The others stay with whichever model, or stock, decides them",
+    )
     add_feature_block_arg(
         p,
         "train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
@@ -78,6 +83,7 @@ def main(args) -> int:
 
         parts = with_label_rows(parts, args.data)
     df, fp = parts[0] if len(parts) == 1 else pool(parts)
+    serve = served_dtypes(df, args.dtypes)
     console = Console.of(args)
     model, card = train(
         df,
@@ -91,8 +97,23 @@ def main(args) -> int:
         progress=console.progress,
         blocks=blocks,
     )
+    if serve:  # the dtypes it decides; its data's stay on record
+        card = {**card, "dtypes": serve, "data_dtypes": card.get("dtypes") or ["bf16"]}
     model_path, card_path = model_paths(args.out)
     data = args.data[0] if len(args.data) == 1 else args.data
     save_trained(model, card, fp, data, model_path, invocation(args), card_path)
     console.log(f"wrote {model_path}, {meta_path(model_path)}, {card_path} in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def served_dtypes(df, dtypes: str | None) -> list[str] | None:
+    """The dtypes --dtypes names (comma-separated), checked against the rows' before any
+    training: a ValueError names a dtype the data lacks. None: every dtype of the data."""
+    if not dtypes:
+        return None
+    data = sorted(map(str, df["dtype"].astype(str).unique()))
+    chosen = sorted(dict.fromkeys(d.strip() for d in dtypes.split(",") if d.strip()))
+    missing = sorted(set(chosen) - set(data))
+    if not chosen or missing:
+        raise ValueError(f"--dtypes {dtypes!r} names dtype(s) {missing} the data lacks (it holds {data})")
+    return chosen

@@ -33,7 +33,7 @@ from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES
 from kselect.training.learn.evaluate import ShapeSet, default_outcome_times, outcomes
-from kselect.training.learn.op_capture import flat_ops, op_split, shape_ops
+from kselect.training.learn.op_capture import flat_groups, op_split, shape_ops
 
 HEADROOM_KS = (1, 2, 4, 8)
 SLOWER = 1.01  # "slower than ATen": the pick runs > 1 % longer
@@ -219,6 +219,9 @@ def shape_counts(shapes: ShapeSet, table: Mapping | None = None) -> dict:
         "classes": {name: one(real & (table["m_class"] == i)) for i, (name, _, _) in enumerate(M_CLASSES)},
         "alignment": {"aligned": one(real & table["aligned"]), "unaligned": one(real & ~table["aligned"])},
     }
+    dtypes = np.unique(table["dtype"])
+    if len(dtypes) > 1:  # one model over several dtypes: each dtype's headroom apart
+        out["dtypes"] = {str(d): one(real & (table["dtype"] == d)) for d in dtypes}
     return out
 
 
@@ -386,9 +389,10 @@ def headroom_section(
         spread["verify"] = fold_spread(shapes, sim["verify"], fold_masks, table)
         spread["predict"] = fold_spread(shapes, sim["predict"], fold_masks, table)
     out["realistic"]["fold_spread"] = spread
-    ops = flat_ops(detail, ks)
-    if ops:
-        out["realistic"]["ops"] = ops
+    for split in ("ops", "dtypes"):  # per op kind and per dtype, where the shapes hold several
+        groups = flat_groups(detail, ks, split)
+        if groups:
+            out["realistic"][split] = groups
     out["definition"] = (
         "capture = sum log(t_ATen / t_pick) / sum log(t_ATen / t_best) over the shapes; "
         "realistic = shapes Inductor autotunes as measured (M >= 2, N and K not padded); "

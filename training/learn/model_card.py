@@ -55,15 +55,16 @@ def dataset_provenance(data: str | Path) -> dict:
 
 
 def pooled_provenance(devices, data: list[Path]) -> dict:
-    """A pooled model's sidecar fields: every card's fingerprint (`fingerprints`) and dataset
-    (`datasets`); `fingerprint` is the first card's (the field one-card readers take), and
+    """A pooled model's sidecar fields: every card's fingerprint (`fingerprints`) and every dataset
+    with its card's id (`datasets`; a card may have several); `fingerprint` is the first card's (the field one-card readers take), and
     `dataset_hash` the hash of the datasets' hashes in order."""
     import hashlib
 
     fps = list(devices.fingerprints.values())
-    if len(fps) != len(data):
-        raise ValueError(f"a pooled model of {len(fps)} cards needs as many datasets, got {len(data)}")
-    datasets = [{**dataset_provenance(d), "fingerprint_id": fp.get("fingerprint_id")} for d, fp in zip(data, fps)]
+    ids = devices.sources or tuple(fp.get("fingerprint_id") for fp in fps)  # one card per dataset when unsaid
+    if len(ids) != len(data):
+        raise ValueError(f"a pooled model of {len(ids)} datasets needs as many dataset paths, got {len(data)}")
+    datasets = [{**dataset_provenance(d), "fingerprint_id": fid} for d, fid in zip(data, ids)]
     joined = "\n".join(d["dataset_hash"] for d in datasets)
     return {
         "fingerprint": fps[0],
@@ -149,6 +150,15 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         f"| rows / shapes | {tr.get('dataset_rows')} rows ({tr.get('train_rows')} sampled for training), "
         f"{tr.get('shapes')} shapes ({tr.get('oracle_shapes')} oracle) |",
         f"| families | {', '.join(tr.get('families', []))} |",
+        *(
+            [
+                f"| dtypes it decides | {', '.join(tr['dtypes'])}"
+                + (f" (its data: {', '.join(tr['data_dtypes'])})" if tr.get("data_dtypes") else "")
+                + " |"
+            ]
+            if tr.get("dtypes")
+            else []
+        ),
         f"| training command | `{artifact.provenance(meta)['command']}` |",
         f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
         f"| trained at | {meta.get('trained_at')} |",

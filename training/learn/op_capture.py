@@ -1,7 +1,9 @@
-"""Headroom capture per op kind: mm, addmm, bmm, scaled_mm, and GEMM + epilogue groups
-(training/data/epilogue_rows.py's rows, whose problem_key carries KEY_MARK) as their own kind,
-so a model that wins on one op and loses on another is seen. An op with fewer than MIN_SHAPES
-shapes is reported by its count alone: one shape's capture is not a measure of the op."""
+"""Headroom capture per op kind and per dtype. Op kinds: mm, addmm, bmm, scaled_mm, and GEMM +
+epilogue groups (training/data/epilogue_rows.py's rows, whose problem_key carries KEY_MARK) as
+their own kind, so a model that wins on one op and loses on another is seen. An op with fewer
+than MIN_SHAPES shapes is reported by its count alone: one shape's capture is not a measure of
+the op. Dtypes: where one model holds several (bf16, fp16, tf32, fp32), each dtype's headroom
+and captures apart (headroom.split_stats makes both splits; this module reads them out)."""
 
 from __future__ import annotations
 
@@ -43,26 +45,33 @@ def op_split(on: Callable[[np.ndarray], dict], ops: np.ndarray, within: np.ndarr
     return out
 
 
-def flat_ops(detail: Mapping, ks) -> dict:
-    """headroom_section's flattened per-op reading of its detail: per op the shapes, the
-    policies' captures, each ranker's ATen + k captures and the fixed selections'; {} when the
-    shapes hold one op kind."""
-    ops = detail["fixed"]["always_aten"].get("ops")
-    if not ops:
+def flat_groups(detail: Mapping, ks, split: str = "ops") -> dict:
+    """headroom_section's flattened reading of its detail per group of `split` ("ops" or
+    "dtypes"): per group the shapes, the policies' captures, each ranker's ATen + k captures and
+    the fixed selections' (and, where counted, the group's headroom); {} when the shapes hold one
+    group."""
+    groups = detail["fixed"]["always_aten"].get(split)
+    if not groups:
         return {}
     pol = detail.get("policies", {})
+    counts = detail["shapes"].get(split, {})
     return {
-        op: {
+        g: {
             "shapes": s["shapes"],
-            **{mode: (pol[mode]["ops"][op]["capture"] if mode in pol else None) for mode in ("verify", "predict")},
+            **{k: v for k, v in counts.get(g, {}).items() if k != "shapes"},
+            **{mode: (pol[mode][split][g]["capture"] if mode in pol else None) for mode in ("verify", "predict")},
             "aten_plus_k": {
-                name: {k: r["aten_plus_k"][k]["ops"][op]["capture"] for k in ks}
-                for name, r in detail["rankers"].items()
+                name: {k: r["aten_plus_k"][k][split][g]["capture"] for k in ks} for name, r in detail["rankers"].items()
             },
-            "fixed": {name: f["ops"][op]["capture"] for name, f in detail["fixed"].items()},
+            "fixed": {name: f[split][g]["capture"] for name, f in detail["fixed"].items()},
         }
-        for op, s in ops.items()
+        for g, s in groups.items()
     }
+
+
+def flat_ops(detail: Mapping, ks) -> dict:
+    """flat_groups per op kind."""
+    return flat_groups(detail, ks, "ops")
 
 
 def _cell(shapes: int, v) -> str:
@@ -100,3 +109,28 @@ def op_text(scheme: str, ops: Mapping, k: int = 4) -> str | None:
         n, v = o["shapes"], o["aten_plus_k"].get("cost_model", {}).get(k)
         parts.append(f"{op} {n} shape{'s' if n != 1 else ''}" + ("" if n < MIN_SHAPES else f" {_cell(n, v)}"))
     return f"  per op ({scheme} held out, realistic shapes, ATen + {k} templates): " + "; ".join(parts)
+
+
+def dtype_text(scheme: str, dtypes: Mapping, k: int = 4) -> str | None:
+    """One line of text output: per dtype its shapes, the best candidate's geomean time over
+    ATen's, and the captures of verify, predict, the cost model's ATen + k, the nearest-shape
+    baseline's ATen + k and stock DEFAULT (None: one dtype)."""
+    if not dtypes:
+        return None
+
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"
+
+    parts = []
+    for d, o in dtypes.items():
+        best = o.get("best_over_aten_geomean")
+        near = o["aten_plus_k"].get("nearest_shape", {}).get(k)
+        parts.append(
+            f"{d} {o['shapes']} shapes"
+            + ("" if best is None else f" (best/ATen {best:.3f})")
+            + f" verify {pct(o['verify'])} predict {pct(o['predict'])}"
+            + f" ATen + {k} {pct(o['aten_plus_k'].get('cost_model', {}).get(k))}"
+            + ("" if near is None else f" nearest shape {pct(near)}")
+            + f" DEFAULT {pct(o['fixed'].get('default_idealised'))}"
+        )
+    return f"  per dtype ({scheme} held out, realistic shapes): " + "; ".join(parts)

@@ -31,6 +31,8 @@ class Devices:
     """The fingerprints of a pooled dataset's cards, by fingerprint id (in the order pooled)."""
 
     fingerprints: Mapping[str, Mapping]
+    #: per pooled dataset, in order, the fingerprint id of its card (several datasets may share one)
+    sources: tuple[str, ...] = ()
 
     def featurize(self, rows: pd.DataFrame) -> np.ndarray:
         """The feature matrix of pooled rows, each row featurised with its own card's fingerprint
@@ -64,28 +66,57 @@ class Devices:
 
 
 def pool(parts: Sequence[tuple[pd.DataFrame, Mapping]]) -> tuple[pd.DataFrame, Devices]:
-    """One frame of several cards' (rows, fingerprint): every row tagged with its card's
-    fingerprint id and its problem_key prefixed by it; the Devices featurise the result."""
+    """One frame of several datasets' (rows, fingerprint): every row tagged with its card's
+    fingerprint id and its problem_key prefixed by it; the Devices featurise the result. Datasets
+    of one card (the same fingerprint id; say bf16 and other dtypes collected apart) join as that
+    card's rows, when their device columns agree and no problem was measured in both."""
     if not parts:
         raise PoolingError("nothing to pool")
-    frames, fingerprints = [], {}
+    frames, fingerprints, sources = [], {}, []
     for i, (df, fp) in enumerate(parts):
         fid = str((fp or {}).get("fingerprint_id") or "")
         if not fid:
             raise PoolingError(f"dataset {i + 1} of {len(parts)} has a fingerprint without a fingerprint_id")
         if KEY_SEPARATOR in fid:
             raise PoolingError(f"fingerprint id {fid!r} contains {KEY_SEPARATOR!r}")
-        if fid in fingerprints:
-            raise PoolingError(
-                f"two datasets were measured on the same card {fp.get('gpu_name')!r} (fingerprint {fid}): "
-                "compact them into one dataset instead of pooling"
-            )
-        fingerprints[fid] = dict(fp)
         rows = df.copy()
         rows["fingerprint_id"] = fid
         rows["problem_key"] = fid + KEY_SEPARATOR + rows["problem_key"].astype(str)
+        if fid in fingerprints:
+            fingerprints[fid] = same_card_fingerprint(fingerprints[fid], fp, i + 1)
+            earlier = pd.concat([f for f, s in zip(frames, sources) if s == fid])["problem_key"]
+            twice = sorted(set(earlier) & set(rows["problem_key"]))
+            if twice:
+                raise PoolingError(
+                    f"dataset {i + 1} was measured on the same card {fp.get('gpu_name')!r} (fingerprint {fid}) "
+                    f"as an earlier one and holds {len(twice)} of its problems (e.g. {twice[0].split(KEY_SEPARATOR)[1]}): "
+                    "compact them into one dataset instead of pooling"
+                )
+        else:
+            fingerprints[fid] = dict(fp)
         frames.append(rows)
-    return pd.concat(frames, ignore_index=True), Devices(fingerprints)
+        sources.append(fid)
+    return pd.concat(frames, ignore_index=True), Devices(fingerprints, tuple(sources))
+
+
+def same_card_fingerprint(have: Mapping, other: Mapping, nth: int) -> dict:
+    """One fingerprint for two datasets of one card: `have`, with the dtype peaks `other` adds
+    (say TF32's, recorded only by a collection that measured it). A device column that differs
+    is a PoolingError: the rows would be featurised as one card that they were not."""
+    peaks, more = have.get("peak_tflops") or {}, other.get("peak_tflops") or {}
+    differ = [
+        f"{c} ({d}): {a[c]} vs {b[c]}"
+        for d in sorted(set(peaks) & set(more)) or ["bf16"]
+        for a, b in [(device_constants(have, d), device_constants(other, d))]
+        for c in a
+        if a[c] != b[c]
+    ]
+    if differ:
+        raise PoolingError(
+            f"dataset {nth} has the fingerprint id {have.get('fingerprint_id')} of an earlier dataset but other "
+            f"device columns: {'; '.join(differ)}"
+        )
+    return {**have, "peak_tflops": {**more, **peaks}}
 
 
 def card_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
