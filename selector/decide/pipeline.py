@@ -12,10 +12,11 @@ from typing import Sequence
 import numpy as np
 
 from kselect.selector.decide.cache import decision_key
-from kselect.selector.decide.candidate_sets import candidate_keys, unseen_backends
+from kselect.selector.decide.candidate_sets import aten_indices, candidate_keys, unseen_backends
 from kselect.selector.decide.gap_policy import nearest_candidates
 from kselect.selector.decide.grouped_ranker import for_problem
 from kselect.selector.decide.policy import choose_kept, with_fusing_few
+from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.inductor.compat import torch_release
 from kselect.selector.inductor.epilogue import NO_EPILOGUE
@@ -147,6 +148,8 @@ class DecisionPipeline:
     def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool):
         """(kept indices, the reason): the policy over the scores; templates this torch cannot run
         are never kept (their scores become NaN in place)."""
+        if self.mode == "predict" and problem.dtype not in getattr(ranker, "predict_dtypes", (problem.dtype,)):
+            return self._cublas_only(problem, candidates)
         bad = torch_release.broken_templates(problem)
         broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
@@ -172,6 +175,18 @@ class DecisionPipeline:
         if epilogue == "fused" or (epilogue and self.epilogue_fusion):
             return with_fusing_few(candidates, scores, kept, why, self.keep_aten)
         return kept, why
+
+    @staticmethod
+    def _cublas_only(problem, candidates) -> tuple[list[int], str]:
+        """Predict for a dtype its model may not predict templates for (held-out predict capture
+        below zero; the sidecar's `predict_dtypes`): ATen alone, plain's kernel, nothing tuned."""
+        aten = aten_indices(candidates)
+        if len(aten) == 0:
+            raise RankerUnavailable(
+                f"predict-{problem.dtype}",
+                f"kselect: predict keeps cuBLAS for {problem.dtype}, but ATen is not a choice here -- stock autotuning",
+            )
+        return [int(aten[0])], f"predict: {problem.dtype} is decided in verify only by its model -> ATen (cuBLAS)"
 
     def _record(self, stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_ms, phases) -> None:
         """The decision in the Selector's stats and `decisions`, and in the log (the scores too

@@ -34,7 +34,7 @@ from kselect.selector.decide.aten_probe import AtenKernelFacts
 from kselect.selector.decide.candidate_sets import KEY_INDEX, backends_of, candidate_keys
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
-from kselect.selector.model.held_ops import held_dtypes, held_ops, held_scalings
+from kselect.selector.model.held_ops import held_dtypes, held_ops, held_scalings, predict_dtypes
 
 
 class RankerUnavailable(RuntimeError):
@@ -84,6 +84,8 @@ class CostModelRanker:
         training = meta.get("training") if isinstance(meta.get("training"), Mapping) else {}
         #: the dtypes its own trees decide; `dtypes` adds the joined models' (what kselect takes)
         self.own_dtypes = held_dtypes(meta)
+        #: of those, the ones predict may take a template for (the others: cuBLAS)
+        self.predict_dtypes = predict_dtypes(meta)
         self.by_dtype = {d: r for d, r in (by_dtype or {}).items() if d not in self.own_dtypes}
         self.dtypes = self.own_dtypes + tuple(sorted(self.by_dtype))
         self.backends = frozenset(meta.get("backends") or training.get("backends") or LEGACY_MODEL_BACKENDS)

@@ -6,7 +6,9 @@ Sidecar fields (top level, or in its `training` card):
   every model before this field held: mm, addmm, bmm;
 - `scalings`: the scaling kinds of its scaled_mm data (unsaid: both kinds of kernels/problem.py);
 - `dtypes`: the dtypes it decides (unsaid: bf16); a card's models of other dtypes join the one
-  that serves it, each deciding its own (model/discovery.py dtype_models).
+  that serves it, each deciding its own (model/discovery.py dtype_models);
+- `predict_dtypes`: of those, the ones predict mode may take a template for (unsaid: all); for
+  the others predict keeps cuBLAS, plain's kernel (decide/pipeline.py).
 A model holding scaled_mm must declare the "scaled_mm" feature block (feature_blocks.py): without
 its columns an fp8 row reads as a bf16 GEMM of one-byte operands, blind to scaling and output.
 """
@@ -39,6 +41,12 @@ def held_ops(meta: Mapping) -> frozenset:
 def held_dtypes(meta: Mapping) -> tuple[str, ...]:
     """The dtypes a model's sidecar says it decides (`dtypes`; bf16 alone when unsaid)."""
     return tuple(map(str, _field(meta, "dtypes") or ("bf16",)))
+
+
+def predict_dtypes(meta: Mapping) -> tuple[str, ...]:
+    """The dtypes predict mode may take a template for (`predict_dtypes`; every held one when unsaid)."""
+    said = _field(meta, "predict_dtypes")
+    return held_dtypes(meta) if said is None else tuple(map(str, said))
 
 
 def held_scalings(meta: Mapping) -> frozenset:

@@ -85,3 +85,30 @@ def test_warm_up_reaches_the_joined_models(ranker):
     """Fails if warming the serving ranker asks the bf16 trees to rank an fp16 class (it raises)."""
     ranked = ranker.warm_up([Problem(64, 4096, 4096, "fp16", "nt"), Problem(64, 4096, 4096, "fp32", "nt")])
     assert ranked  # the fp16 class, by the joined model; fp32 skipped
+
+
+def test_predict_keeps_cublas_for_a_dtype_its_model_may_not_predict(tmp_path, monkeypatch):
+    """Fails if predict takes a template for a dtype outside its model's `predict_dtypes` (TF32
+    in the shipped model: its held-out predict capture was below zero), or if verify stops
+    deciding such a dtype."""
+    from kselect.selector.inductor.hook import Selector
+
+    fingerprint = dict(H100, device_type="cuda")
+    joined = _Rankers().ranker_for(fingerprint).by_dtype["tf32"]
+    assert joined.predict_dtypes == ("fp16",) and joined.own_dtypes == ("fp16", "tf32")
+    # an fp16 GEMM whose predicted gap takes a template, then the same with fp16 not predicted
+    fp16 = Problem(50257, 768, 1, "fp16", "tn")
+    candidates = [Candidate.make("aten", "mm")] + triton_space(fp16, "default")
+    picks = {}
+    for allowed in (("fp16",), ()):
+        sel = Selector("predict", cache_dir=str(tmp_path / str(len(allowed))))
+        monkeypatch.setattr(sel.ranker_for(fingerprint).by_dtype["fp16"], "predict_dtypes", allowed)
+        kept, _ = sel.select("templates", fp16, {"op": "mm"}, fingerprint, candidates)
+        picks[allowed] = [candidates[i].key for i in kept]
+    assert picks[("fp16",)][0].startswith("triton:") and picks[()] == ["aten:mm"], picks
+    assert "verify only" in sel.decisions[-1]["why"]
+    tf32 = Problem(512, 4096, 4096, "tf32", "nt")
+    candidates = [Candidate.make("aten", "mm")] + triton_space(tf32, "default")
+    verify = Selector("verify", cache_dir=str(tmp_path / "verify"))
+    kept, _ = verify.select("templates", tf32, {"op": "mm"}, fingerprint, candidates)
+    assert len(kept) >= 2 and "aten:mm" in [candidates[i].key for i in kept]  # ATen + the model's few

@@ -242,7 +242,8 @@ def test_bootstrap_reads_equal_selections_as_noise_and_a_worse_one_as_worse():
 def test_two_datasets_of_one_card_join_as_its_rows_and_a_model_may_decide_some_dtypes(cards, tmp_path, capsys):
     """Catches: a second dataset of one card refused (bf16 and other dtypes are collected apart),
     joined with another card's device columns, or a problem measured in both counted twice;
-    `train --dtypes` naming a dtype the data lacks, or not written to the sidecar and card."""
+    `train --dtypes` naming a dtype the data lacks, or not written to the sidecar and card; the
+    same for `--predict-dtypes` and a dtype the model does not decide."""
     (a, fa), _ = cards
     b = a.assign(dtype="fp16", problem_key=a["problem_key"].str.replace(":bf16:", ":fp16:"))
     fb = {**fa, "peak_tflops": {**fa["peak_tflops"], "tf32": 494.7}}  # a later collection records TF32
@@ -259,8 +260,12 @@ def test_two_datasets_of_one_card_join_as_its_rows_and_a_model_may_decide_some_d
     argv += ["--objective", "reg:aten", "--cv-folds", "0", "--grid", "single", "--nthread", "1"]
     assert cli_main([*argv, "--dtypes", "fp16,tf32"]) == 2
     assert "tf32" in capsys.readouterr().err
-    assert cli_main([*argv, "--dtypes", "fp16"]) == 0
+    assert cli_main([*argv, "--dtypes", "fp16", "--predict-dtypes", "bf16"]) == 2  # not one it decides
+    assert "--predict-dtypes 'bf16'" in capsys.readouterr().err
+    assert cli_main([*argv, "--dtypes", "fp16", "--predict-dtypes", ""]) == 0
     meta = json.loads((tmp_path / "m.meta.json").read_text())
     assert meta["training"]["dtypes"] == ["fp16"] and meta["training"]["data_dtypes"] == ["bf16", "fp16"]
+    assert meta["training"]["predict_dtypes"] == []  # predict keeps cuBLAS for every dtype it decides
+    assert "| predict takes templates for | none (the others: cuBLAS) |" in (tmp_path / "m.md").read_text()
     assert [d["fingerprint_id"] for d in meta["datasets"]] == [fa["fingerprint_id"]] * 2
     assert "| dtypes it decides | fp16 (its data: bf16, fp16) |" in (tmp_path / "m.md").read_text()

@@ -65,6 +65,12 @@ def add_parser(subparsers) -> None:
         help="comma-separated dtypes the model decides (its sidecar's `dtypes`), a subset of its data's; "
         "default: every dtype its data holds. The others stay with whichever model, or stock, decides them",
     )
+    p.add_argument(
+        "--predict-dtypes",
+        help="comma-separated dtypes, of those it decides, that predict mode may take a template for (its "
+        "sidecar's `predict_dtypes`); default: all. For the others predict keeps cuBLAS, plain's kernel, "
+        "and verify decides as usual -- for a dtype whose held-out predict capture is below zero",
+    )
     add_feature_block_arg(
         p,
         "train with an optional feature block; epilogue: each dataset's epilogue_labels.jsonl "
@@ -84,6 +90,7 @@ def main(args) -> int:
         parts = with_label_rows(parts, args.data)
     df, fp = parts[0] if len(parts) == 1 else pool(parts)
     serve = served_dtypes(df, args.dtypes)
+    predict = predicted_dtypes(serve or sorted(map(str, df["dtype"].astype(str).unique())), args.predict_dtypes)
     console = Console.of(args)
     model, card = train(
         df,
@@ -99,6 +106,8 @@ def main(args) -> int:
     )
     if serve:  # the dtypes it decides; its data's stay on record
         card = {**card, "dtypes": serve, "data_dtypes": card.get("dtypes") or ["bf16"]}
+    if predict is not None:
+        card = {**card, "predict_dtypes": predict}
     model_path, card_path = model_paths(args.out)
     data = args.data[0] if len(args.data) == 1 else args.data
     save_trained(model, card, fp, data, model_path, invocation(args), card_path)
@@ -116,4 +125,16 @@ def served_dtypes(df, dtypes: str | None) -> list[str] | None:
     missing = sorted(set(chosen) - set(data))
     if not chosen or missing:
         raise ValueError(f"--dtypes {dtypes!r} names dtype(s) {missing} the data lacks (it holds {data})")
+    return chosen
+
+
+def predicted_dtypes(decided: list[str], dtypes: str | None) -> list[str] | None:
+    """The dtypes --predict-dtypes names, checked to be among those the model decides (a
+    ValueError names any other). None: predict may take a template for every one."""
+    if dtypes is None:
+        return None
+    chosen = sorted(dict.fromkeys(d.strip() for d in dtypes.split(",") if d.strip()))
+    stray = sorted(set(chosen) - set(decided))
+    if stray:
+        raise ValueError(f"--predict-dtypes {dtypes!r} names dtype(s) {stray} the model does not decide ({decided})")
     return chosen

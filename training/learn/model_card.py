@@ -159,6 +159,11 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
             if tr.get("dtypes")
             else []
         ),
+        *(
+            [f"| predict takes templates for | {', '.join(tr['predict_dtypes']) or 'none'} (the others: cuBLAS) |"]
+            if tr.get("predict_dtypes") is not None
+            else []
+        ),
         f"| training command | `{artifact.provenance(meta)['command']}` |",
         f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
         f"| trained at | {meta.get('trained_at')} |",
