@@ -25,7 +25,13 @@ def compile_once():
 
 runs = []
 remove = autotune.add_feedback_saver(lambda timings, name, nodes, choices, *rest: runs.append((timings, choices)))
-with torch._inductor.config.patch(max_autotune=True, freezing=True, force_disable_caches=True):
+# every cache that would let the second compile skip lowering or the first skip benchmarking is
+# off (not force_disable_caches: that rebuilds every C++ kernel in a fresh folder per compile)
+caches_off = {"fx_graph_cache": False, "autotune_local_cache": False}
+with (
+    torch._functorch.config.patch(enable_autograd_cache=False),
+    torch._inductor.config.patch(max_autotune=True, freezing=True, **caches_off),
+):
     compile_once()
     table = {}
     for timings, choices in runs:
