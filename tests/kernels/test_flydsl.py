@@ -91,6 +91,7 @@ def test_configs_are_distinct_and_valid_on_both_archs():
             assert space.reasons(p, arch) == [], (arch, p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_all_configs_compile(compiled, arch):
     bad = [(r.params, r.status, r.reason) for r in compiled[arch] if not r.ok]

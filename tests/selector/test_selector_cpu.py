@@ -125,6 +125,7 @@ def _kept_records(caplog) -> list[tuple[str, int]]:
 
 # ---------------------------------------------------------------------------------------
 # end to end
+@pytest.mark.slow
 def test_stock_compile_benchmarks_every_choice(stock):
     counts, table = stock
     assert len(counts) == N_GEMMS and all(n >= 2 for n in counts)
@@ -756,6 +757,7 @@ def test_warn_once_per_cause():
     assert [str(w.message) for w in caught] == ["first", "other"]
 
 
+@pytest.mark.slow
 def test_zero_code_activation_through_torch_autoload(tmp_path):
     """KSELECT_MODE alone (no kselect import) enables the plug-in at `import torch`; a bad
     value warns and leaves `import torch` working."""

@@ -118,6 +118,7 @@ def _no_fallback_compile(bench):
     return runs
 
 
+@pytest.mark.slow
 def test_stock_dynamic_compile_tunes_two_choices_per_gemm(stock):
     assert set(stock) == {"addmm", "bmm4x"} and all(len(v) == 2 for v in stock.values())
 

@@ -74,6 +74,7 @@ def _pid_gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_cpu_bench_end_to_end_matches_eager_and_reports_broken_workers(tmp_path):
     """plain and kselect-predict compile cold, match eager and are timed; a worker that dies
     (exit 137) and one that raises are reported with their errors and the bench goes on."""

@@ -22,6 +22,7 @@ def _bench_gemm_on_the_cpu(shapes, out, variants: str, *options: str) -> int:
     return main([*argv, "--out", str(out), "--json"])
 
 
+@pytest.mark.slow
 def test_bench_gemm_cpu_end_to_end(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n17,40,96,mm,fp32,nn\n")
@@ -169,6 +170,7 @@ def test_repeated_shapes_count_once_at_their_medians():
     assert s["variants"]["default"]["shapes"] == 2
 
 
+@pytest.mark.slow
 def test_bench_gemm_repeats_run_each_variant_in_as_many_processes(tmp_path):
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n")

@@ -118,6 +118,7 @@ def test_worker_crash_mid_collection_loses_and_duplicates_nothing(tmp_path):
     assert "retrying it once in a fresh worker" in res.stderr
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_on_rerun(tmp_path):
     """The whole collection killed once some rows are on disk: a rerun measures only the rest,
     and a third finds nothing to do (it writes nothing).

@@ -289,6 +289,7 @@ def _on_a_terminal(argv: list[str]) -> tuple[int, str]:
     return rc, b"".join(shown).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_evaluate_shows_its_folds_as_a_bar_with_an_eta_on_a_terminal(tmp_path):
     import re
 

@@ -168,6 +168,7 @@ def _cpu_dataset(problems, data) -> str:
     return families.pop()
 
 
+@pytest.mark.slow
 def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     from kselect.training.cli.main import main
     from kselect.training.learn.evaluation import load_data
@@ -214,6 +215,7 @@ def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     assert summary["shapes"] == 1 and summary["rows_retimed_ok"] == 2
 
 
+@pytest.mark.slow
 def test_a_crashed_retime_worker_restarts_past_its_shape(tmp_path, monkeypatch, capsys):
     """The worker dies (exit 137) on its first shape: that shape's rows say so, the restarted
     worker re-times the second, and the result counts the crash."""

@@ -78,6 +78,7 @@ def test_worker_dies_with_its_supervisor(tmp_path, sig):
         assert proc.returncode == 128 + signal.SIGTERM
 
 
+@pytest.mark.slow
 def test_shape_failures_are_recorded_skipped_and_reported(tmp_path):
     """Operands that cannot be allocated, and a worker that dies setting a shape up: each shape
     is recorded as failed and skipped, quickly, the command exits 1 naming them; a candidate

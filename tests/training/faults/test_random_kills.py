@@ -14,6 +14,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from kselect.training.data.dataset import DatasetDir
 from kselect.training.measure.collect import FAULT_ENV
 
@@ -39,6 +41,7 @@ OUTSIDE_KILLS = (2, 2)
 ENDINGS = ("supervisor", "both", "term")
 
 
+@pytest.mark.slow
 def test_random_kills_then_resume_lose_and_duplicate_nothing(tmp_path):
     rng = random.Random(SEED)
     shapes, out, log = tmp_path / "shapes.csv", tmp_path / "ds", tmp_path / "collect.log"
