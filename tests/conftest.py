@@ -78,14 +78,3 @@ E2E_RUN_SETTINGS = {
 def repo() -> Path:
     return REPO
 
-
-def pytest_collection_modifyitems(items):
-    """Modules holding a `slow` test first, each module's tests kept together and in order (its
-    module-scoped fixtures are built once): the workers then start the long tests early and end
-    the run on short ones, instead of one worker idling while the other finishes a 40 s test."""
-    first_slow = {}
-    for index, item in enumerate(items):
-        if item.get_closest_marker("slow") is not None:
-            first_slow.setdefault(item.module, index)
-    order = {id(item): (item.module not in first_slow, index) for index, item in enumerate(items)}
-    items.sort(key=lambda item: order[id(item)])
