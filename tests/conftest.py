@@ -77,4 +77,3 @@ E2E_RUN_SETTINGS = {
 @pytest.fixture
 def repo() -> Path:
     return REPO
-
