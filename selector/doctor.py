@@ -76,9 +76,9 @@ def _device(device: str | None) -> dict:
 
 def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
     """(model file, why, its ranker or None) for this device, as the selector would choose."""
+    from kselect.selector.inductor.device_rankers import joined_dtype_rankers
     from kselect.selector.model.cost_model import CostModel, ModelError
-    from kselect.selector.model.discovery import dtype_models, load_shipped, serve_named
-    from kselect.selector.model.held_ops import held_dtypes
+    from kselect.selector.model.discovery import load_shipped, serve_named
 
     if not fingerprint.get("gpu_name"):
         return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", None
@@ -95,20 +95,19 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
             scope = "this card" if model.device_scope == "card" else f"{trained}, same architecture"
             why = f"shipped, trained on {scope}"
             path = model.metadata_.get("booster_file") or "shipped model"
-            joined = dtype_models(fingerprint, held_dtypes(model.metadata_))
+            joined = joined_dtype_rankers(fingerprint, model)  # the card's models of other dtypes, as at serving
             files: dict = {}
-            for dtype, other in joined.items():  # the card's models of other dtypes, joined as at serving
-                files.setdefault(other.metadata_.get("booster_file") or "shipped model", []).append(dtype)
+            for dtype, other in joined.items():
+                files.setdefault(other.model.metadata_.get("booster_file") or "shipped model", []).append(dtype)
             why += "".join(f"; {', '.join(d)}: {f}" for f, d in files.items())
     except ModelError as exc:
         return None, f"{exc} -- stock autotuning", None
     from kselect.selector.decide.grouped_ranker import grouped_beside
     from kselect.selector.decide.rankers import CostModelRanker
 
-    by_dtype = {d: CostModelRanker(m, fingerprint) for d, m in joined.items()}
     # the grouped model beside it joins it as at serving: `decided` then names grouped_mm
     grouped = grouped_beside(fingerprint, named or None)
-    return path, why, CostModelRanker(model, fingerprint, grouped=grouped, by_dtype=by_dtype)
+    return path, why, CostModelRanker(model, fingerprint, grouped=grouped, by_dtype=joined)
 
 
 def decided(ranker) -> dict:

@@ -84,26 +84,21 @@ class DeviceRankers:
         return ranker
 
     def _dtype_rankers(self, fingerprint: dict, model) -> dict:
-        """{dtype: ranker} of the card's shipped models of dtypes `model` lacks (discovery.py
-        dtype_models); one that cannot be read or serve here leaves its dtypes to stock, with one warning."""
+        """joined_dtype_rankers, each checked; one that cannot be read or serve here leaves its
+        dtypes to stock, with one warning."""
         from kselect.selector.model.cost_model import ModelError
-        from kselect.selector.model.discovery import dtype_models
-        from kselect.selector.model.held_ops import held_dtypes
 
         try:
-            models = dtype_models(fingerprint, held_dtypes(model.metadata_))
-            rankers = {}
-            for m in {id(m): m for m in models.values()}.values():
-                m.set_threads(1)
-                rankers[id(m)] = CostModelRanker(m, fingerprint)
-                rankers[id(m)].check()
+            joined = joined_dtype_rankers(fingerprint, model)
+            for ranker in {id(r): r for r in joined.values()}.values():
+                ranker.check()
         except (ModelError, RankerUnavailable) as exc:
             warn_once(
                 "model:dtypes",
                 f"kselect: cannot use a shipped model of other dtypes: {exc} -- stock autotuning for them",
             )
             return {}
-        return {d: rankers[id(m)] for d, m in models.items()}
+        return joined
 
     def _grouped_ranker(self, fingerprint: dict):
         """The grouped model joined to this device's cost model (decide/grouped_ranker.py), or None."""
@@ -163,3 +158,17 @@ class DeviceRankers:
             except Exception as exc:  # noqa: BLE001 -- only the first decisions' latency is at stake
                 log.debug("kselect: ranker warm-up failed: %s", exc)
             self._warmed_default |= not problems
+
+
+def joined_dtype_rankers(fingerprint: dict, model) -> dict:
+    """{dtype: ranker} of the card's shipped models of dtypes `model` lacks (discovery.py
+    dtype_models), one ranker per model file. Raises ModelError for a model that cannot be read."""
+    from kselect.selector.model.discovery import dtype_models
+    from kselect.selector.model.held_ops import held_dtypes
+
+    models = dtype_models(fingerprint, held_dtypes(model.metadata_))
+    rankers = {}
+    for m in {id(m): m for m in models.values()}.values():
+        m.set_threads(1)
+        rankers[id(m)] = CostModelRanker(m, fingerprint)
+    return {d: rankers[id(m)] for d, m in models.items()}

@@ -89,8 +89,9 @@ def main(args) -> int:
 
         parts = with_label_rows(parts, args.data)
     df, fp = parts[0] if len(parts) == 1 else pool(parts)
-    serve = served_dtypes(df, args.dtypes)
-    predict = predicted_dtypes(serve or sorted(map(str, df["dtype"].astype(str).unique())), args.predict_dtypes)
+    held = data_dtypes(df)
+    serve = served_dtypes(held, args.dtypes)
+    predict = predicted_dtypes(serve or held, args.predict_dtypes)
     console = Console.of(args)
     model, card = train(
         df,
@@ -115,13 +116,22 @@ def main(args) -> int:
     return 0
 
 
-def served_dtypes(df, dtypes: str | None) -> list[str] | None:
-    """The dtypes --dtypes names (comma-separated), checked against the rows' before any
-    training: a ValueError names a dtype the data lacks. None: every dtype of the data."""
+def data_dtypes(df) -> list[str]:
+    """The dtypes of the training rows, sorted."""
+    return sorted(map(str, df["dtype"].astype(str).unique()))
+
+
+def _named(dtypes: str) -> list[str]:
+    """A flag's comma-separated dtypes, sorted, each once."""
+    return sorted(dict.fromkeys(d.strip() for d in dtypes.split(",") if d.strip()))
+
+
+def served_dtypes(data: list[str], dtypes: str | None) -> list[str] | None:
+    """The dtypes --dtypes names, checked against the rows' (`data`) before any training: a
+    ValueError names a dtype the data lacks. None: every dtype of the data."""
     if not dtypes:
         return None
-    data = sorted(map(str, df["dtype"].astype(str).unique()))
-    chosen = sorted(dict.fromkeys(d.strip() for d in dtypes.split(",") if d.strip()))
+    chosen = _named(dtypes)
     missing = sorted(set(chosen) - set(data))
     if not chosen or missing:
         raise ValueError(f"--dtypes {dtypes!r} names dtype(s) {missing} the data lacks (it holds {data})")
@@ -133,7 +143,7 @@ def predicted_dtypes(decided: list[str], dtypes: str | None) -> list[str] | None
     ValueError names any other). None: predict may take a template for every one."""
     if dtypes is None:
         return None
-    chosen = sorted(dict.fromkeys(d.strip() for d in dtypes.split(",") if d.strip()))
+    chosen = _named(dtypes)
     stray = sorted(set(chosen) - set(decided))
     if stray:
         raise ValueError(f"--predict-dtypes {dtypes!r} names dtype(s) {stray} the model does not decide ({decided})")
