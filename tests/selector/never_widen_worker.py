@@ -1,0 +1,173 @@
+"""One process of the never-widen check: compile single GEMM ops under max-autotune as a user
+would, stock or under kselect, and write what Inductor built, benchmarked and how long each
+compile took (tests/selector/test_gpu_never_widen.py runs it; so did the GPU probe of
+reports/2026-12-07-never-widen-h100).
+
+    python tests/selector/never_widen_worker.py --arm stock|verify|predict --out FILE [--ops a,b]
+
+Each op is compiled cold in this process (its own Dynamo state; the caller gives every process a
+fresh TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR), after a warm-up compile of an elementwise
+op so that the process's one-time set-up lands on no GEMM. Recorded per op, from Inductor's own
+hooks: every choice list Inductor built (a preprocessing fn ahead of kselect's), the list it went
+on with (one behind kselect's), the choices it benchmarked (a feedback saver), the GEMM search
+space in force at each template-config generation (a spy on InductorChoices.get_ktc), the
+function serving the op's lowering, the compile's wall time and the output's error against eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+
+import torch
+
+F8, BF = torch.float8_e4m3fn, torch.bfloat16
+
+# op -> (M, N, K) as the issue measured them on the H200 (the grouped one: 8 experts, 1,024
+# tokens, 2048 -> 1408)
+SHAPES = {
+    "scaled_mm_rowwise": (128, 8192, 4096),
+    "scaled_mm_tensorwise": (128, 8192, 4096),
+    "grouped_mm": (1024, 1408, 2048),
+    "int_mm": (128, 8192, 4096),
+    "fp32_mm": (512, 4096, 4096),
+    "bf16_mm": (512, 4096, 4096),  # decided: the contrast
+}
+
+
+def _operands(op: str):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    m, n, k = SHAPES[op]
+
+    def r(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=g, device="cuda").to(dtype)
+
+    if op.startswith("scaled_mm"):
+        a, b = r(m, k, dtype=F8), r(n, k, dtype=F8).t()  # B column-major, as _scaled_mm needs
+        if op.endswith("rowwise"):
+            sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+        else:
+            sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+        return (lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=BF)), (a, b, sa, sb)
+    if op == "grouped_mm":
+        groups = 8
+        a, b = r(m, k, dtype=BF), r(groups, n, k, dtype=BF).transpose(-2, -1)  # (G, K, N), K-major
+        offs = torch.arange(1, groups + 1, device="cuda", dtype=torch.int32) * (m // groups)
+        return (lambda a, b, offs: torch._grouped_mm(a, b, offs)), (a, b, offs)
+    if op == "int_mm":
+        a = torch.randint(-8, 8, (m, k), generator=g, device="cuda", dtype=torch.int8)
+        b = torch.randint(-8, 8, (k, n), generator=g, device="cuda", dtype=torch.int8)
+        return torch._int_mm, (a, b)
+    dtype = torch.float32 if op == "fp32_mm" else BF
+    return torch.mm, (r(m, k, dtype=dtype), r(k, n, dtype=dtype))
+
+
+def _stem(choice) -> str:
+    return re.sub(r"_\d+$", "", str(getattr(choice, "name", choice)))  # the per-compile counter off
+
+
+def _lowering_name(op: str) -> str:
+    from torch._inductor.lowering import lowerings
+
+    target = {
+        "scaled_mm": torch.ops.aten._scaled_mm.default,
+        "grouped_mm": torch.ops.aten._grouped_mm.default,
+        "int_mm": torch.ops.aten._int_mm.default,
+    }.get(op.split("_mm")[0] + "_mm" if "_mm" in op else op, torch.ops.aten.mm.default)
+    fn = lowerings.get(target)
+    return getattr(fn, "__name__", str(fn))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arm", choices=("stock", "verify", "predict"), required=True)
+    ap.add_argument("--ops", default=",".join(SHAPES))
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 as IEEE fp32: an op kselect leaves to stock
+
+    from torch._inductor import config as inductor_config
+    from torch._inductor import select_algorithm
+    from torch._inductor.choices import InductorChoices
+
+    state: dict = {"op": None}
+    rows: dict = {}
+
+    def built(choices):  # ahead of kselect's preprocessing: what Inductor built
+        if state["op"]:
+            rows[state["op"]]["built"].append(sorted(_stem(c) for c in choices))
+        return choices
+
+    select_algorithm.add_preprocessing_fn(built)
+    if args.arm != "stock":
+        from kselect.selector import enable
+
+        enable(args.arm)
+
+    def handed_on(choices):  # behind kselect's: what Inductor goes on with
+        if state["op"]:
+            rows[state["op"]]["handed_on"].append(sorted(_stem(c) for c in choices))
+        return choices
+
+    def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
+        if state["op"]:
+            rows[state["op"]]["benchmarked"].append(sorted(_stem(c) for c in timings))
+
+    select_algorithm.add_preprocessing_fn(handed_on)
+    select_algorithm.add_feedback_saver(saver)
+    get_ktc = InductorChoices.get_ktc
+
+    def spy_get_ktc(self, kernel_inputs, template, op_name, kwarg_overrides=None):
+        if state["op"]:
+            rows[state["op"]]["spaces"].append([op_name, str(inductor_config.max_autotune_gemm_search_space).upper()])
+        return get_ktc(self, kernel_inputs, template, op_name, kwarg_overrides)
+
+    InductorChoices.get_ktc = spy_get_ktc
+
+    # the process's one-time set-up (CUDA context, Triton's target, the compile workers) on no GEMM
+    x = torch.randn(1024, device="cuda")
+    torch.compile(lambda t: (t * 2).relu(), mode="max-autotune-no-cudagraphs")(x)
+    torch.cuda.synchronize()
+
+    for op in args.ops.split(","):
+        fn, operands = _operands(op)
+        with torch.no_grad():
+            want = fn(*operands)
+        torch._dynamo.reset()
+        rows[op] = {"built": [], "handed_on": [], "benchmarked": [], "spaces": []}
+        state["op"] = op
+        started = time.perf_counter()
+        try:
+            with torch.no_grad():
+                got = torch.compile(fn, mode="max-autotune-no-cudagraphs")(*operands)
+            torch.cuda.synchronize()
+            rows[op]["compile_s"] = time.perf_counter() - started
+            diff = (got.float() - want.float()).abs().max().item()
+            scale = want.float().abs().max().item() or 1.0
+            rows[op]["max_rel_error"] = diff / scale
+        except Exception as exc:  # noqa: BLE001 -- recorded: the test names it
+            rows[op]["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            state["op"] = None
+        rows[op]["lowering"] = _lowering_name(op)
+        rows[op]["search_space"] = str(inductor_config.max_autotune_gemm_search_space)
+
+    from kselect.selector.inductor import lifecycle
+
+    sel = lifecycle.current()
+    result = {
+        "arm": args.arm,
+        "torch": torch.__version__,
+        "card": torch.cuda.get_device_name(),
+        "ops": rows,
+        "stats": dict(sel.stats) if sel is not None else None,
+    }
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
