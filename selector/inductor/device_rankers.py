@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from kselect.selector.decide.cache import candidate_set_digest
 from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable
@@ -48,11 +49,32 @@ class DeviceRankers:
             raise got
         return got
 
-    def _device_ranker(self, device):
-        """The ranker for `device`, loaded and warmed as a decision would (RankerUnavailable)."""
+    def holdings(self, device):
+        """What the ranker for `device` decides (its `ops`, `scalings`, `dtypes`, `grouped`), for
+        the op gate: the ranker itself where one was given or is loaded already; else read from
+        the sidecars of the model that would serve (discovery.serving_holdings), nothing loaded
+        or warmed, so an op kselect leaves to stock costs the compile no model load. None: no
+        model may serve this device. Raises ModelError for a sidecar that cannot be read."""
+        from kselect.selector.model.artifact import read_sidecar, sidecar_path
+        from kselect.selector.model.cost_model import CostModel
+        from kselect.selector.model.discovery import serving_holdings
+
+        if self.ranker is not None:
+            return self.ranker
         fingerprint = device_fingerprint(device)
-        self._load_ranker(fingerprint)
-        return self.ranker_for(fingerprint)
+        with self._lock:
+            loaded = self._rankers.get(fingerprint["fingerprint_id"])
+        if loaded is not None:
+            return None if isinstance(loaded, Exception) else loaded
+        if not fingerprint.get("gpu_name") and not self.model:
+            return None  # models rank GPU kernels: the usual path says so for a modelled GEMM
+        if isinstance(self.model, str) or hasattr(self.model, "__fspath__"):  # a model file the user named
+            named = self._named_model
+            meta = named.metadata_ if named is not None else read_sidecar(sidecar_path(self.model))
+            return serving_holdings(fingerprint, meta, Path(self.model).parent)
+        if isinstance(self.model, CostModel):  # a model the user gave
+            return serving_holdings(fingerprint, self.model.metadata_)
+        return serving_holdings(fingerprint)
 
     def _load_model_ranker(self, fingerprint: dict):
         from kselect.selector.model.cost_model import CostModel, ModelError

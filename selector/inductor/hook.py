@@ -40,7 +40,7 @@ from kselect.selector.decide.dynamic_sizes import DynamicSizes
 from kselect.selector.decide.pipeline import DecisionPipeline
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
-from kselect.selector.inductor.compat import choice_candidates, current_graph, inductor_settings, signatures
+from kselect.selector.inductor.compat import choice_candidates, current_graph, signatures
 from kselect.selector.inductor.device_rankers import DeviceRankers
 from kselect.selector.inductor.early_decision import EarlyDecision
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin
@@ -89,8 +89,6 @@ class Selector(
         self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
         self._warmed_default = False  # the graph-less warm-up ran (once per process)
         self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
-        # the GEMM search space stock Inductor would use when enable() widened it (see _stock_items)
-        self.stock_space: str | None = None
         # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
         self.decisions: collections.deque = collections.deque(maxlen=1024)
         # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
@@ -101,9 +99,9 @@ class Selector(
         self._pending: dict = {}
         self._local = threading.local()
         self.flydsl = FlyDSLJoin()
-        # -- the op gate: the ops this selector decides; every other goes to stock Inductor, built
-        # in the user's own search space (selector/inductor/op_kind.py)
-        self.op_gate = OpGate(self._device_ranker, lambda: self.stock_space or inductor_settings.gemm_search_space())
+        # -- the op gate: the ops this selector decides; every other goes to stock Inductor under
+        # the user's own settings (selector/inductor/op_kind.py)
+        self.op_gate = OpGate(self.holdings)
 
     @property
     def warm_start_on(self) -> bool:
@@ -157,7 +155,7 @@ class Selector(
     def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
         """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
         one warning per cause. `restock(space)`: the templates stage's choices as stock Inductor
-        builds them in `space` (the handler regenerates them), for narrowing a fallback."""
+        builds them in the user's own space (compat/template_configs.Restock), for narrowing a fallback."""
         if self.mode == "off" or len(items) <= 1:
             return items
         problem = cands = None
@@ -183,8 +181,8 @@ class Selector(
             as_planned = stage == "choices" and self._planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
                 stock_size = (
-                    (lambda: len(restock(self.stock_space)))
-                    if stage == "templates" and restock is not None and self.stock_space
+                    (lambda: len(restock.build()))
+                    if stage == "templates" and restock is not None
                     else (lambda: len(items))
                 )
                 kept, entry = self._select_per_size(
@@ -227,26 +225,26 @@ class Selector(
         return gemm_epilogue, bool(few and gemm_epilogue.fusable)
 
     def _stock_items(self, stage: str, items, restock=None):
-        """What stock Inductor would have built: when enable() widened the search space for
-        the ranker (stock_space set), a templates-stage fallback takes the choices Inductor
-        builds for this GEMM in the user's own space (`restock`, e.g. DEFAULT's ~20-29 configs,
-        not EXHAUSTIVE's 2,400) -- also for a GEMM kselect could not even read -- so a GEMM
-        kselect cannot decide costs what it costs without kselect, never more."""
-        if stage != "templates" or not self.stock_space or restock is None:
+        """What stock Inductor would have built: where kselect widened the search space for the
+        decision (`restock`, compat/template_configs.Restock), a templates-stage fallback takes
+        the choices Inductor builds for this GEMM in the user's own space (e.g. DEFAULT's ~20-29
+        configs, not EXHAUSTIVE's 2,400) -- also for a GEMM kselect could not even read -- so a
+        GEMM kselect cannot decide costs what it costs without kselect, never more."""
+        if stage != "templates" or restock is None:
             return items
         try:
-            kept = list(restock(self.stock_space))
+            kept = list(restock.build())
         except Exception as exc:  # noqa: BLE001 -- Inductor's own generation failed: keep its list
             warn_once(
                 f"restock:{type(exc).__name__}",
-                f"kselect: cannot rebuild the {self.stock_space} "
+                f"kselect: cannot rebuild the {restock.space} "
                 f"space ({type(exc).__name__}: {exc}); this GEMM tunes the space Inductor built",
             )
             return items
         log_decision(
             "kselect fallback: %d template choices narrowed to the %s space's %d",
             len(items),
-            self.stock_space,
+            restock.space,
             len(kept),
         )
         return kept or items

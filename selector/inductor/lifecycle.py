@@ -1,7 +1,7 @@
 """Installing kselect: `enable()` / `disable()` / `selecting()` / `current()` /
 `enable_from_env()` make a Selector (selector/inductor/hook.py) the active one of this thread --
 Inductor's choices handler, its global preprocessing and feedback callbacks, the warm start as
-each compile begins, and the GEMM search space it ranks."""
+each compile begins, and the GEMM search space it ranks (inside the GEMMs it decides alone)."""
 
 from __future__ import annotations
 
@@ -119,26 +119,25 @@ enable.__signature__ = SelectorSettings.signature()
 
 
 def _install(sel: Selector, search_space: str | None) -> None:
-    """Make `sel` the active selector of this thread (nothing may be active), widening Inductor's
-    GEMM space to `search_space` (None: left as it is)."""
+    """Make `sel` the active selector of this thread (nothing may be active). `search_space`:
+    the GEMM space it ranks (None: the user's), in force only inside the templates stage of a
+    GEMM it decides -- Inductor's own setting is never changed."""
     sel.flydsl.prepare()
     handler = template_configs.make_selecting_choices(
-        sel.select_ktcs, sel.uuid(), join=sel.flydsl, plan_ktcs=sel.plan_ktcs, stock_space=sel.op_gate.stock_space
+        sel.select_ktcs,
+        sel.uuid(),
+        join=sel.flydsl,
+        plan_ktcs=sel.plan_ktcs,
+        admit=sel.op_gate.admit,
+        widen=search_space,
     )
     handler.kselect_selector = sel
     _ensure_preprocess()
     restore_handler = inductor_settings.install_choices(handler)
-    restore_space = lambda: None  # noqa: E731
     restore_warmup = _warm_as_compiles_start(sel)
-    sel.stock_space = None
-    if search_space:
-        previous, restore_space = inductor_settings.set_gemm_search_space(search_space)
-        if previous.upper() != search_space.upper():
-            sel.stock_space = previous
 
     def restore():
         restore_warmup()
-        restore_space()
         restore_handler()
 
     _state.restore = restore

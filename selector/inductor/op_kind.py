@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from typing import Callable
 
 from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
@@ -33,6 +32,7 @@ from kselect.kernels.problem import DTYPE_BYTES, FP8_DTYPES, TORCH_DTYPE_NAMES
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.inductor.compat.choice_candidates import OP_STAMP
 from kselect.selector.inductor.compat.signatures import scaled_scaling, size_hint
+from kselect.selector.model.artifact import ModelError
 from kselect.selector.model.held_ops import DEFAULT_OPS  # a ranker that names no `ops` holds these
 from kselect.selector.warn import inform_once, warn_once
 
@@ -40,7 +40,7 @@ log = logging.getLogger("kselect.selector")
 
 MODELLED = frozenset({"mm", "addmm", "bmm", "baddbmm", "linear"})
 HELD_ONLY = frozenset({"scaled_mm", "grouped_mm"})  # decided only where the ranker says it holds them
-STAMP = OP_STAMP  # the annotation the templates stage leaves on each choice it builds
+STAMP = OP_STAMP  # the annotation the templates stage leaves on each choice it builds (compat/choice_candidates.stamp)
 
 # Inductor's op names at get_template_configs that differ from their kind (read on torch 2.13:
 # mm, mm-ah, addmm, bmm, baddbmm, int_mm, scaled_mm, mm_plus_mm; an underscored or "aten.<op>"
@@ -212,42 +212,37 @@ def grouped_unheld(ranker, nodes) -> str | None:
 _HELD_CHECKS = {"scaled_mm": scaled_unheld, "grouped_mm": grouped_unheld}
 
 
-def stamp(choices: list, kind: str) -> list:
-    """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
-    for choice in choices:
-        annotations = getattr(choice, "annotations", None)
-        if isinstance(annotations, dict):
-            annotations[STAMP] = kind
-    return choices
-
-
 class OpGate:
     """The selector's door: which ops it decides; the rest go to stock Inductor, each kind noted
-    once. `ranker_for(device)` gives the device's ranker (RankerUnavailable: no dtype verdict
-    here, the usual path reports it); `user_space()` the user's own GEMM search space."""
+    once. `holdings_for(device)` gives what the device's ranker decides (`ops`, `scalings`,
+    `dtypes`, `grouped`; None: no ranker) without loading or warming one -- the question costs
+    an undecided op's compile no model load (DeviceRankers.holdings); ModelError: a sidecar
+    that cannot be read."""
 
-    def __init__(self, ranker_for: Callable, user_space: Callable[[], str]):
-        self._ranker_for = ranker_for
-        self._user_space = user_space
+    def __init__(self, holdings_for: Callable):
+        self._holdings_for = holdings_for
+
+    def _holdings(self, nodes):
+        try:
+            return self._holdings_for(nodes[0].get_device())
+        except (ModelError, RankerUnavailable) as exc:  # an unreadable model: its one warning, as for any GEMM
+            warn_once("model", f"kselect: cannot use cost model: {exc} -- stock autotuning")
+            return None
 
     def _leaves(self, kind: str, nodes) -> bool:
         if kind in HELD_ONLY:
-            try:
-                ranker = self._ranker_for(nodes[0].get_device())
-            except RankerUnavailable as exc:
-                if exc.cause == "model":  # a broken model: its one warning, as for any GEMM
-                    warn_once(exc.cause, str(exc))
-                ranker = None
-            return self._noted(_HELD_CHECKS[kind](ranker, nodes))
+            return self._noted(_HELD_CHECKS[kind](self._holdings(nodes), nodes))
+        if kind not in MODELLED:
+            return self._noted(kind)
 
         def ranker_dtypes():
             try:
-                return getattr(self._ranker_for(nodes[0].get_device()), "dtypes", None)
-            except RankerUnavailable:
+                return getattr(self._holdings_for(nodes[0].get_device()), "dtypes", None)
+            except (ModelError, RankerUnavailable):  # the usual path reports it
                 return None
 
         try:
-            dtypes = [_gemm_dtype_name(n.get_dtype(), n.get_device()) for n in nodes] if kind in MODELLED else []
+            dtypes = [_gemm_dtype_name(n.get_dtype(), n.get_device()) for n in nodes]
         except (AttributeError, NotImplementedError):  # an input without a dtype: read as before
             dtypes = []
         return self._noted(unmodelled(kind, dtypes, ranker_dtypes))
@@ -259,16 +254,25 @@ class OpGate:
             inform_once(f"unmodelled:{why}", f"kselect: {why} is not modelled; stock autotuning")
         return why is not None
 
-    def stock_space(self, kind: str, kernel_inputs) -> str | None:
-        """Templates stage: None where kselect decides this op, else the GEMM search space its
-        stock choices are built in (the user's own). An error reading the op decides it as
-        before: the usual path owns every warning and fallback."""
+    def admit(self, op_name: str, kernel_inputs) -> tuple[str, bool]:
+        """Templates stage: (the op's kind, whether kselect decides it; else Inductor builds its
+        stock choices, untouched). An op kselect cannot read is left to stock: an error here
+        must not widen or select what the user's own Inductor would have built."""
+        kind = lowering_kind(op_name)
+        return kind, self._decides(kind, kernel_inputs)
+
+    def _decides(self, kind: str, kernel_inputs) -> bool:
+        if kind not in MODELLED | HELD_ONLY:
+            return not self._noted(kind)
         try:
-            nodes = kernel_inputs.nodes() if kind in MODELLED | HELD_ONLY else []
-            return self._user_space() if self._leaves(kind, nodes) else None
-        except Exception:  # noqa: BLE001 -- the gate must never break a compile
+            return not self._leaves(kind, kernel_inputs.nodes())
+        except Exception as exc:  # noqa: BLE001 -- the gate must never break a compile
             log.debug("kselect: op gate failed at the templates stage", exc_info=True)
-            return None
+            warn_once(
+                f"op-gate:{type(exc).__name__}",
+                f"kselect: cannot read the op being lowered ({type(exc).__name__}: {exc}) -- stock autotuning",
+            )
+            return False
 
     def leaves_choices(self, choices) -> bool:
         """Choices stage: True where these choices go back to Inductor untouched."""
@@ -279,43 +283,3 @@ class OpGate:
         except Exception:  # noqa: BLE001 -- as at the templates stage
             log.debug("kselect: op gate failed at the choices stage", exc_info=True)
             return False
-
-
-def gated(handler_cls, stock_space: Callable):
-    """`handler_cls` (kselect's InductorChoices subclass) behind the op gate: an op kselect does
-    not decide (`stock_space(kind, kernel_inputs)` names the space to build it in) gets stock
-    InductorChoices' own choices in that space -- no early decision, no FlyDSL join, no
-    selection, nothing generated in the widened space first. Every choice is stamped."""
-    from torch._inductor import config
-    from torch._inductor.choices import InductorChoices
-
-    class GatedChoices(handler_cls):
-        _stock = threading.local()  # this thread's get_template_configs builds stock choices
-
-        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            kind = lowering_kind(op_name)
-            space = stock_space(kind, kernel_inputs)
-            if space is None:
-                return stamp(super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides), kind)
-            self._stock.on = True
-            try:
-                with config.patch(max_autotune_gemm_search_space=space.upper()):
-                    built = InductorChoices.get_template_configs(
-                        self, kernel_inputs, templates, op_name, kwarg_overrides
-                    )
-            finally:
-                self._stock.__dict__.pop("on", None)
-            return stamp(built, kind)
-
-        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            # taken, not read: converting the kept choices may lower a nested GEMM through this handler
-            if self._stock.__dict__.pop("on", False):
-                return InductorChoices._finalize_template_configs(
-                    self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
-                )
-            return super()._finalize_template_configs(
-                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
-            )
-
-    GatedChoices.__name__ = GatedChoices.__qualname__ = f"Gated{handler_cls.__name__}"
-    return GatedChoices

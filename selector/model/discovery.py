@@ -123,3 +123,46 @@ def dtype_models(fingerprint: Mapping, held) -> dict[str, CostModel]:
                 path, scope, fingerprint, f" for {', '.join(sorted(k for k, v in chosen.items() if v[0] == path))}"
             )
     return {d: loaded[path] for d, (path, _) in chosen.items()}
+
+
+class Holdings:
+    """What the ranker that would serve a card decides, read from sidecars alone (no trees
+    loaded, nothing warmed): the op gate's question for an op kselect decides only where a model
+    holds it. Attributes as a ranker's: `ops`, `scalings`, `dtypes`, and `grouped` (the grouped
+    model's dtypes, as an object with `dtypes`, or None)."""
+
+    def __init__(self, meta: Mapping, dtypes, grouped_dtypes):
+        from types import SimpleNamespace
+
+        from kselect.selector.model.held_ops import held_ops, held_scalings
+
+        self.ops, self.scalings = held_ops(meta), held_scalings(meta)
+        self.dtypes = tuple(dtypes)
+        self.grouped = None if grouped_dtypes is None else SimpleNamespace(dtypes=tuple(grouped_dtypes))
+        if self.grouped is not None:
+            self.ops = self.ops | {"grouped_mm"}
+
+
+def serving_holdings(fingerprint: Mapping, meta: Mapping | None = None, grouped_dir: str | Path | None = None):
+    """Holdings of the model that would serve `fingerprint`: the one whose sidecar is `meta` (a
+    model the user gave or named), else the shipped one load_shipped picks, the card's models of
+    other dtypes joined; with the grouped model for the card in `grouped_dir` (default the
+    shipped models/). None where no model may serve this card. Raises ModelError for a sidecar
+    that cannot be read."""
+    from kselect.selector.model.grouped_model import grouped_model_for
+
+    if meta is not None:
+        check_schema(meta, source="the model you named")  # one it could not serve holds nothing here
+        dtypes = held_dtypes(meta)
+    else:
+        ranked = _ranked(fingerprint)
+        if not ranked:
+            return None
+        _, _, path, _, own = min(ranked, key=lambda r: ("bf16" not in r[4], r[0], r[1]))
+        meta = read_sidecar(meta_path(path))
+        dtypes = tuple(own) + tuple(sorted({d for r in ranked for d in r[4]} - set(own)))
+    grouped_path = grouped_model_for(fingerprint, grouped_dir)
+    grouped = None
+    if grouped_path is not None:
+        grouped = read_sidecar(meta_path(grouped_path)).get("dtypes") or ("bf16",)
+    return Holdings(meta, dtypes, grouped)

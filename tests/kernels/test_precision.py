@@ -94,14 +94,14 @@ def test_the_selector_reads_a_cuda_fp32_gemm_as_tf32_and_keys_it_apart(tf32_sett
     assert tf32_fields != ieee_fields and "math" not in ieee_fields  # other keys stay as they were
 
     def gate_with(dtypes):
-        return op_kind.OpGate(lambda device: type("Ranker", (), {"dtypes": dtypes})(), lambda: "DEFAULT")
+        return op_kind.OpGate(lambda device: type("Ranker", (), {"dtypes": dtypes})())
 
     inputs = ir_inputs(nodes)
     tf32_setting.fp32_precision = "tf32"
-    assert gate_with(("tf32",)).stock_space("mm", inputs) is None  # decided
-    assert gate_with(("bf16", "fp32")).stock_space("mm", inputs) == "DEFAULT"  # a TF32 GEMM it lacks
+    assert gate_with(("tf32",)).admit("mm", inputs) == ("mm", True)  # decided
+    assert gate_with(("bf16", "fp32")).admit("mm", inputs) == ("mm", False)  # a TF32 GEMM it lacks
     tf32_setting.fp32_precision = "ieee"
-    assert gate_with(("tf32",)).stock_space("mm", inputs) == "DEFAULT"
+    assert gate_with(("tf32",)).admit("mm", inputs) == ("mm", False)
 
 
 def ir_inputs(nodes):

@@ -32,8 +32,8 @@ SHAPES = {
     "scaled_mm_tensorwise": (128, 8192, 4096),
     "grouped_mm": (1024, 1408, 2048),
     "int_mm": (128, 8192, 4096),
-    "fp32_mm": (512, 4096, 4096),
-    "bf16_mm": (512, 4096, 4096),  # decided: the contrast
+    "fp32_mm": (256, 2048, 2048),
+    "bf16_mm": (256, 2048, 2048),  # decided: the contrast
 }
 
 

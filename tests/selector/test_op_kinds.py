@@ -360,8 +360,8 @@ def finalized(monkeypatch):
 
 @pytest.mark.parametrize("case", list(_gpu_cases()))
 def test_gpu_lowerings_left_to_stock_are_generated_in_the_users_space(case, finalized, caplog):
-    """The gated handler, driven as Inductor's GPU lowerings drive it, while kselect's widened
-    EXHAUSTIVE space is in force: an op it leaves to stock gets exactly the KTCs stock Inductor
+    """The gated handler, driven as Inductor's GPU lowerings drive it, the user's DEFAULT space
+    in force and kselect widening to EXHAUSTIVE: an op it leaves to stock gets exactly the KTCs stock Inductor
     finalizes in the user's DEFAULT space, each choice stamped with its kind, nothing selected;
     a bf16 mm is selected over the EXHAUSTIVE space. Catches: Triton templates generated in
     EXHAUSTIVE for an unmodelled op (a longer list where Inductor's configs depend on the space:
@@ -380,16 +380,15 @@ def test_gpu_lowerings_left_to_stock_are_generated_in_the_users_space(case, fina
 
     reset_warnings()  # as enable() does: each kind's line once per configuration
     sel = ksi.Selector("predict", ranker=Bf16Ranker())
-    sel.stock_space = "DEFAULT"  # as enable() records it when it widens the user's DEFAULT
     selected = []  # what reached kselect's selection
 
     def select(ktcs, kernel_inputs, op_name, restock=None):
         selected.append(op_name)
         return sel.select_ktcs(ktcs, kernel_inputs, op_name, restock=restock)
 
-    handler = template_configs.make_selecting_choices(select, sel.uuid(), stock_space=sel.op_gate.stock_space)
+    handler = template_configs.make_selecting_choices(select, sel.uuid(), admit=sel.op_gate.admit, widen="EXHAUSTIVE")
     caplog.set_level(logging.INFO, logger="kselect.selector")
-    with lowering("EXHAUSTIVE"), warnings.catch_warnings():
+    with lowering("DEFAULT"), warnings.catch_warnings():
         warnings.simplefilter("error", KselectFallbackWarning)
         choices = handler.get_template_configs(MMKernelInputs(inputs()), list(templates), op_name)
     (got,) = finalized
@@ -473,7 +472,7 @@ def test_choices_name_their_op_by_their_own_identity():
     assert op_kind.choices_kind([relu]) == "linear+relu"  # its activation fused: not a bare GEMM
     assert op_kind.choices_kind([bound("mm"), user]) == "mm"
     assert op_kind.choices_kind([user]) == "unidentified op"
-    stamped = op_kind.stamp([bound("mm"), user], "scaled_mm")  # built by the scaled_mm lowering
+    stamped = choice_candidates.stamp([bound("mm"), user], "scaled_mm")  # built by the scaled_mm lowering
     assert op_kind.choices_kind(stamped) == "scaled_mm"
 
 
@@ -519,7 +518,52 @@ def test_a_modelled_op_is_refused_only_for_a_dtype_its_ranker_lacks():
     def no_ranker(device):
         raise RankerUnavailable("no-gpu", "no ranker for this device")
 
-    gate = op_kind.OpGate(no_ranker, lambda: "DEFAULT")
+    gate = op_kind.OpGate(no_ranker)
     fp16 = MMKernelInputs([_cuda("a", [64, 96], torch.float16), _cuda("b", [96, 80], torch.float16)])
-    assert gate.stock_space("mm", fp16) is None  # undecided here: the usual path warns, as before
-    assert gate.stock_space("int_mm", fp16) == "DEFAULT"
+    assert gate.admit("mm", fp16) == ("mm", True)  # undecided here: the usual path warns, as before
+    assert gate.admit("int_mm", fp16) == ("int_mm", False)
+
+
+def test_the_gate_reads_sidecars_and_loads_no_model_for_an_op_it_leaves(monkeypatch):
+    """Whether the model that would serve the card holds an fp8 scaled_mm or a grouped GEMM is
+    read from the shipped sidecars alone (discovery.serving_holdings): no model is loaded or
+    warmed for an op kselect leaves to stock, so it costs that op's compile nothing. Once a
+    ranker is loaded for the card, the gate asks it. Catches: the gate loading (and warming) the
+    card's cost model to answer, or reading the wrong model's holdings (the bf16 one holds mm,
+    addmm, bmm; the fp16/TF32 one joins it)."""
+    from kselect.selector.inductor import device_rankers
+    from kselect.selector.model import cost_model
+    from kselect.selector.model.artifact import read_sidecar
+    from kselect.selector.model.checks import trained_fingerprints
+
+    h100 = next(
+        f
+        for f in trained_fingerprints(read_sidecar("models/hopper-bf16.meta.json"))
+        if "H100" in str(f.get("gpu_name"))
+    )
+    h100 = dict(h100, fingerprint_id="h100-test")
+    monkeypatch.setattr(device_rankers, "device_fingerprint", lambda device: h100)
+    loads = []
+    real_load = cost_model.CostModel.load.__func__
+    monkeypatch.setattr(
+        cost_model.CostModel, "load", classmethod(lambda cls, *a, **k: loads.append(a) or real_load(cls, *a, **k))
+    )
+
+    reset_warnings()
+    sel = ksi.Selector("verify", cache_dir=None)
+    f8 = [_cuda("a", [64, 96], F8), _cuda("b", [96, 80], F8, transposed=True)]
+    scales = [_cuda("sa", [64, 1], torch.float32), _cuda("sb", [1, 80], torch.float32)]
+    held = sel.holdings(torch.device("cuda"))
+    assert held.ops == {"mm", "addmm", "bmm"} and held.scalings == frozenset() and held.grouped is None
+    assert set(held.dtypes) == {"bf16", "fp16", "tf32"}
+    assert sel.op_gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", False)
+    assert sel.op_gate.admit(
+        "mm", MMKernelInputs([_cuda("a", [64, 96], torch.bfloat16), _cuda("b", [96, 80], torch.bfloat16)])
+    ) == ("mm", True)
+    assert loads == [] and sel._rankers == {}  # nothing loaded to answer
+
+    class Loaded:
+        ops, scalings, dtypes = frozenset({"mm", "scaled_mm"}), frozenset({"rowwise"}), ("bf16", "fp8e4m3")
+
+    sel._rankers["h100-test"] = Loaded()
+    assert sel.op_gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", True)

@@ -93,7 +93,7 @@ def lowered():
 
 def decide(sel: Selector, ki, ktcs) -> list:
     """The selecting handler's templates stage over Inductor's KTCs: what it hands back."""
-    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), stock_space=sel.op_gate.stock_space)
+    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), admit=sel.op_gate.admit)
     gens = {}
     for ktc in ktcs:
         gens.setdefault(ktc.template.uid, []).append(ktc)
@@ -117,7 +117,7 @@ def test_a_held_scaled_mm_keeps_the_tables_fastest_choice(lowered, caplog):
     reset_warnings()
     sel = Selector(mode="predict", ranker=MeasuredRanker(table_for(ROWWISE, ktcs, fastest)), cache_dir=None)
     with caplog.at_level(logging.INFO, logger="kselect"), ic.patch(max_autotune=True):
-        assert sel.op_gate.stock_space("scaled_mm", ki) is None  # the gate lets it through
+        assert sel.op_gate.admit("scaled_mm", ki)[1]  # the gate lets it through
         kept = decide(sel, ki, ktcs)
     assert kept == [ktcs[fastest]]
     assert sel.decisions[-1]["problem"] == ROWWISE.key and sel.stats["fallbacks"] == 0
@@ -131,9 +131,9 @@ def test_c_a_tensorwise_ranker_leaves_rowwise_to_stock(lowered, caplog):
     sel = Selector(mode="predict", ranker=MeasuredRanker(table_for(TENSORWISE, ktcs, 3)), cache_dir=None)
     assert sel.ranker.ops == {"scaled_mm"} and sel.ranker.scalings == {"tensorwise"}
     with caplog.at_level(logging.INFO, logger="kselect"), ic.patch(max_autotune=True):
-        assert sel.op_gate.stock_space("scaled_mm", ki_row).lower() == "default"  # the user's own space
-        assert sel.op_gate.stock_space("scaled_mm", ki_row).lower() == "default"
-        assert sel.op_gate.stock_space("scaled_mm", ki_tens) is None
+        assert not sel.op_gate.admit("scaled_mm", ki_row)[1]  # the user's own space
+        assert not sel.op_gate.admit("scaled_mm", ki_row)[1]
+        assert sel.op_gate.admit("scaled_mm", ki_tens)[1]
         assert decide(sel, ki_tens, ktcs) == [ktcs[3]]
     lines = [r.getMessage() for r in caplog.records if "not modelled" in r.getMessage()]
     assert lines == ["kselect: rowwise scaled_mm is not modelled; stock autotuning"]
@@ -147,7 +147,7 @@ def test_c_an_e5m2_operand_goes_to_stock_whatever_the_ranker_holds(lowered, capl
     reset_warnings()
     sel = Selector(mode="predict", ranker=MeasuredRanker(table_for(TENSORWISE, ktcs, 3)), cache_dir=None)
     with caplog.at_level(logging.INFO, logger="kselect"), ic.patch(max_autotune=True):
-        assert sel.op_gate.stock_space("scaled_mm", scaled_inputs("tensorwise", torch.float8_e5m2)).lower() == "default"
+        assert not sel.op_gate.admit("scaled_mm", scaled_inputs("tensorwise", torch.float8_e5m2))[1]
     lines = [r.getMessage() for r in caplog.records if "not modelled" in r.getMessage()]
     assert lines == ["kselect: float8_e5m2/fp8e4m3 scaled_mm is not modelled; stock autotuning"]
     assert sel.stats["fallbacks"] == 0
@@ -174,8 +174,8 @@ def test_d_a_model_claiming_scaled_mm_without_its_columns_is_refused(lowered, tm
     sel = Selector(mode="predict", model=str(broken), cache_dir=None)
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, logger="kselect"):
         warnings.simplefilter("always")
-        assert sel.op_gate.stock_space("scaled_mm", ki).lower() == "default"
-        assert sel.op_gate.stock_space("scaled_mm", ki).lower() == "default"
+        assert not sel.op_gate.admit("scaled_mm", ki)[1]
+        assert not sel.op_gate.admit("scaled_mm", ki)[1]
     refused = [w for w in caught if issubclass(w.category, KselectFallbackWarning)]
     assert len(refused) == 1 and "feature block" in str(refused[0].message)
 
@@ -268,7 +268,7 @@ def test_a_model_trained_with_the_scaled_block_holds_scaled_mm_and_decides_it(sc
     reset_warnings()
     sel = Selector(mode="predict", ranker=ranker, cache_dir=None)
     with ic.patch(max_autotune=True):
-        assert sel.op_gate.stock_space("scaled_mm", ki) is None
+        assert sel.op_gate.admit("scaled_mm", ki)[1]
         kept = decide(sel, ki, ktcs)
     assert len(kept) == 1 and kept[0] in ktcs and sel.stats["fallbacks"] == 0
     assert sel.decisions[-1]["problem"] == ROWWISE.key

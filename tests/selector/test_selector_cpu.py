@@ -801,22 +801,22 @@ class _Unavailable:
         raise RankerUnavailable("test-unavailable", "kselect: test ranker unavailable -- stock")
 
 
-def test_enable_widens_search_space_and_disable_restores_it():
+def test_enable_never_changes_inductors_search_space():
+    """kselect's widened space is in force only inside the templates stage of a GEMM it decides
+    (tests/selector/test_op_kinds.py reads it there): Inductor's global setting, which every op
+    kselect does not decide and the FX-graph cache key read, stays the user's. Catches enable()
+    writing it, or disable() leaving anything behind."""
     from torch._inductor import config
 
-    with config.patch(max_autotune_gemm_search_space="DEFAULT"):
-        sel = ksi.enable("predict", ranker=_Unavailable())
-        try:
-            assert config.max_autotune_gemm_search_space == "EXHAUSTIVE"
-            assert sel.stock_space == "DEFAULT"
-        finally:
-            ksi.disable()
-        assert config.max_autotune_gemm_search_space == "DEFAULT"
-        sel = ksi.enable("predict", ranker=_Unavailable(), search_space=None)
-        try:
-            assert config.max_autotune_gemm_search_space == "DEFAULT" and sel.stock_space is None
-        finally:
-            ksi.disable()
+    for user in ("DEFAULT", "EXHAUSTIVE"):
+        with config.patch(max_autotune_gemm_search_space=user):
+            for space in ("EXHAUSTIVE", "DEFAULT", None):
+                ksi.enable("predict", ranker=_Unavailable(), search_space=space)
+                try:
+                    assert config.max_autotune_gemm_search_space == user
+                finally:
+                    ksi.disable()
+                assert config.max_autotune_gemm_search_space == user
 
 
 class _FakeChoice:

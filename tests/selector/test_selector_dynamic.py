@@ -245,11 +245,13 @@ def test_a_gemm_kselect_cannot_decide_gets_the_users_own_space(case, tmp_path):
         if case == "ranker-unavailable"
         else ksi.Selector("predict", model=str(tmp_path / "no-such-model.json"))
     )
-    sel.stock_space = None if case == "not-widened" else "DEFAULT"
-    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid())
+    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), widen="EXHAUSTIVE")
     reset_warnings()
     with lowering("EXHAUSTIVE"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # inside the templates stage of a GEMM kselect decides: the user's own space, put aside
+        # while kselect's EXHAUSTIVE is in force (the user's EXHAUSTIVE too: nothing was widened)
+        handler._spaces.user = "EXHAUSTIVE" if case == "not-widened" else "DEFAULT"
         ki = make(256, 4096, 4096)
         generated = {t.uid: handler.get_ktc(ki, t, "mm", {}) for t in templates}
         exhaustive = len(inductor_candidates(ki, templates, "mm"))
@@ -302,14 +304,13 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
     problem = Problem(M=16, N=4096, K=4096, dtype="fp16", layout="nn")
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("verify", k=4, adaptive_k=False, ranker=_BlockForSize())
-    sel.stock_space = "DEFAULT"
     stock = items[:3]
     kept = sel._guarded(
         "templates",
         items,
         lambda: (problem, fields, torch.device("cpu")),
         choice_candidates.ktc_candidates,
-        restock=lambda space: stock,
+        restock=template_configs.Restock("DEFAULT", lambda: stock),
     )
     assert len(kept) == len(stock) and kept[-1] is items[-1]  # capped; ATen kept
     assert dynamic_sizes._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]

@@ -25,6 +25,15 @@ _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_war
 OP_STAMP = "kselect_op"
 
 
+def stamp(choices: list, kind: str) -> list:
+    """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
+    for choice in choices:
+        annotations = getattr(choice, "annotations", None)
+        if isinstance(annotations, dict):
+            annotations[OP_STAMP] = kind
+    return choices
+
+
 @functools.lru_cache(maxsize=256)
 def template_of(uid: str) -> tuple[str, str]:
     """Inductor template uid -> (backend, template) in our naming."""

@@ -1,5 +1,7 @@
 """Inductor's settings kselect sets or reads: the choices handler (`V.choices` and
-`config.inductor_choices_class`), the GEMM search space, the multi-kernel size hints."""
+`config.inductor_choices_class`, the one global setting it changes), the GEMM search space in
+force (read only: kselect widens it inside a decided GEMM's templates stage alone,
+compat/template_configs.py), the multi-kernel size hints."""
 
 from __future__ import annotations
 
@@ -67,19 +69,6 @@ def current_choices():
     from torch._inductor.virtualized import V
 
     return V.choices
-
-
-def set_gemm_search_space(space: str):
-    """Set Inductor's max_autotune_gemm_search_space; returns (previous value, undo function)."""
-    from torch._inductor import config
-
-    previous = str(config.max_autotune_gemm_search_space)
-    config.max_autotune_gemm_search_space = space.upper()
-
-    def undo():
-        config.max_autotune_gemm_search_space = previous
-
-    return previous, undo
 
 
 def gemm_search_space() -> str:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.inductor.compat.choice_candidates import is_flydsl_ktc, ktc_candidate, ktc_candidates
+from kselect.selector.inductor.compat.choice_candidates import is_flydsl_ktc, ktc_candidate, ktc_candidates, stamp
 from kselect.selector.inductor.compat.enumeration import PlanMissed, pick_ktcs, templates_of
 
 log = logging.getLogger(__name__)
@@ -71,13 +71,31 @@ def _joins_here(templates, op_name: str) -> bool:
     return any(str(getattr(t, "uid", "")) == f"aten::{op_name}" for t in templates)
 
 
+class Restock(NamedTuple):
+    """A fallback's narrowing: the GEMM's choices as stock Inductor builds them in the user's
+    own GEMM search space `space` (`build()`), where kselect widened it for the decision."""
+
+    space: str
+    build: Callable[[], list]
+
+
 def make_selecting_choices(
-    select_ktcs: Callable, uuid: str, join=None, plan_ktcs: Callable | None = None, stock_space: Callable | None = None
+    select_ktcs: Callable,
+    uuid: str,
+    join=None,
+    plan_ktcs: Callable | None = None,
+    admit: Callable | None = None,
+    widen: str | None = None,
 ):
     """An InductorChoices whose `_finalize_template_configs` hands the stock KTC list to
     `select_ktcs(ktcs, kernel_inputs, op_name, restock=) -> list` (before any code generation;
-    `restock(space)` gives the KTCs stock Inductor finalizes for this GEMM in another GEMM search
-    space, for a fallback to the user's own).
+    `restock`, a Restock or None, gives the KTCs stock Inductor finalizes for this GEMM in the
+    user's own GEMM search space, for a fallback).
+
+    `widen` (optional, "EXHAUSTIVE"): the GEMM search space kselect ranks, in force only inside
+    the templates stage of a GEMM kselect decides (`config.patch` around that call alone):
+    Inductor's global setting stays the user's, so nothing kselect does not decide -- another
+    op's lowering, a cache key -- reads a widened value.
 
     `plan_ktcs(kernel_inputs, templates, op_name, generate) -> candidates | None` (optional)
     decides before Inductor generates the space (`generate(template)` gives Inductor's own
@@ -90,14 +108,33 @@ def make_selecting_choices(
     ExternKernelChoices whose configs come from their registered template heuristic, and
     `join.finalize(kept, stock)` vets the kept KTCs (compiles FlyDSL's) after selection.
 
-    `stock_space(kind, kernel_inputs)` (optional) puts the op gate in front (op_kind.gated): an
-    op it names a space for gets stock Inductor's choices built in that space, nothing else."""
+    `admit(op_name, kernel_inputs) -> (kind, decided)` (optional; the op gate,
+    selector/inductor/op_kind.py) goes in front (`_gated`): an op it does not decide gets stock
+    Inductor's choices under the user's settings, nothing else."""
+    from torch._inductor import config
+
     base = _base_choices_class()
 
     class KselectChoices(base):
         _plan = threading.local()  # the candidates this thread's current call wants, if planned
+        _spaces = threading.local()  # the user's own space while this thread's call widens it
+
+        def user_space_in_force(self) -> str | None:
+            """The user's GEMM search space while a decision of this thread has widened it, else None."""
+            return getattr(self._spaces, "user", None)
 
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            outer = self.user_space_in_force()
+            user = outer or str(config.max_autotune_gemm_search_space).upper()
+            space = (widen or user).upper()
+            self._spaces.user = user
+            try:
+                with config.patch(max_autotune_gemm_search_space=space):
+                    return self._decided_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+            finally:
+                self._spaces.user = outer
+
+        def _decided_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
             extra = (
                 list(join.templates(kernel_inputs, op_name))
                 if join is not None and _joins_here(templates, op_name)
@@ -138,18 +175,18 @@ def make_selecting_choices(
             stock = list(
                 super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
             )
-
-            def restock(space: str) -> list:  # what stock Inductor builds in `space`
-                return self._in_space(space, kernel_inputs, templates, op_name, kwarg_overrides)
-
+            user = self.user_space_in_force()
+            restock = None
+            if user is not None and user != str(config.max_autotune_gemm_search_space).upper():
+                restock = Restock(
+                    user, lambda: self._in_space(user, kernel_inputs, templates, op_name, kwarg_overrides)
+                )
             kept = select_ktcs(list(stock), kernel_inputs, op_name, restock=restock)
             return join.finalize(kept, stock) if join is not None else kept
 
         def _in_space(self, space, kernel_inputs, templates, op_name, kwarg_overrides=None) -> list:
             """This GEMM's KTCs as stock Inductor finalizes them with `space` as its GEMM search
             space (its own generators and finalizing, run again under that setting)."""
-            from torch._inductor import config
-
             overrides = kwarg_overrides or {}
             with config.patch(max_autotune_gemm_search_space=space.upper()):
                 regenerated = {
@@ -171,9 +208,44 @@ def make_selecting_choices(
         def uuid(self) -> str:  # folded into Inductor's FX-graph cache key on 2.13
             return uuid
 
-    # -- the op gate (selector/inductor/op_kind.py): ops kselect does not decide go to stock
-    if stock_space is not None:
-        from kselect.selector.inductor.op_kind import gated
+    return _gated(KselectChoices, admit)() if admit is not None else KselectChoices()
 
-        return gated(KselectChoices, stock_space)()
-    return KselectChoices()
+
+def _gated(handler_cls, admit: Callable):
+    """`handler_cls` (KselectChoices) behind the op gate: an op kselect does not decide
+    (`admit(op_name, kernel_inputs)` -> (kind, False)) gets stock InductorChoices' own choices,
+    built under the user's settings -- no early decision, no FlyDSL join, no selection, no
+    widened space (where a decided GEMM's own lowering reaches it, the user's space is put back
+    for it). Every choice is stamped with its kind."""
+    from torch._inductor import config
+
+    base = _base_choices_class()
+
+    class GatedChoices(handler_cls):
+        _stock = threading.local()  # this thread's get_template_configs builds stock choices
+
+        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            kind, decided = admit(op_name, kernel_inputs)
+            if decided:
+                return stamp(super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides), kind)
+            user = self.user_space_in_force() or config.max_autotune_gemm_search_space  # put back, if widened
+            self._stock.on = True
+            try:
+                with config.patch(max_autotune_gemm_search_space=user):
+                    built = base.get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides)
+            finally:
+                self._stock.__dict__.pop("on", None)
+            return stamp(built, kind)
+
+        def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+            # taken, not read: converting the kept choices may lower a nested GEMM through this handler
+            if self._stock.__dict__.pop("on", False):
+                return base._finalize_template_configs(
+                    self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+                )
+            return super()._finalize_template_configs(
+                template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+            )
+
+    GatedChoices.__name__ = GatedChoices.__qualname__ = f"Gated{handler_cls.__name__}"
+    return GatedChoices
