@@ -85,6 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--arm", choices=("stock", "verify", "predict"), required=True)
     ap.add_argument("--ops", default=",".join(SHAPES))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--off", default="", help="kselect settings turned off, comma-separated (e.g. warm_start)")
     args = ap.parse_args(argv)
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 as IEEE fp32: an op kselect leaves to stock
 
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
     if args.arm != "stock":
         from kselect.selector import enable
 
-        enable(args.arm)
+        enable(args.arm, **{name: False for name in filter(None, args.off.split(","))})
 
     def handed_on(choices):  # behind kselect's: what Inductor goes on with
         if state["op"]:
