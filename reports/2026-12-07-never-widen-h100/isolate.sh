@@ -10,7 +10,11 @@ run() {  # name, arm, extra flags
     --arm $2 --ops $OPS --out $OUT/records/$1/result.json $3 > $OUT/$1.log 2>&1
   echo "$1 rc=$?"
 }
-run stock-a stock ""; run verify-a verify ""; run verify-nowarm-a verify "--off warm_start"; run stock-b stock ""
+if [ "${SECOND:-0}" = 1 ]; then  # a second paired round, predict beside
+  run stock-c stock ""; run verify-c verify ""; run predict-c predict ""; run stock-d stock ""
+else
+  run stock-a stock ""; run verify-a verify ""; run verify-nowarm-a verify "--off warm_start"; run stock-b stock ""
+fi
 python3 - <<'PY'
 import json, os, glob
 for p in sorted(glob.glob(os.environ["OUT"] + "/records/*/result.json")):
