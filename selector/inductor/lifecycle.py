@@ -170,6 +170,12 @@ def current() -> Selector | None:
     return getattr(_state, "selector", None)
 
 
+def ranked_space() -> str | None:
+    """The GEMM search space the active selector ranks for a GEMM it decides (in force inside
+    that GEMM's templates stage alone); None: no selector, or one that ranks the user's own."""
+    return getattr(_state, "search_space", None) if current() is not None else None
+
+
 @contextlib.contextmanager
 def selecting(mode: str = "verify", **kwargs):
     """`with selecting("predict", ranker=...):` -- kselect for the compiles inside, then the

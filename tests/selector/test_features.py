@@ -1,5 +1,6 @@
 """Feature schema: one schema for training and selection, finite, deterministic, fast."""
 
+import math
 import time
 
 import numpy as np
@@ -106,15 +107,56 @@ def test_aten_kernel_columns_reach_both_paths():
 
 
 def test_features_mean_what_they_say():
-    p = Problem(1000, 1000, 4096)
+    """Every M-, N- and K-derived column, computed here by hand, on a problem whose three sizes
+    differ and whose layout reads A along M and B along N ("tn"): a feature taken from the wrong
+    axis (tiles or padding of M from N, A's alignment from K) gives another number. M = 1000 = 8 x
+    125, N = 1536 = 512 x 3, K = 4000 = 32 x 125; a 128 x 64 x 64 tile."""
+    M, N, K, eb = 1000, 1536, 4000, 2
+    p = Problem(M, N, K, layout="tn")
     c = Candidate.make("triton", "mm", BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
     x = dict(zip(FEATURE_NAMES, featurize_candidates(p, [c, Candidate.make("aten", "mm")], DEVICE)[0]))
-    assert x["tmpl_mm"] == 1 and x["tmpl_aten"] == 0
-    assert x["tiles_m"] == 8 and x["tiles_n"] == 16 and x["tiles"] == 128
-    assert x["waves"] == pytest.approx(128 / 132)
-    assert x["smem_bytes"] == 2 * (128 * 64 + 64 * 64) * 3 + 128
-    assert x["pad_m"] == pytest.approx(1024 / 1000 - 1) and x["even_k"] == 1
-    assert x["sm_count"] == 132
+    flops = 2.0 * M * N * K
+    want = {
+        "M": M,
+        "N": N,
+        "K": K,
+        "batch": 1,
+        "log2_M": math.log2(M),
+        "log2_N": math.log2(N),
+        "log2_K": math.log2(K),
+        "log2_flops": math.log2(flops),
+        "log2_MN_over_K": math.log2(M * N / K),
+        "log2_N_over_M": math.log2(N / M),
+        "log2_K_over_N": math.log2(K / N),
+        "a_transposed": 1,
+        "b_transposed": 0,
+        "pow2_div_M": 3,
+        "pow2_div_N": 9,
+        "pow2_div_K": 5,
+        "a_inner_align16": 1,  # A is M-major: 2,000 bytes
+        "a_ld_align_log2": 4,
+        "b_inner_align16": 1,  # B is N-major: 3,072 bytes
+        "b_ld_align_log2": 7,  # capped
+        "c_inner_align16": 1,
+        "c_ld_align_log2": 7,
+        "tiles_m": 8,  # ceil(1000 / 128)
+        "tiles_n": 24,  # 1536 / 64
+        "tiles": 192,
+        "waves": 192 / 132,
+        "last_wave_eff": (192 / 132) / 2,
+        "pad_m": 8 * 128 / M - 1,
+        "pad_n": 0.0,
+        "k_iters": 63,  # ceil(4000 / 64)
+        "pad_k": 63 * 64 / K - 1,
+        "even_k": 0,
+        "arith_intensity": flops / (eb * (M * K + K * N + M * N)),
+        "tmpl_mm": 1,
+        "tmpl_aten": 0,
+        "smem_bytes": 2 * (128 * 64 + 64 * 64) * 3 + 128,
+        "sm_count": 132,
+    }
+    for name, value in want.items():
+        assert x[name] == pytest.approx(value), name
 
 
 def test_fast_enough_for_the_whole_space():

@@ -104,13 +104,13 @@ def configure(spec: dict):
 
         real = REAL_MODELS.get(spec["model"])
         if real is not None and real.selector_from_env:
-            # enabled at `import torch` by KSELECT_MODE, which widened Inductor's (untouched)
-            # space already: nothing here may set it back
+            # enabled at `import torch` by KSELECT_MODE: Inductor's space is left as the user's
             if ksi.current() is None:
                 raise RuntimeError(f"{spec['model']}: KSELECT_MODE in the environment did not enable kselect")
         else:
-            # As a user runs it: DEFAULT configured; enable() widens to the space kselect ranks
-            # and narrows a GEMM it cannot rank back to DEFAULT.
+            # As a user runs it: DEFAULT configured; kselect ranks its own space for the GEMMs it
+            # decides (inside their templates stage alone) and narrows a GEMM it cannot rank back
+            # to DEFAULT.
             config.max_autotune_gemm_search_space = "DEFAULT"
             ksi.enable(**enable_keywords(spec))
     kwargs = {}
@@ -236,7 +236,12 @@ def measure(spec: dict, res: dict, save) -> None:
     from kselect.training.bench.real_models import build_case
 
     compile_fn = configure(spec)
-    res["gemm_search_space"] = str(torch._inductor.config.max_autotune_gemm_search_space)  # as the compile sees it
+    from kselect.selector.inductor import lifecycle as ksi
+
+    # Inductor's own setting, which every op kselect does not decide sees; and the space a GEMM
+    # kselect decides is ranked in (kselect's, else the same)
+    res["inductor_search_space"] = str(torch._inductor.config.max_autotune_gemm_search_space)
+    res["gemm_search_space"] = ksi.ranked_space() or res["inductor_search_space"]
     res["env"] = environment(spec["device"])
     counter, sel_log = instrument(spec)
     device = torch.device(spec["device"])
