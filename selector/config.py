@@ -145,7 +145,7 @@ class SelectorSettings(declared.Settings):
             "verify and predict: for a GEMM whose pointwise epilogue a template can fuse, hand "
             "Inductor kselect's few -- the kept choices, the best-ranked fusing template and ATen -- so "
             "its epilogue-fusion benchmark picks among them (GPUs); its pick is cached "
-            "(selector/inductor/epilogue.py)"
+            "(kernels/epilogue.py)"
         ),
     )
     time_fused: bool = setting(

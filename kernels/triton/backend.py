@@ -14,11 +14,11 @@ import logging
 import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 
 from kselect.kernels.backend import Availability, Backend, CandidateError, register_backend
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
+from kselect.kernels.triton.launch_plan import LaunchPlan
 from kselect.kernels.triton.scaled import SCALED_STRIDE_ARGS, scaled_launch_plan, scaled_runner, scaled_warmup
 from kselect.kernels.triton.space import SCALED_TEMPLATES, TEMPLATES, triton_space
 
@@ -71,25 +71,6 @@ def problem_strides(problem: Problem) -> dict[str, int]:
         "stride_cm": N,
         "stride_cn": 1,
     }
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """Everything needed to launch one candidate on one problem."""
-
-    template: str
-    constexprs: tuple  # sorted (name, value)
-    num_warps: int
-    num_stages: int
-    dtype: str
-    stride_spec: tuple  # Triton's view of the strides, then of N and K (compile identity)
-    k_split: int = 0
-    out_dtype: str = ""  # C's dtype where it differs from the operands' (scaled_mm)
-
-    @property
-    def compile_key(self) -> tuple:
-        key = (self.template, self.constexprs, self.num_warps, self.num_stages, self.dtype, self.stride_spec)
-        return key + (self.out_dtype,) if self.out_dtype else key
 
 
 def launch_plan(candidate: Candidate, problem: Problem, num_sms: int) -> LaunchPlan:

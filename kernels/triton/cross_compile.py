@@ -24,7 +24,8 @@ import subprocess
 import tempfile
 import time
 
-from kselect.kernels.triton.backend import STRIDE_ARGS, LaunchPlan
+from kselect.kernels.triton.backend import STRIDE_ARGS
+from kselect.kernels.triton.launch_plan import LaunchPlan
 from kselect.kernels.triton.scaled import SCALED_STRIDE_ARGS, scaled_kernel
 
 _ARCH = re.compile(r"^sm_(\d+)$")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kselect.kernels.backend import CandidateError
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
+from kselect.kernels.triton.launch_plan import LaunchPlan
 
 # Stride arguments of each scaled kernel, in signature order (cross_compile names them from it).
 SCALED_STRIDE_ARGS = {
@@ -40,8 +41,6 @@ def scaled_strides(problem: Problem) -> dict[str, int]:
 def scaled_launch_plan(candidate: Candidate, problem: Problem, num_sms: int):
     """The LaunchPlan of a scaled template for a scaled_mm problem (constexprs as Inductor sets
     them: EVEN_K for the mm template, NUM_SMS for the persistent one)."""
-    from kselect.kernels.triton.backend import LaunchPlan
-
     if problem.op != "scaled_mm":
         raise CandidateError("compile", f"template {candidate.template} serves scaled_mm, not {problem.op}")
     kw = candidate.kwargs

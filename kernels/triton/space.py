@@ -197,7 +197,7 @@ def template_space(problem: Problem, template: str, search_space: str = "exhaust
     lowering already applied the which-templates rules above, except TMA's alignment, which
     Inductor's heuristic checks itself): the selector's per-template enumeration. Memoised and
     immutable: GEMMs that share a size class (tiles) or sizes (decompose-k) get the same tuple,
-    so what the selector derives from it is computed once (selector/decide/candidate_memo.py)."""
+    so what the selector derives from it is computed once (selector/selector/identity_memo.py)."""
     space = _check_space(search_space)
     if template == "decompose_k":
         return _decompose_k_space(problem.M, problem.N, problem.K, space)

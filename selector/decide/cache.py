@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from kselect.selector.atomic_write import write_text
-from kselect.selector.decide.candidate_memo import IdentityMemo
+from kselect.selector.identity_memo import IdentityMemo
 from kselect.selector.warn import warn_once
 
 CACHE_FORMAT = 1

@@ -1,5 +1,5 @@
 """What the rankers and the policy read of a candidate list -- its keys, its backends, where ATen
-is -- remembered per tuple (decide/candidate_memo.py) for the early decision's candidate tuples."""
+is -- remembered per tuple (selector/identity_memo.py) for the early decision's candidate tuples."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.decide.candidate_memo import IdentityMemo
+from kselect.selector.identity_memo import IdentityMemo
 
 
 def is_aten(c: Candidate) -> bool:

@@ -18,12 +18,12 @@ from typing import Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
+from kselect.kernels.epilogue import fuses_epilogue
 from kselect.selector.config import DEFAULTS
 from kselect.selector.decide.candidate_sets import aten_indices, is_aten
 from kselect.selector.decide.families import first_of_each_family
 from kselect.selector.decide.gap_policy import choose_by_gap
 from kselect.selector.decide.rankers import RankerUnavailable
-from kselect.selector.inductor.epilogue import fuses_epilogue
 from kselect.selector.model.compile_price import CompilePrice, passed_over_note
 
 # verify mode: most candidates of backends the ranker has no data for that one GEMM benchmarks
@@ -119,7 +119,7 @@ def choose_kept(
     cap - 1 (one slot always goes to the ranker's pick), after the ranked ones.
     `fusion_candidate` (verify; the GEMM feeds a pointwise epilogue): the best-ranked choice
     that can fuse it is kept too, like the ATen safety net, so that measuring the set can weigh
-    the epilogue a template absorbs (selector/inductor/epilogue.py) -- the bare-GEMM ranking cannot.
+    the epilogue a template absorbs (kernels/epilogue.py) -- the bare-GEMM ranking cannot.
     `adaptive=False`: verify keeps the cap, whatever the scores' gaps; adaptive keeps
     min_k..cap by the gaps (see adaptive_k for the evidence on min_k). Either way the kept
     ranked candidates are the best of distinct tile families (first_of_each_family).

@@ -190,7 +190,7 @@ class CostModelRanker:
     def rank(self, problem: Problem, candidates: Sequence[Candidate], probe: bool = True, epilogue=None) -> np.ndarray:
         """Scores of `candidates`; `probe`: read what cuBLAS launches for `problem` (the
         ATen-kernel columns) -- warm_up's stand-in problems need not. `epilogue`: the GEMM's
-        Epilogue (selector/inductor/epilogue.py; None: none follows it), for a model trained
+        Epilogue (kernels/epilogue.py; None: none follows it), for a model trained
         with the epilogue block; a model without blocks never sees it."""
         if problem.dtype not in self.own_dtypes:
             raise RankerUnavailable(

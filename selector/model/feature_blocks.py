@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.inductor.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue, fuses_epilogue
+from kselect.kernels.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue, fuses_epilogue
 from kselect.selector.model.features import FEATURE_NAMES, FeatureError, device_constants
 from kselect.selector.model.scaled_features import SCALED_MM_FEATURE_NAMES, scaled_mm_problem_features
 

@@ -24,8 +24,8 @@ from kselect.kernels.aten.launched import ATEN_KERNEL_COLUMNS
 from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
 from kselect.kernels.problem import DTYPE_BYTES, Problem
-from kselect.selector.decide.candidate_memo import IdentityMemo
 from kselect.selector.fingerprint import device_peaks
+from kselect.selector.identity_memo import IdentityMemo
 
 # v2 also reads a dtype's peak its fingerprint lacks (TF32's, in the bf16 datasets' fingerprints)
 # from the card's datasheet: no model trained before held TF32 rows, so none read it otherwise.

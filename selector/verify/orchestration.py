@@ -12,7 +12,7 @@ import time
 
 from kselect.selector.inductor.compat import autotune, choice_candidates, multi_template
 from kselect.selector.logs import log_decision
-from kselect.selector.verify.timing import VerifyTimingUnavailable
+from kselect.selector.verify.pick import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept
 from kselect.selector.warn import warn_once
 

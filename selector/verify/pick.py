@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 MIN_MARGIN = 0.01
 
 
+class VerifyTimingUnavailable(RuntimeError):
+    """This set of choices cannot be measured here; Inductor's own benchmark must do it."""
+
+
 @dataclass
 class Measured:
     """Per kept choice (same order): median ms, or inf with the reason it was dropped."""
@@ -47,8 +51,6 @@ class Measured:
         ms = self.ms
         finite = [i for i, t in enumerate(ms) if math.isfinite(t)]
         if not finite:
-            from kselect.selector.verify.timing import VerifyTimingUnavailable  # timing imports this module
-
             raise VerifyTimingUnavailable("no kept choice compiled, ran and matched the reference")
         fastest = min(finite, key=lambda i: ms[i])
         ref = self.reference

@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from kselect.selector.config import COMPILE_IN
+from kselect.selector.inductor.compat.choice_candidates import is_extern
 
 log = logging.getLogger("kselect.selector")
 
@@ -32,13 +33,6 @@ MAX_THREADS = 8
 
 # submit(choice) -> a future that is done when a worker has compiled the choice, or None
 Submit = Callable[[object], "Future | None"]
-
-
-def is_extern(choice) -> bool:
-    """An extern (library) call: nothing to compile."""
-    from torch._inductor.select_algorithm import ExternKernelCaller
-
-    return isinstance(choice, ExternKernelCaller)
 
 
 def inductor_worker_submit() -> Submit | None:

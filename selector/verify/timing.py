@@ -24,8 +24,11 @@ import time
 from dataclasses import dataclass
 
 from kselect.kernels.timing import warm_gpu
-from kselect.selector.verify.pick import Measured
-from kselect.selector.verify.template_compiles import Compiles, is_extern
+from kselect.selector.inductor.compat.autotune import benchmark_example
+from kselect.selector.inductor.compat.choice_candidates import is_extern
+from kselect.selector.inductor.compat.signatures import size_hint
+from kselect.selector.verify.pick import Measured, VerifyTimingUnavailable
+from kselect.selector.verify.template_compiles import Compiles
 
 log = logging.getLogger("kselect.selector")
 
@@ -50,10 +53,6 @@ IDLE_RATIO = 1.0
 ROUNDS = 3
 
 
-class VerifyTimingUnavailable(RuntimeError):
-    """This set of choices cannot be measured here; Inductor's own benchmark must do it."""
-
-
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
     from kselect.selector.decide.candidate_sets import is_aten
@@ -72,37 +71,14 @@ def _check_runnable(choices) -> None:
             raise VerifyTimingUnavailable(f"{type(c).__name__} has no run function")
 
 
-def _example(node_or_layout):
-    """A random tensor with the node's (or layout's) hinted sizes, strides, dtype, device."""
-    from torch._inductor import ir
-    from torch._inductor.select_algorithm import AlgorithmSelectorCache
-
-    node = node_or_layout
-    if isinstance(node, ir.Layout):
-        node = ir.Buffer(name="kselect_verify_out", layout=node)
-    return AlgorithmSelectorCache.benchmark_example_value(node)
-
-
-def _hint(expr) -> int:
-    """A size expression's concrete value (torch 2.13: optimization_hint; 2.11: size_hint)."""
-    from torch._inductor.virtualized import V
-
-    sizevars = V.graph.sizevars
-    for name in ("optimization_hint", "size_hint"):
-        fn = getattr(sizevars, name, None)
-        if fn is not None:
-            return int(fn(expr))
-    return int(expr)
-
-
 def _extern_view(base, node):
     """What an ATen call sees: `node`'s sizes/strides/offset over the base tensor (a transposed
     weight is a view of the stored one), as Inductor builds extern benchmark inputs."""
     import torch
 
-    sizes = [_hint(s) for s in node.get_size()]
-    strides = [_hint(s) for s in node.get_stride()]
-    offset = _hint(node.get_layout().offset)
+    sizes = [size_hint(s) for s in node.get_size()]
+    strides = [size_hint(s) for s in node.get_stride()]
+    offset = size_hint(node.get_layout().offset)
     need = torch._prims_common.compute_required_storage_length(sizes, strides, offset)
     if need > base.untyped_storage().nbytes() // base.element_size():
         raise VerifyTimingUnavailable(f"input {node.get_name()} needs more storage than its base")
@@ -129,8 +105,8 @@ def _operand_sets(choices, device_type: str) -> list[Operands]:
     from kselect.kernels.timing import rotation_count
 
     nodes = choices[0].input_nodes
-    bases = [_example(n) for n in nodes]
-    first = Operands(bases, [_extern_view(b, n) for b, n in zip(bases, nodes)], _example(choices[0].layout))
+    bases = [benchmark_example(n) for n in nodes]
+    first = Operands(bases, [_extern_view(b, n) for b, n in zip(bases, nodes)], benchmark_example(choices[0].layout))
     sets = [first]
     if device_type != "cuda":
         return sets

@@ -108,3 +108,166 @@ def test_the_argument_check_sees_a_parser(tmp_path):
         ".add_parser(...)",
         ".add_argument(...)",
     ]
+
+
+# -- the selector's floors, no circles, and where private Inductor API may be used ---------------
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return "kselect." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    """kselect module -> the kselect modules it imports (anywhere in the file), each resolved to
+    the module that defines it (an imported name -> its module)."""
+    modules = {_module(p): p for top in TOP for p in _sources(top)}
+
+    def resolve(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    return {m: {resolve(i) for i in _imports(p)} - {"", m} for m, p in modules.items()}
+
+
+# the selector's floors, top to bottom (docs/layout.md): a module imports its own floor or lower
+SELECTOR_FLOORS = (
+    ("the public face", ("kselect.selector", "kselect.selector.autoload", "kselect.selector.doctor")),
+    ("the Inductor adapter", ("kselect.selector.inductor",)),
+    ("verify and decide", ("kselect.selector.verify", "kselect.selector.decide")),
+    ("model and warm-up", ("kselect.selector.model", "kselect.selector.warmup")),
+    ("the private-Inductor surface", ("kselect.selector.inductor.compat",)),
+    ("settings and small helpers", ("kselect.selector.",)),  # config, warn, logs, fingerprint, ...
+)
+
+
+def _floor(module: str) -> int | None:
+    """0 for the top floor; None outside selector/. The most specific prefix names the floor."""
+    if not module.startswith("kselect.selector"):
+        return None
+    best = None
+    for height, (_, prefixes) in enumerate(SELECTOR_FLOORS):
+        for prefix in prefixes:
+            hit = module == prefix or module.startswith(prefix if prefix.endswith(".") else prefix + ".")
+            if hit and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), height)
+    return best[1]
+
+
+def test_selector_imports_run_down_its_floors():
+    """Catches a module importing one of a higher floor (decide/ reaching up to the Inductor
+    adapter, compat/ to op_kind.py, model/ to decide/), at module level or inside a function."""
+    graph = _graph()
+    wrong = [
+        f"{m} ({SELECTOR_FLOORS[_floor(m)][0]}) imports {d} ({SELECTOR_FLOORS[_floor(d)][0]})"
+        for m, deps in sorted(graph.items())
+        if _floor(m) is not None
+        for d in sorted(deps)
+        if _floor(d) is not None and _floor(d) < _floor(m)
+    ]
+    assert not wrong, wrong
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """Catches two or more kselect modules importing each other, directly or round a longer loop
+    (at module level or inside a function: a lazy import hides a circle, it does not break it)."""
+    graph = _graph()
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, circles
+
+
+# where kernels/ and training/ touch torch._inductor, and why; selector/ does only in compat/
+PRIVATE_INDUCTOR_ALLOWED = {
+    "kernels/flydsl/inductor.py": "FlyDSL's Inductor join registers its template heuristic and extern choice",
+    "kernels/grouped/cross_compile.py": "loads Inductor's grouped template source to compile it for sm_90 here",
+    "kernels/grouped/run.py": "runs the grouped lowering's own choices on a routing's offsets",
+    "kernels/grouped/space.py": "reads Inductor's grouped config list: the candidates it considers",
+    "kernels/triton/space.py": "reads Inductor's Triton config heuristics: the candidates it considers",
+    "training/bench/e2e_worker.py": "sets Inductor's settings as each bench variant's user would",
+    "training/bench/gemm.py": "sets Inductor's settings as each bench variant's user would",
+    "training/bench/rank.py": "times kselect's ranking over Inductor's own template choices",
+    "training/measure/epilogue_labels.py": "pins a candidate in a compile and reads Inductor's fusion metrics",
+    "training/measure/epilogue_ways.py": "compiles each way with Inductor's caches off",
+    "training/measure/faithfulness.py": "the compile settings the faithfulness check runs under",
+    "training/measure/retime.py": "labels as Inductor's kernels: its settings and caches for the retime",
+}
+
+
+def _touches_private_inductor(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch._inductor"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.startswith("torch._inductor") for a in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("torch._inductor"):
+            return True
+    return False
+
+
+def test_private_inductor_api_is_used_only_where_named():
+    """Catches a selector module outside inductor/compat/ touching torch._inductor (an import or
+    a `torch._inductor.` attribute), or a kernels/ or training/ module not in the allowlist; and
+    an allowlist entry that no longer touches it (the list says what is true)."""
+    touching = {str(p.relative_to(REPO)) for top in TOP for p in _sources(top) if _touches_private_inductor(p)}
+    outside = sorted(
+        p for p in touching if not p.startswith("selector/inductor/compat/") and p not in PRIVATE_INDUCTOR_ALLOWED
+    )
+    assert not outside, outside
+    stale = sorted(p for p in PRIVATE_INDUCTOR_ALLOWED if p not in touching)
+    assert not stale, stale
+
+
+def test_every_module_docs_layout_names_exists():
+    """docs/layout.md says where each kind of change goes: every `name.py` (or `folder/name.py`)
+    it names under a section (kernels/, selector/, training/, tests/) is a file in that folder's
+    tree, and every `folder/` it names is a folder there. Catches a renamed or moved module the
+    map still sends people to."""
+    import re
+
+    text = (REPO / "docs" / "layout.md").read_text()
+    section, missing = None, []
+    for line in text.splitlines():
+        heading = re.match(r"## (\w+)/", line)
+        if heading:
+            section = REPO / heading.group(1)
+            continue
+        if section is None:
+            continue
+        for name in re.findall(r"`([\w./]+?)`", line):
+            if name.split("/")[0] in ("kernels", "selector", "training", "tests", "docs"):  # from the root
+                if not (REPO / name).exists():
+                    missing.append(name)
+                continue
+            if name.endswith(".py"):
+                found = any(str(p.relative_to(section)).endswith(name) for p in section.rglob(Path(name).name))
+            elif name.endswith("/") and re.fullmatch(r"[\w/]+/", name):
+                found = any(p.is_dir() for p in section.rglob(name.rstrip("/").split("/")[-1]))
+            else:
+                continue
+            if not found:
+                missing.append(f"{section.name}/: {name}")
+    assert not missing, missing

@@ -1,4 +1,4 @@
-"""A GEMM with its epilogue (selector/inductor/epilogue.py): which choices fuse one, the
+"""A GEMM with its epilogue (kernels/epilogue.py): which choices fuse one, the
 epilogue's few the option hands Inductor, the epilogue description of each GEMM of an aten
 graph (read during a real lowering: test_epilogue_cpu.py), and its optional feature block."""
 
@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
+from kselect.kernels.epilogue import fuses_epilogue  # noqa: E402
 from kselect.selector.decide.policy import choose_kept, with_fusing_few  # noqa: E402
 from kselect.selector.inductor.compat import current_graph  # noqa: E402
-from kselect.selector.inductor.epilogue import fuses_epilogue  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 MM = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
@@ -118,8 +118,8 @@ H200_LIKE = {"gpu_name": "test", "sm_count": 132, "peak_tflops": {"bf16": 989.0}
 
 
 def test_the_epilogue_feature_block_is_optional_and_describes_the_epilogue():
+    from kselect.kernels.epilogue import Epilogue
     from kselect.kernels.problem import Problem
-    from kselect.selector.inductor.epilogue import Epilogue
     from kselect.selector.model import feature_blocks as B
     from kselect.selector.model import features as F
 

@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from kselect.selector.verify.pick import MIN_MARGIN, Measured
-from kselect.selector.verify.timing import VerifyTimingUnavailable
+from kselect.selector.verify.pick import MIN_MARGIN, Measured, VerifyTimingUnavailable
 
 
 def _measured(rounds: dict[int, list[float]], reference: int | None = 0) -> Measured:

@@ -17,10 +17,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("xgboost")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
+from kselect.kernels.epilogue import NO_EPILOGUE, Epilogue  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.inductor import hook as ksi  # noqa: E402
-from kselect.selector.inductor.epilogue import NO_EPILOGUE, Epilogue  # noqa: E402
 from kselect.selector.model import feature_blocks as B  # noqa: E402
 from kselect.selector.model import features as F  # noqa: E402
 from kselect.selector.model.checks import FeatureSchemaError  # noqa: E402

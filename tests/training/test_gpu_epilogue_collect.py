@@ -19,8 +19,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 def test_collect_epilogue_labels_and_train_with_the_block(tmp_path, monkeypatch):
     from kselect.kernels.candidate import Candidate
+    from kselect.kernels.epilogue import NO_EPILOGUE
     from kselect.selector.decide.rankers import CostModelRanker
-    from kselect.selector.inductor.epilogue import NO_EPILOGUE
     from kselect.selector.model.cost_model import CostModel
     from kselect.training.data.epilogue_rows import epilogue_of, label_rows, read_records
     from kselect.training.learn.train import train

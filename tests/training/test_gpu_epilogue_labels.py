@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_model import served_model  # noqa: E402
 
-from kselect.training.measure.epilogue_labels import handover_vs_pinned  # noqa: E402
+from kselect.training.measure.epilogue_ways import handover_vs_pinned  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

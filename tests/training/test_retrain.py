@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from kselect.kernels.candidate_list import candidate_list
 from kselect.training.data.dataset import DatasetDir
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_time_ms
 from kselect.training.learn.retrain import RetrainError, RetrainPlan, run
-from kselect.training.measure.collect import candidate_list, parse_space, row_for
+from kselect.training.measure.collect import parse_space, row_for
 
 
 class SyntheticGpu:

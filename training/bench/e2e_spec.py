@@ -55,7 +55,7 @@ VARIANTS = {
             "verify",
             "kselect verify with epilogue_fusion=True: a GEMM with a fusable pointwise epilogue hands "
             "Inductor ATen and the best fusing templates, and Inductor's epilogue-fusion benchmark "
-            "picks among them (selector/inductor/epilogue.py)",
+            "picks among them (kernels/epilogue.py)",
             (("epilogue_fusion", True),),
         ),
         Variant(

@@ -32,8 +32,9 @@ from pathlib import Path
 from kselect.kernels.candidate import TILE_KNOBS, Candidate
 from kselect.kernels.compile_worker import Worker, drain_with_workers
 from kselect.kernels.problem import Problem
-from kselect.kernels.triton.backend import LaunchPlan, launch_plan
+from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, plan_to_dict
+from kselect.kernels.triton.launch_plan import LaunchPlan
 from kselect.kernels.triton.space import triton_space
 from kselect.training.measure.collect import parse_shard
 

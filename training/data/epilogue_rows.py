@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from kselect.kernels.candidate import Candidate
+from kselect.kernels.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue
 from kselect.kernels.problem import Problem, ProblemError
 from kselect.selector.atomic_write import write_text
-from kselect.selector.inductor.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue
 from kselect.selector.model.feature_blocks import epilogue_block
 
 FILE_NAME = "epilogue_labels.jsonl"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kselect.kernels.candidate_list import candidate_list
 from kselect.kernels.problem import Problem
-from kselect.training.measure.collect import candidate_list
 
 BACKENDS = ("aten", "triton")
 
@@ -58,7 +58,7 @@ def sample_gap(df: pd.DataFrame, n_sample: int = 200, backends=BACKENDS) -> dict
     import numpy as np
     from scipy.stats import gmean
 
-    from kselect.training.measure.collect import candidate_list
+    from kselect.kernels.candidate_list import candidate_list
 
     ok = df[df["oracle"] & (df["status"] == "ok")]
     gaps: dict[str, list[float]] = {c: [] for c in SHAPE_CLASSES}

@@ -215,7 +215,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
 
 def update_card(model_path: Path, result: dict) -> None:
     """Put the held-out summary into the sidecar and re-render the Markdown card."""
-    from kselect.training.learn.report import summary_table
+    from kselect.training.learn.summary_table import summary_table
 
     mp = meta_path(model_path)
     meta = json.loads(mp.read_text())

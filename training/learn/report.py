@@ -15,16 +15,8 @@ from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.evaluate import KS, ShapeSet, outcomes
 from kselect.training.learn.evaluation import SCHEMES, run_evaluation
 from kselect.training.learn.model_card import update_card
+from kselect.training.learn.summary_table import NAMES, percent, summary_table
 from kselect.training.learn.train import dataset_hash
-
-NAMES = {
-    "cost_model": "cost model (ours)",
-    "cost_model_aten_first": "ours, ATen always 1st of the k",
-    "roofline": "analytic roofline/waves",
-    "random_forest": "random forest",
-    "nearest_shape": "nearest-shape lookup",
-    "default": "stock DEFAULT",
-}
 
 
 def write_report(
@@ -177,35 +169,6 @@ def plot_pred_vs_measured(
 
 
 # ---------------------------------------------------------------------------------------
-def _p(x) -> str:
-    return f"{100 * float(x):.2f}"
-
-
-def summary_table(res: dict, subset: str) -> list[str]:
-    lines = [
-        "| ranker | " + " | ".join(f"k={k}" for k in KS) + " | top-1 | p99 regret k=4 |",
-        "| --- |" + " --- |" * (len(KS) + 2),
-    ]
-    for name, r in res.items():
-        if subset not in r:
-            continue
-        a = r[subset]
-        if name == "default":
-            lines.append(
-                f"| {NAMES[name]} (benchmarks ~{a['candidates_median']:.0f}) | "
-                + " | ".join(_p(a["pct_oracle_geomean"]) for _ in KS)
-                + f" | {_p(a['top1'])} | {_p(a['regret_p99'])} |"
-            )
-        else:
-            g = a["pct_oracle_geomean"]
-            lines.append(
-                f"| {NAMES.get(name, name)} | "
-                + " | ".join(_p(g[k]) for k in KS)
-                + f" | {_p(a['top1'])} | {_p(a['regret_p99'][4])} |"
-            )
-    return lines
-
-
 def cost_model_detail(a: dict) -> list[str]:
     rows = [
         ("geomean % of oracle", "pct_oracle_geomean"),
@@ -220,7 +183,7 @@ def cost_model_detail(a: dict) -> list[str]:
     ]
     lines = ["| metric | " + " | ".join(f"k={k}" for k in KS) + " |", "| --- |" + " --- |" * len(KS)]
     for label, key in rows:
-        lines.append(f"| {label} | " + " | ".join(_p(a[key][k]) for k in KS) + " |")
+        lines.append(f"| {label} | " + " | ".join(percent(a[key][k]) for k in KS) + " |")
     lines.append(
         "| top-k all failed -> ATen fallback (shapes) | " + " | ".join(str(a["all_failed"][k]) for k in KS) + " |"
     )
@@ -301,7 +264,7 @@ def render(result: dict, model: CostModel) -> str:
         ]
         for scheme, c in result["cascade_check"].items():
             for label, g in c.items():
-                L.append(f"| {scheme} | {label} | " + " | ".join(_p(g[k]) for k in KS) + " |")
+                L.append(f"| {scheme} | {label} | " + " | ".join(percent(g[k]) for k in KS) + " |")
         L.append("")
     if "family_breakdown" in result:
         L += [
@@ -311,7 +274,7 @@ def render(result: dict, model: CostModel) -> str:
             "| --- | --- |" + " --- |" * len(KS),
         ]
         for name, r in result["family_breakdown"].items():
-            L.append(f"| {name} | {r['shapes']} | " + " | ".join(_p(r[k]) for k in KS) + " |")
+            L.append(f"| {name} | {r['shapes']} | " + " | ".join(percent(r[k]) for k in KS) + " |")
         L.append("")
     L += [
         "## Template confusion (top-1, leave-one-family-out, all shapes)",
@@ -324,7 +287,7 @@ def render(result: dict, model: CostModel) -> str:
             continue
         L += [f"## Targets (leave-one-family-out, {label})", "", "| target | measured | met |", "| --- | --- | --- |"]
         for name, (value, met) in result[key].items():
-            shown = ", ".join(value) if isinstance(value, list) else _p(value)
+            shown = ", ".join(value) if isinstance(value, list) else percent(value)
             L.append(f"| {name} | {shown or 'none worse'} | {'yes' if met else '**no**'} |")
         L.append("")
     L += [
@@ -333,7 +296,7 @@ def render(result: dict, model: CostModel) -> str:
         "| k | " + " | ".join(str(k) for k in KS) + " |",
         "| --- |" + " --- |" * len(KS),
         "| geomean % of oracle | "
-        + " | ".join(_p(result["in_sample"]["all"]["pct_oracle_geomean"][k]) for k in KS)
+        + " | ".join(percent(result["in_sample"]["all"]["pct_oracle_geomean"][k]) for k in KS)
         + " |",
         "",
     ]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from kselect.kernels.backend import CandidateError, get_backend, shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
+from kselect.kernels.candidate_list import candidate_list, stable_hash
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import shared_memory_bytes
 from kselect.selector.model.features import DEFAULT_SMEM_OPTIN
@@ -79,36 +80,10 @@ def parse_space(spec: str) -> tuple[str, int]:
     raise CollectError(f"--space must be exhaustive, default or sample:N (N > 0), got {spec!r}")
 
 
-def _stable_hash(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
 def shard_problems(problems: list[Problem], shard: tuple[int, int]) -> list[Problem]:
     """Deterministic split; hashed order so a time-limited run still spans every family."""
-    ordered = sorted({p.key: p for p in problems}.values(), key=lambda p: _stable_hash(p.key))
+    ordered = sorted({p.key: p for p in problems}.values(), key=lambda p: stable_hash(p.key))
     return ordered[shard[0] :: shard[1]]
-
-
-def candidate_list(problem: Problem, backend_names: list[str], space: str, n_sample: int) -> list[Candidate]:
-    """The candidates to measure for `problem`, deterministic for a given problem."""
-    out: list[Candidate] = []
-    for name in backend_names:
-        backend = get_backend(name)
-        if space == "sample":
-            # DEFAULT plus the first candidates of EXHAUSTIVE in one global hash order of
-            # candidate keys: every shape that shares a (clamped) config samples it alike,
-            # so the whole dataset needs few distinct compiles.
-            full = backend.candidates(problem, "exhaustive")
-            chosen = dict.fromkeys(backend.candidates(problem, "default"))
-            rest = sorted((c for c in full if c not in chosen), key=lambda c: _stable_hash(c.key))
-            chosen.update(dict.fromkeys(rest[: max(0, n_sample - len(chosen))]))
-            order = {c: i for i, c in enumerate(full)}
-            out += sorted(chosen, key=lambda c: order.get(c, len(order)))
-        else:
-            out += backend.candidates(problem, space)
-    return out
 
 
 def row_for(problem: Problem, cand: Candidate, **measured) -> dict:

@@ -2,7 +2,7 @@
 
 Why: the collector times bare GEMMs, but what a user runs is the GEMM and its pointwise
 epilogue as Inductor compiles them -- a template with the epilogue fused into its store, or
-ATen followed by the epilogue as its own kernel (selector/inductor/epilogue.py). The label of a
+ATen followed by the epilogue as its own kernel (kernels/epilogue.py). The label of a
 GEMM with an epilogue is the fused template's time against ATen plus the separate kernel.
 
 How: for each candidate, one max-autotune compile of the whole function (GEMM + epilogue) in
@@ -158,14 +158,6 @@ def epilogue_label(timings: Sequence[EpilogueTiming]) -> dict:
     }
     label["ratio"] = label["template_fused_ms"] / label["aten_separate_ms"] if best_aten and best_template else None
     return label
-
-
-def handover_vs_pinned(fn: Callable, args: tuple, device_type: str, *, repeats: int = 50, **enable_kwargs) -> dict:
-    """kselect handing Inductor its few (epilogue_fusion) against that few pinned one by one
-    (training/measure/epilogue_ways.py's kselect_vs_pinned, way "handover")."""
-    from kselect.training.measure.epilogue_ways import kselect_vs_pinned
-
-    return kselect_vs_pinned(fn, args, device_type, way="handover", repeats=repeats, **enable_kwargs)
 
 
 def pinned_candidates(problem, templates: int, seed: int = 0) -> list[str]:

@@ -97,3 +97,9 @@ def kselect_vs_pinned(
         },
         "epilogue": ran[0].epilogue if ran else {},
     }
+
+
+def handover_vs_pinned(fn: Callable, args: tuple, device_type: str, *, repeats: int = 50, **enable_kwargs) -> dict:
+    """kselect handing Inductor its few (epilogue_fusion) against that few pinned one by one
+    (kselect_vs_pinned, way "handover")."""
+    return kselect_vs_pinned(fn, args, device_type, way="handover", repeats=repeats, **enable_kwargs)

@@ -1,7 +1,7 @@
 """Named GEMM + epilogue functions for the epilogue labels (training/measure/epilogue_labels.py).
 
 Each case is one Linear-like GEMM (x @ W^T, layout "nt") followed by a pointwise epilogue of the
-kinds a transformer layer has (selector/inductor/epilogue.py's OP_KINDS): an activation times
+kinds a transformer layer has (kernels/epilogue.py's OP_KINDS): an activation times
 another tensor (a gated MLP's product), a bias and GELU (addmm + activation), SiLU times the
 up projection (SwiGLU's gate, the other half an input), a residual add. Sizes are the Linear
 layers of Llama-3-8B (training/workloads/shapes.py's config) at decode to prefill token counts.

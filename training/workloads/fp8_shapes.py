@@ -13,7 +13,7 @@ families absent from it, for the confirmation bench.
 from __future__ import annotations
 
 from kselect.kernels.problem import Problem, ProblemError
-from kselect.training.workloads.shapes import MODELS, UNSEEN_MODELS, ModelConfig
+from kselect.training.workloads.model_configs import MODELS, UNSEEN_MODELS, ModelConfig
 
 # Public config.json values: hidden, heads, KV heads, MLP size, vocab (unused here).
 FP8_MODELS = {

@@ -55,3 +55,15 @@ def time_extern_under_cuda_graphs(choices) -> bool:
             else:
                 honoured = False
     return honoured
+
+
+def benchmark_example(node_or_layout):
+    """A random tensor with the node's (or layout's) hinted sizes, strides, dtype and device, as
+    Inductor makes its benchmark inputs."""
+    from torch._inductor import ir
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    node = node_or_layout
+    if isinstance(node, ir.Layout):
+        node = ir.Buffer(name="kselect_verify_out", layout=node)
+    return AlgorithmSelectorCache.benchmark_example_value(node)

@@ -25,6 +25,13 @@ _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_war
 OP_STAMP = "kselect_op"
 
 
+def is_extern(choice) -> bool:
+    """An extern (library) call: nothing to compile."""
+    from torch._inductor.select_algorithm import ExternKernelCaller
+
+    return isinstance(choice, ExternKernelCaller)
+
+
 def stamp(choices: list, kind: str) -> list:
     """Mark each choice with the op kind it was built for (the choices stage reads it back)."""
     for choice in choices:

@@ -1,5 +1,5 @@
 """The graph Inductor is lowering: its GEMMs (read to warm the ranker for them) and the epilogue
-of the GEMM being lowered (the pointwise ops after it, selector/inductor/epilogue.py)."""
+of the GEMM being lowered (the pointwise ops after it, kernels/epilogue.py)."""
 
 from __future__ import annotations
 
@@ -162,12 +162,12 @@ def _materialized(node):
 
 
 def describe_epilogue(gemm):
-    """The Epilogue of FX node `gemm` (selector/inductor/epilogue.py): the connected pointwise
+    """The Epilogue of FX node `gemm` (kernels/epilogue.py): the connected pointwise
     ops fed by its output element by element (through order-keeping views), each reading
     besides it only tensors that do not depend on it -- what a template could fuse into its
     store. An op that needs another element of the output (a reduction, a slice, a permute)
     ends the epilogue there; so does one that reads a value derived from the output that way."""
-    from kselect.selector.inductor.epilogue import OP_KINDS, Epilogue
+    from kselect.kernels.epilogue import OP_KINDS, Epilogue
 
     order = _order(gemm.graph)
     region: list = []
@@ -212,7 +212,7 @@ def current_epilogue():
     FX node to ask (outside a compile, a GEMM built by another lowering)."""
     from torch._inductor.virtualized import V
 
-    from kselect.selector.inductor.epilogue import NO_EPILOGUE
+    from kselect.kernels.epilogue import NO_EPILOGUE
 
     try:
         node = V.graph.current_node

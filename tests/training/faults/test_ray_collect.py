@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from kselect.kernels import Problem
+from kselect.kernels.candidate_list import candidate_list
 from kselect.training.cli.main import main
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import candidate_list, shard_problems
+from kselect.training.measure.collect import shard_problems
 
 from fault_harness import KEY, PartRows, alive, collect_cmd, kill, wait_for, write_shapes
 

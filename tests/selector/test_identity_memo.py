@@ -2,8 +2,8 @@
 
 from kselect.kernels.candidate import Candidate
 from kselect.selector.decide.cache import candidate_set_digest
-from kselect.selector.decide.candidate_memo import IdentityMemo
 from kselect.selector.decide.candidate_sets import backends_of, candidate_keys
+from kselect.selector.identity_memo import IdentityMemo
 
 
 def test_tuples_are_remembered_by_identity_lists_never():
