@@ -248,7 +248,7 @@ class SelectorSettings(declared.Settings):
             "verify mode on CUDA GPUs: pass over a kept Triton template predicted to compile more "
             "than this many times as long as the top-1 (or the median compile, when the top-1 is quicker), for the next "
             "candidate; the kept set compiles in parallel, so its slowest compile is the measurement's wait "
-            "(selector/model/compile_cost.py; 0 = off)"
+            "(selector/model/compile_time_model.py; 0 = off)"
         ),
     )
     warm_start: bool = setting(

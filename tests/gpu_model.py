@@ -25,3 +25,16 @@ def served_model():
         return fingerprint, load_shipped(fingerprint=fingerprint)
     except DeviceMismatchError as exc:
         pytest.skip(f"kselect serves no cost model on this card: {exc}")
+
+
+def sm90_marks() -> list:
+    """The marks of a GPU module that needs fp8 and grouped GEMMs: `gpu`, and a skip without a
+    CUDA card of compute capability 9.0 or more (H100 / H200)."""
+    torch = pytest.importorskip("torch")
+    return [
+        pytest.mark.gpu,
+        pytest.mark.skipif(
+            not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+            reason="needs a CUDA GPU with fp8 and grouped GEMMs (sm90: H100 / H200)",
+        ),
+    ]

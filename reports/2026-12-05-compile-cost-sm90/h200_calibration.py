@@ -15,7 +15,7 @@ from scipy.stats import spearmanr
 
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.model.compile_cost import shipped_compile_cost
+from kselect.selector.model.compile_time_model import shipped_compile_cost
 
 SOURCES = ("reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call1/d/decode1/results.json",
            "reports/2026-12-04-prefill-target-warm-up-lm-head-compile-wait/call2/d/prefill8target/results.json",

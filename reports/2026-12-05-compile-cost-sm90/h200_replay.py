@@ -11,7 +11,7 @@ import json, glob, collections
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.model.compile_cost import shipped_compile_cost
+from kselect.selector.model.compile_time_model import shipped_compile_cost
 from kselect.selector.model.discovery import load_shipped
 from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
 from kselect.selector.decide.rankers import CostModelRanker

@@ -18,12 +18,12 @@ from sklearn.model_selection import KFold
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.model.compile_cost import CompileCostModel, compile_features, shipped_compile_cost
+from kselect.selector.model.compile_time_model import CompileCostModel, compile_features, shipped_compile_cost
 from kselect.selector.model.discovery import load_shipped
 from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
 from kselect.selector.decide.rankers import CostModelRanker
 from kselect.selector.decide.policy import choose_kept
-from kselect.training.compile_cost.fit import cv_metrics, load_compile_times
+from kselect.training.compile_times.fit import cv_metrics, load_compile_times
 
 out = {"models": [], "decisions": []}
 df = load_compile_times("data/triton-compile-sm90")

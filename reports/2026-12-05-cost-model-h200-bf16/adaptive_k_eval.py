@@ -18,8 +18,8 @@ import numpy as np
 from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.decide.policy import adaptive_k
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker
 
 # (label, cap, spread): the shipped rule was cap 4, spread 0.5; spread inf = always the cap

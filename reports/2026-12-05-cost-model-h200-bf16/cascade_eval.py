@@ -6,8 +6,8 @@ import json, sys, time
 import numpy as np
 from kselect.selector.model.features import featurize_frame, infeasible
 from kselect.selector.model.cost_model import CostModel
-from kselect.training.learn.evaluate import ShapeSet, evaluate_costs, held_out_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, evaluate_costs, held_out_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.train import ModelRanker, MAX_ROWS_PER_SHAPE
 
 SETTINGS = {"all_trees": (0, 0), "c30_k192": (30, 192), "c20_k128": (20, 128), "c15_k128": (15, 128),
@@ -39,7 +39,7 @@ rankers = []
 def make():
     r = Multi(params, MAX_ROWS_PER_SHAPE); rankers.append(r); return r
 # replicate held_out_costs but capture every setting
-from kselect.training.learn.evaluate import folds
+from kselect.training.learn.ranking_metrics import folds
 for i, (name, test) in enumerate(folds(shapes, "family", 5)):
     train_rows = ~test[shapes.sid]
     r = make().fit(shapes.subset(~test), X[train_rows])

@@ -31,8 +31,8 @@ import numpy as np
 
 from kselect.selector.model.features import TEMPLATE_CLASSES, featurize_frame, infeasible
 from kselect.selector.model.cost_model import CostModel
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker
 
 MARGINS = (0.0, 0.02, 0.05, 0.1, 0.2)

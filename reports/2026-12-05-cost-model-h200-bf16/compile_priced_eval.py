@@ -26,10 +26,10 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.space import triton_space
-from kselect.selector.model.compile_cost import CompileCostModel, compile_fields
+from kselect.selector.model.compile_time_model import CompileCostModel, compile_fields
 from kselect.selector.model.compile_price import CompilePrice
 from kselect.selector.decide.policy import choose_kept
-from kselect.training.compile_cost.collect import H200_SMS, PlannedCompile
+from kselect.training.compile_times.collect import H200_SMS, PlannedCompile
 
 _spec = importlib.util.spec_from_file_location("adaptive_k_eval", "reports/2026-12-05-cost-model-h200-bf16/adaptive_k_eval.py")
 orig = importlib.util.module_from_spec(_spec)

@@ -19,8 +19,8 @@ from kselect.kernels.aten.launched import ATEN_KERNEL_COLUMNS
 from kselect.selector.model import cost_model as cost_model_module
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import shape_table, simulate_policies, split_stats, templates_plus_aten
 from kselect.training.learn.train import ModelRanker
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from kselect.kernels.aten.launched import record_facts
 from kselect.training.data.dataset import row_problem
-from kselect.training.learn.evaluate import ShapeSet
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import headroom, shape_table
 
 

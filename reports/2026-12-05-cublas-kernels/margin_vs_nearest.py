@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from features_heldout import feature_sets, held_out  # noqa: E402
 
 from kselect.training.learn.baselines import NearestShapeRanker  # noqa: E402
-from kselect.training.learn.evaluate import held_out_costs  # noqa: E402
+from kselect.training.learn.ranking_metrics import held_out_costs  # noqa: E402
 from kselect.training.learn.headroom import headroom, shape_table, templates_plus_aten  # noqa: E402
 
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from kselect.selector.model.features import featurize_frame
 from kselect.selector.model.cost_model import CostModel
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import (
     best_template_gaps,
     pick_times,

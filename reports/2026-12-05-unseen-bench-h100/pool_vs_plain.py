@@ -1,5 +1,5 @@
 """Kernel time of verify, predict and stock DEFAULT against plain torch.compile on the unseen
-set, read by the rules fixed before the calls (docs/device-history.md, "Evening of 2026-12-05"):
+set, read by the rules fixed before the calls (reports/device/history.md, "Evening of 2026-12-05"):
 plain ran in two processes (call A and call B, or call C1 for the shapes B did not reach), so
 a GEMM's noise is max/min of its two plain times; each variant is compared with the mean of
 plain's two; a ratio inside the GEMM's noise is a tie.

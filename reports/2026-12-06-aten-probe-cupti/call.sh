@@ -1,4 +1,4 @@
-# The second call (A2 in docs/device-history.md), run from the repository root on the GPU machine.
+# The second call (A2 in reports/device/history.md), run from the repository root on the GPU machine.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

@@ -1,5 +1,5 @@
 # The third call: the unseen set's missing processes (plain 2, verify 1, predict 1), then the
-# epilogue handover-vs-pinned test (E(b) in docs/device-plan.md). From the repository root.
+# epilogue handover-vs-pinned test (E(b) in reports/device/plan.md). From the repository root.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

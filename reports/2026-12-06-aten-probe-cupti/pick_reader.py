@@ -1,4 +1,4 @@
-"""The rule fixed before the call (docs/device-history.md, "A2"): which ATen probe reader ships.
+"""The rule fixed before the call (reports/device/history.md, "A2"): which ATen probe reader ships.
 
 Prints `graph`, `profiler` or `none`, and why on stderr.
 Usage: python pick_reader.py FACTS_DIR GAP_DIR

@@ -1,4 +1,4 @@
-# B, first call: the precision test, then the fp16/TF32/fp32 collection (docs/device-plan.md, B).
+# B, first call: the precision test, then the fp16/TF32/fp32 collection (reports/device/plan.md, B).
 # From the repository root on the device; the run directory comes back as a tarball.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1

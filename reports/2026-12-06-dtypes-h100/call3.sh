@@ -1,4 +1,4 @@
-# B, resumed: the fp16/TF32/fp32 collection goes on where it stopped (docs/device-plan.md, B).
+# B, resumed: the fp16/TF32/fp32 collection goes on where it stopped (reports/device/plan.md, B).
 # One call per ~9 minutes of budget; the run directory comes back as a tarball each time.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1

@@ -1,4 +1,4 @@
-"""Rule B of docs/device-plan.md on the H100's fp16 / TF32 / fp32 data: one model trained on the
+"""Rule B of reports/device/plan.md on the H100's fp16 / TF32 / fp32 data: one model trained on the
 bf16 data and the new dtypes together, held out by family, against hopper-bf16's recipe on the
 same H100 folds.
 
@@ -35,8 +35,8 @@ from kselect.selector.jsonable import json_default
 from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.baselines import NearestShapeRanker
 from kselect.training.learn.capture_bootstrap import bootstrap_captures, selection_picks
-from kselect.training.learn.evaluate import ShapeSet, default_outcome_times, split_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, default_outcome_times, split_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import capture_stats, shape_table, templates_plus_aten
 from kselect.training.learn.nearest_table import NearestTemplatesRanker
 from kselect.training.learn.pooled import card_keys, pool
@@ -218,7 +218,7 @@ def rule(out: dict, diff: dict) -> dict:
 
 def write(result: dict, params: dict, devices, t0: float) -> None:
     result = {
-        "question": "rule B (docs/device-plan.md): one model on bf16 + fp16/TF32/fp32 H100 data, held out by family",
+        "question": "rule B (reports/device/plan.md): one model on bf16 + fp16/TF32/fp32 H100 data, held out by family",
         "data": {k: {"path": p, "dataset_hash": dataset_hash(p)} for k, p in DATA.items()},
         "devices": devices.constants(),
         "recipe": params,

@@ -1,4 +1,4 @@
-# C and D's first steps: the fp8 scaled_mm and grouped_mm GPU tests (docs/device-plan.md, C and D).
+# C and D's first steps: the fp8 scaled_mm and grouped_mm GPU tests (reports/device/plan.md, C and D).
 # From the repository root on the device.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1

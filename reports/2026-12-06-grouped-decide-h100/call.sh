@@ -1,4 +1,4 @@
-# The grouped_mm decision path's GPU tests (docs/device-plan.md, "grouped decision path").
+# The grouped_mm decision path's GPU tests (reports/device/plan.md, "grouped decision path").
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kselect.selector.jsonable import json_default
 from kselect.selector.model.cost_model import CostModel
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.transfer import score_as_is
 
 REPORT = Path(__file__).resolve().parent

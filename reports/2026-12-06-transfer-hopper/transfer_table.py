@@ -40,8 +40,8 @@ from kselect.selector.model.cost_model import CostModel
 from kselect.training.cli.main import main as cli_main
 from kselect.training.learn.baselines import NearestShapeRanker
 from kselect.training.learn.capture_bootstrap import bootstrap_captures, group_captures, selection_picks
-from kselect.training.learn.evaluate import ShapeSet, split_costs
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, split_costs
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import shape_counts, shape_table
 from kselect.training.learn.nearest_table import NearestTemplatesRanker
 from kselect.training.learn.pooled import card_keys, pool

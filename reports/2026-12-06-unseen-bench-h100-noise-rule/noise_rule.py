@@ -1,6 +1,6 @@
 """Each GEMM of the pooled unseen run against plain torch.compile, by the rule fixed before it.
 
-The rule (docs/device-history.md, the 2026-12-06 plan): a GEMM's noise is max/min of plain's
+The rule (reports/device/history.md, the 2026-12-06 plan): a GEMM's noise is max/min of plain's
 processes, floored at plain's median noise over the set; each variant's median over its
 processes against the mean of plain's; inside the noise is a tie. The kernel each variant ran
 (its `chosen`) is listed beside every GEMM slower than plain beyond the noise.

@@ -1,4 +1,4 @@
-# "First" in docs/device-plan.md: plain and verify, 3 processes each, on one machine.
+# "First" in reports/device/plan.md: plain and verify, 3 processes each, on one machine.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

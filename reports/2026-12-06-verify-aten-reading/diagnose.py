@@ -1,6 +1,6 @@
 """Why verify reads ATen slow: one GEMM's ATen time read every way verify and the collector do.
 
-For each shape (the 14 fixed in docs/device-history.md, "ATen as verify reads it"), in one
+For each shape (the 14 fixed in reports/device/history.md, "ATen as verify reads it"), in one
 process on one GPU:
 - `compiled`: plain torch.compile's kernel time, timed as `kselect bench gemm` times it
   (CUDA-graph replay over the collector's rotating operands), and the same compiled function

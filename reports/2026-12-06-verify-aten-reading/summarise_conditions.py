@@ -1,4 +1,4 @@
-"""The conditions call's table and the rule fixed before it (docs/device-history.md).
+"""The conditions call's table and the rule fixed before it (reports/device/history.md).
 
 For each condition: ATen's reading over the compiled function's kernel time (median, worst
 over the shapes), and each kept template's reading over its own `alone` read (median). The rule:

@@ -1,4 +1,4 @@
-# The never-widen check (docs/device-plan.md, "Never widen"), after the fix: 3 repeats of the
+# The never-widen check (reports/device/plan.md, "Never widen"), after the fix: 3 repeats of the
 # three arms (stock, verify, predict), one cold process each (~150 s a process on the H100, so
 # one repeat a call). Records made by earlier calls sit in check/records (carried in the tree).
 # STEP=1 runs the repeats named in R (default 1) with the worker; STEP=2 runs the GPU test, which

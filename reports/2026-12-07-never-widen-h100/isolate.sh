@@ -1,4 +1,4 @@
-# Which part of kselect slows an undecided op's compile (docs/device-plan.md, "Never widen":
+# Which part of kselect slows an undecided op's compile (reports/device/plan.md, "Never widen":
 # isolate). Cold processes, the arms in this order: stock, verify, verify without the warm start, stock.
 set -u
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

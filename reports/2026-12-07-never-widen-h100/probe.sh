@@ -1,4 +1,4 @@
-# The never-widen probe (docs/device-plan.md, "Never widen"): single GEMM ops compiled stock,
+# The never-widen probe (reports/device/plan.md, "Never widen"): single GEMM ops compiled stock,
 # under verify and under predict, one cold process each, with the code as it was before the fix.
 set -u
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1

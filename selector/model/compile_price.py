@@ -1,5 +1,5 @@
 """Pricing a kept template's compile (verify): the policy's `CompilePrice`, and the selector's
-compile-cost model per GPU target that predicts it (selector/model/compile_cost.py).
+compile-cost model per GPU target that predicts it (selector/model/compile_time_model.py).
 
 Held out: docs/selector-design.md, "What a kept template costs to compile".
 """
@@ -88,7 +88,7 @@ class CompilePricing:
         arch = "sm_" + str(cc).replace(".", "")
         with self._lock:
             if arch not in self._compile_models:
-                from kselect.selector.model.compile_cost import shipped_compile_cost
+                from kselect.selector.model.compile_time_model import shipped_compile_cost
                 from kselect.selector.model.cost_model import ModelError
 
                 try:

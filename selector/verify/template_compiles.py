@@ -11,7 +11,7 @@ Two places to compile (`COMPILE_IN`):
   templates, then a load here from Triton's cache (`choice.precompile()` hits it). Processes
   do not share a GIL. The H200 runs of reports/2026-12-03-verify-measurement-8-layer-model-fp32-check read them slower for these 1-4 templates (1.26-1.32 s
   for four), with workers that had compiled nothing yet; whether warm workers win is what
-  bench e2e's `kselect-verify-workers` variant measures (docs/device-plan.md). A choice that
+  bench e2e's `kselect-verify-workers` variant measures (reports/device/plan.md). A choice that
   cannot go to a worker (not a GPU Triton template, no pool up yet, a failed submission) is
   compiled in a thread, and a worker's failure is retried in one: the compile error that
   counts is this process's own.

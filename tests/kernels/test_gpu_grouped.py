@@ -27,7 +27,7 @@ def _smem() -> int:
 @needs_sm90
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.key)
 def test_inductor_builds_our_space_and_every_choice_matches_aten(problem):
-    from kselect.training.measure.grouped import measure_inductor
+    from kselect.training.measure.grouped_collect import measure_inductor
 
     measured = measure_inductor(problem, "cuda", target_ms=0.1)
     got = [cand for cand, _ in measured]
@@ -53,7 +53,7 @@ def test_routing_changes_what_the_kernels_see():
 
 @needs_sm90
 def test_aten_alone_is_one_row():
-    from kselect.training.measure.grouped import measure_aten
+    from kselect.training.measure.grouped_collect import measure_aten
 
     ((cand, fields),) = measure_aten(PROBLEMS[0], "cuda", target_ms=0.1)
     assert cand == ATEN and fields["time_ms"] > 0 and fields["rel_error"] == 0

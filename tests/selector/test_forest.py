@@ -12,7 +12,7 @@ from kselect.selector.model.cost_model import CostModel, ModelError
 from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.selector.model.forest import TreeEnsemble, UnsupportedModel
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.train import fit_model, sample_rows
 
 FAST = {"n_estimators": 30, "max_depth": 6, "nthread": 1}

@@ -23,13 +23,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(
-        not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
-        reason="needs a CUDA GPU with fp8 and grouped GEMMs (sm90: H100 / H200)",
-    ),
-]
+from gpu_model import sm90_marks  # noqa: E402
+
+pytestmark = sm90_marks()
 
 WORKER = Path(__file__).with_name("never_widen_worker.py")
 UNDECIDED = ("scaled_mm_rowwise", "scaled_mm_tensorwise", "grouped_mm", "int_mm", "fp32_mm")

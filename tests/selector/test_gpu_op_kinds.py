@@ -17,15 +17,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from gpu_model import sm90_marks  # noqa: E402
 from test_op_kinds import Bf16Ranker, compile_twice, not_modelled_lines  # noqa: E402
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(
-        not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
-        reason="needs a CUDA GPU with fp8 and grouped GEMMs (sm90: H100 / H200)",
-    ),
-]
+pytestmark = sm90_marks()
 
 F8, BF, H = torch.float8_e4m3fn, torch.bfloat16, torch.float16
 # kind as kselect logs it -> (Inductor's extern kernel, the op name of its templates stage or

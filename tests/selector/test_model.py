@@ -10,7 +10,7 @@ from kselect.selector.model.cost_model import CostModel, ModelError, meta_path
 from kselect.selector.model.discovery import load_shipped, shipped_models
 from kselect.selector.model.features import FEATURE_NAMES, featurize_frame
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.train import fit_model, sample_rows
 
 FAST = {"n_estimators": 20, "max_depth": 4, "nthread": 1}

@@ -104,7 +104,7 @@ def test_the_table_ships_in_the_sidecar_and_serves(tmp_path):
 
 def toy_shapes():
     from kselect.training.data.dataset import COLUMNS, conform
-    from kselect.training.learn.evaluate import ShapeSet
+    from kselect.training.learn.ranking_metrics import ShapeSet
 
     tile_ = {"BLOCK_K": 32, "GROUP_M": 8, "num_stages": 3}
 

@@ -117,7 +117,7 @@ def test_a_booster_that_is_not_an_object_names_the_file(tmp_path, booster):
 
 @pytest.mark.parametrize("sidecar", [b"[]", b"\xff\xfe\x00"])
 def test_a_compile_cost_sidecar_load_error_names_the_file(tmp_path, sidecar):
-    from kselect.selector.model.compile_cost import CompileCostModel
+    from kselect.selector.model.compile_time_model import CompileCostModel
 
     path = tmp_path / "c.json"
     path.write_text("{}")

@@ -17,7 +17,7 @@ from kselect.training.data.aten_kernels import (
     read_records,
     write_records,
 )
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.held_out import load_data
 from kselect.training.measure.collect import row_for
 
 from conftest import H200_DATA

@@ -17,7 +17,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.operands import TOLERANCE
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import DatasetDir, row_problem
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.measure.collect import CollectPlan, run_worker
 
 torch = pytest.importorskip("torch")

@@ -17,18 +17,18 @@ from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, compile_request, cross_compile, plan_to_dict
 from kselect.kernels.triton.space import triton_space
 from kselect.selector.decide.policy import choose_kept
-from kselect.selector.model.compile_cost import (
+from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
+from kselect.selector.model.compile_time_model import (
     COMPILE_FEATURES,
     CompileCostModel,
     compile_features,
     compile_fields,
     shipped_compile_cost,
 )
-from kselect.selector.model.compile_price import COMPILE_BUDGET, CompilePrice
 from kselect.selector.model.cost_model import ModelError, meta_path
 from kselect.training.cli.main import main
-from kselect.training.compile_cost.collect import H200_SMS, collect_compile_costs, collection_plans
-from kselect.training.compile_cost.fit import CompileDataError, fit_compile_cost, load_compile_times
+from kselect.training.compile_times.collect import H200_SMS, collect_compile_costs, collection_plans
+from kselect.training.compile_times.fit import CompileDataError, fit_compile_cost, load_compile_times
 
 from conftest import REPO
 

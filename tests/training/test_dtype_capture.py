@@ -11,7 +11,6 @@ import pytest
 from kselect.selector.model.features import featurize_frame
 from kselect.training.cli.evaluate import headroom_lines
 from kselect.training.learn.baselines import RooflineRanker
-from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.headroom import (
     capture_stats,
     headroom_section,
@@ -19,6 +18,7 @@ from kselect.training.learn.headroom import (
     simulate_policies,
     templates_plus_aten,
 )
+from kselect.training.learn.ranking_metrics import ShapeSet
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "h100-dtypes" / "data"
 PER_DTYPE = 4  # shapes of each dtype in the slice

@@ -460,7 +460,7 @@ def test_on_the_h200_prefill_after_a_warm_up_verify_meets_its_step_target(compil
 
 
 def test_on_the_h200_one_layer_decode_the_warm_start_meets_the_compile_target():
-    """The rules fixed before the 2026-12-05 warm-start runs (docs/device-rules.md, 2026-12-05,
+    """The rules fixed before the 2026-12-05 warm-start runs (reports/device/rules.md, 2026-12-05,
     "The warm start on the one-layer decode compile"):
     verify's compile (+ load) is <= 1.25x plain's in each run of the warm-start setup and by
     the pooled median, and the warm start stays the default because verify compiled faster

@@ -148,7 +148,7 @@ def test_evaluate_refits_its_folds_with_the_block_over_bare_rows_and_epilogue_gr
 
 
 def test_evaluate_uses_the_models_blocks_and_refuses_others(block_data, block_model, tmp_path, capsys):
-    from kselect.training.learn.evaluation import evaluation_blocks
+    from kselect.training.learn.held_out import evaluation_blocks
 
     assert evaluation_blocks(CostModel.load(block_model)) == ("epilogue",)  # no flag: the sidecar's
     argv = ["-q", "evaluate", "--data", str(block_data), "--model", str(block_model)]

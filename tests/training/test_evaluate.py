@@ -11,7 +11,7 @@ import pytest
 from kselect.training.cli.main import main as cli_main
 from kselect.training.data.dataset import COLUMNS, conform, load_dataset
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
-from kselect.training.learn.evaluate import ShapeSet, default_metrics, evaluate_costs, folds
+from kselect.training.learn.ranking_metrics import ShapeSet, default_metrics, evaluate_costs, folds
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "h200-bf16"
 
@@ -234,7 +234,7 @@ def test_auto_objective_is_chosen_by_grouped_cv():
 
 
 def test_targets_on_oracle_shapes_are_checked_separately():
-    from kselect.training.learn.evaluation import check_targets
+    from kselect.training.learn.held_out import check_targets
 
     def ranker(all_g, oracle_g):
         per = lambda g: {"pct_oracle_geomean": {1: g, 4: g}, "pct_oracle_p1": {1: g, 4: g}}  # noqa: E731
@@ -308,7 +308,7 @@ def test_evaluate_shows_its_folds_as_a_bar_with_an_eta_on_a_terminal(tmp_path):
 
 def test_progress_counts_every_held_out_fit_and_cross_validation_fit():
     from kselect.selector.model.cost_model import CostModel
-    from kselect.training.learn.evaluation import run_evaluation
+    from kselect.training.learn.held_out import run_evaluation
     from kselect.training.learn.train import DEFAULT_GRID, train
 
     df = synthetic_dataset(n_shapes=12, n_oracle=3, sample=40)

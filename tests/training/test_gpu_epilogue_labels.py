@@ -3,7 +3,7 @@ epilogue functions of a Llama-3-8B layer -- kselect handing Inductor its few (on
 Inductor's epilogue-fusion benchmark picks) against the same few compiled and timed one by one
 (training/measure/epilogue_labels.py: kselect timing the fused forms itself). Each side's wall
 seconds to its pick and the pick's step time are written as JSON to $KSELECT_EPILOGUE_OUT (a
-directory) when set; docs/device-plan.md holds the rule that reads them."""
+directory) when set; reports/device/plan.md holds the rule that reads them."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN
 from kselect.training.data.dataset import DatasetDir, load_dataset
-from kselect.training.measure import grouped
+from kselect.training.measure import grouped_collect as grouped
 from kselect.training.workloads.moe import moe_training_problems, moe_unseen_problems
 
 SHAPE = GroupedProblem(4, 40, 24, 32, model="tiny/gate_up/t10")

@@ -9,7 +9,7 @@ import pytest
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN
-from kselect.training.learn import grouped as learn
+from kselect.training.learn import grouped_fit as learn
 from kselect.training.measure.collect import row_for
 
 SMALL = Candidate.make("triton", "grouped_mm", BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, num_stages=3, num_warps=4)
@@ -74,6 +74,8 @@ def test_the_bench_reads_every_routing_against_plain_and_stock():
 
 def test_evaluate_fits_on_one_set_and_scores_another():
     train = pd.DataFrame([row_for(p, c, time_ms=t, spread=s) for (p, c), (t, s) in _times(LARGE).items()])
-    result = learn.evaluate(train, train, DEVICE, {PREFILL.key: {"candidate": ATEN.key, "compile_s": 9.0}}, trees=30)
+    result = learn.evaluate(
+        train, train, DEVICE, {PREFILL.key: {"candidate": ATEN.key, "compile_s": 9.0}}, trees=30
+    )
     assert result["problems"] == 4 and result["slower_than_plain"] == []
     assert result["geomean_speedup_vs_plain"] > 1.4 and result["stock_compile_s"] == [9.0]

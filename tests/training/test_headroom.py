@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from kselect.training.data.dataset import COLUMNS, conform
-from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.headroom import (
     capture_stats,
     fixed_selections,
@@ -17,6 +16,7 @@ from kselect.training.learn.headroom import (
     shape_table,
     templates_plus_aten,
 )
+from kselect.training.learn.ranking_metrics import ShapeSet
 
 TILE = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_stages": 3}
 

@@ -171,7 +171,7 @@ def _cpu_dataset(problems, data) -> str:
 @pytest.mark.slow
 def test_retime_cpu_end_to_end_feeds_the_labels(tmp_path, monkeypatch, capsys):
     from kselect.training.cli.main import main
-    from kselect.training.learn.evaluation import load_data
+    from kselect.training.learn.held_out import load_data
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
     problem = Problem(64, 80, 96, "fp32", "nn", "bmm", 4)

@@ -14,10 +14,10 @@ from kselect.training.cli.main import main as cli_main
 from kselect.training.data.dataset import conform
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_dataset
 from kselect.training.learn.capture_bootstrap import bootstrap_captures, group_captures, selection_picks
-from kselect.training.learn.evaluate import EvaluationError, ShapeSet, held_out_costs, split_costs
 from kselect.training.learn.headroom import capture_stats, shape_table
 from kselect.training.learn.nearest_table import preference_cost
 from kselect.training.learn.pooled import Devices, PoolingError, card_keys, pool
+from kselect.training.learn.ranking_metrics import EvaluationError, ShapeSet, held_out_costs, split_costs
 from kselect.training.learn.train import per_shape_selection_cost
 from kselect.training.learn.transfer import card_splits, model_nearest_table, score_as_is
 
@@ -95,7 +95,7 @@ def test_split_costs_is_held_out_costs_for_complementary_splits_and_refuses_leak
     shapes = ShapeSet.from_frame(a)
     X = featurize_frame(shapes.rows, fa)
     from kselect.training.learn.baselines import NearestShapeRanker
-    from kselect.training.learn.evaluate import folds
+    from kselect.training.learn.ranking_metrics import folds
 
     fam = folds(shapes, "family")
     same = split_costs(shapes, X, NearestShapeRanker, [(n, ~t, t) for n, t in fam])

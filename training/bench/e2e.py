@@ -188,7 +188,7 @@ def device_slug(device: str) -> str:
     """Folder tag of the device: 'NVIDIA H200' -> 'h200', cpu -> 'cpu'."""
     if device == "cpu":
         return "cpu"
-    from kselect.training.measure.fingerprint import _nvidia_smi
+    from kselect.training.measure.hardware_record import _nvidia_smi
 
     name = _nvidia_smi("name") or "cuda"
     words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w not in ("nvidia", "amd", "tesla")]

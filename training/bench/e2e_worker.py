@@ -326,7 +326,7 @@ def _graph_count():
 
 
 def environment(device: str) -> dict:
-    from kselect.training.measure.fingerprint import collect_fingerprint
+    from kselect.training.measure.hardware_record import collect_fingerprint
     from kselect.training.measure.provenance import code_digest
 
     fp = collect_fingerprint()

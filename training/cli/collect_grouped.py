@@ -30,14 +30,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from kselect.training.measure import grouped
+    from kselect.training.measure import grouped_collect
     from kselect.training.workloads.moe import moe_training_problems, moe_unseen_problems
 
     problems = moe_training_problems() if args.set == "moe-train" else moe_unseen_problems()
-    measure = grouped.measure_inductor if args.measure == "inductor" else grouped.measure_aten
+    measure = grouped_collect.measure_inductor if args.measure == "inductor" else grouped_collect.measure_aten
     if args.stock and args.measure != "inductor":
         raise ValueError("--stock needs --measure inductor: stock's pick comes from Inductor's own autotuning")
-    result = grouped.collect_grouped(
+    result = grouped_collect.collect_grouped(
         problems,
         args.out,
         measure=measure,

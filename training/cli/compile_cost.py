@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 
 def run_collect(args) -> int:
-    from kselect.training.compile_cost.collect import collect_compile_costs
+    from kselect.training.compile_times.collect import collect_compile_costs
 
     console = Console.of(args)
     print(
@@ -57,7 +57,7 @@ def run_collect(args) -> int:
 
 
 def run_fit(args) -> int:
-    from kselect.training.compile_cost.fit import fit_compile_cost
+    from kselect.training.compile_times.fit import fit_compile_cost
 
     print(json.dumps(fit_compile_cost(args.data, args.out, folds=args.folds, argv=args.argv), indent=1))
     return 0

@@ -1,5 +1,5 @@
 """`kselect evaluate`: held-out accuracy of a model's recipe and of every baseline on a dataset
-(training/learn/evaluation.py computes it; this prints it). With --as-is: the model itself, not
+(training/learn/held_out.py computes it; this prints it). With --as-is: the model itself, not
 retrained, scored on the dataset -- another card's data included (training/learn/transfer.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from kselect.selector.jsonable import json_default
 from kselect.training.cli.flags import add_data_model_args, data_and_model
 from kselect.training.cli.output import Console
-from kselect.training.learn.evaluation import SCHEMES, run_evaluation
+from kselect.training.learn.held_out import SCHEMES, run_evaluation
 from kselect.training.learn.op_capture import dtype_text, op_text
 from kselect.training.learn.train import dataset_hash
 from kselect.training.learn.transfer import DEVICE_FEATURES

@@ -131,7 +131,7 @@ def data_and_model(args, check_device: bool = True, refit: bool = True) -> tuple
     ones the model's feature blocks train on (evaluation.with_block_rows; with `refit` the
     epilogue block's labels must be there, as the held-out folds refit it)."""
     from kselect.selector.model.cost_model import CostModel
-    from kselect.training.learn.evaluation import evaluation_blocks, load_data, with_block_rows
+    from kselect.training.learn.held_out import evaluation_blocks, load_data, with_block_rows
 
     df, fp = load_data(args.data)
     model = CostModel.load(args.model, fingerprint=fp if check_device else None, force=args.force)

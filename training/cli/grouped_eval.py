@@ -26,9 +26,9 @@ def run(args) -> int:
 
     from kselect.training.cli.output import invocation
     from kselect.training.data.dataset import DatasetDir, load_dataset
-    from kselect.training.learn.grouped import evaluate, fit, measured
     from kselect.training.learn.grouped_artifact import save_grouped_model, training_card
-    from kselect.training.measure.grouped import load_stock_picks
+    from kselect.training.learn.grouped_fit import evaluate, fit, measured
+    from kselect.training.measure.grouped_collect import load_stock_picks
 
     train, device = load_dataset(args.train), DatasetDir(args.train).read_fingerprint()
     rows = measured(train)

@@ -19,7 +19,7 @@ import time
 from kselect.selector.model.cost_model import OBJECTIVES, meta_path
 from kselect.training.cli.flags import add_feature_block_arg
 from kselect.training.cli.output import Console, invocation
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.model_card import model_paths, save_trained
 from kselect.training.learn.pooled import pool
 from kselect.training.learn.train import DEFAULT_GRID, HEADROOM_GRID, MAX_ROWS_PER_SHAPE, train

@@ -16,7 +16,7 @@ import numpy as np
 
 from kselect.selector.decide.nearest import KIND_PENALTY, NEIGHBOUR_STEP, NEIGHBOURS
 from kselect.selector.model.features import FEATURE_NAMES, infeasible
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.train import REG_CAP, log_rel_target, sample_rows
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}

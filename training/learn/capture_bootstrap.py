@@ -16,8 +16,8 @@ from typing import Mapping
 
 import numpy as np
 
-from kselect.training.learn.evaluate import ShapeSet
 from kselect.training.learn.headroom import simulate_policies, templates_plus_aten
+from kselect.training.learn.ranking_metrics import ShapeSet
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000

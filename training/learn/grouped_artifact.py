@@ -1,4 +1,4 @@
-"""The grouped-GEMM model's files: the trees fitted by training/learn/grouped.py saved in the one
+"""The grouped-GEMM model's files: the trees fitted by training/learn/grouped_fit.py saved in the one
 artifact format (selector/model/artifact.py, kind "grouped-cost-model": XGBoost JSON plus its
 sidecar, selector/model/grouped_model.py) and its Markdown card beside them. The selector serves
 it where it sits beside the serving cost model for the same card (models/ when shipped)."""

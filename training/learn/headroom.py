@@ -32,8 +32,8 @@ import numpy as np
 from scipy.stats import gmean
 
 from kselect.selector.model.features import TEMPLATE_CLASSES
-from kselect.training.learn.evaluate import ShapeSet, default_outcome_times, outcomes
 from kselect.training.learn.op_capture import flat_groups, op_split, shape_ops
+from kselect.training.learn.ranking_metrics import ShapeSet, default_outcome_times, outcomes
 
 HEADROOM_KS = (1, 2, 4, 8)
 SLOWER = 1.01  # "slower than ATen": the pick runs > 1 % longer

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from kselect.training.learn.evaluate import ShapeSet, default_outcome_times
 from kselect.training.learn.headroom import (
     HEADROOM_KS,
     M_CLASSES,
@@ -17,6 +16,7 @@ from kselect.training.learn.headroom import (
     template_order,
 )
 from kselect.training.learn.op_capture import op_table
+from kselect.training.learn.ranking_metrics import ShapeSet, default_outcome_times
 
 NAMES = {
     "cost_model": "cost model (ours)",

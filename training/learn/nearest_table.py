@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kselect.selector.decide.nearest import NearestTemplates, shape_kind
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.ranking_metrics import ShapeSet
 
 TEMPLATES_PER_SHAPE = 8
 LOOKUP = "nearest_templates"  # the lookup's held-out costs in an evaluation's costs (not a ranker)

@@ -12,9 +12,9 @@ from scipy.stats import gmean
 
 from kselect.selector.jsonable import json_default
 from kselect.selector.model.cost_model import CostModel
-from kselect.training.learn.evaluate import KS, ShapeSet, outcomes
-from kselect.training.learn.evaluation import SCHEMES, run_evaluation
+from kselect.training.learn.held_out import SCHEMES, run_evaluation
 from kselect.training.learn.model_card import update_card
+from kselect.training.learn.ranking_metrics import KS, ShapeSet, outcomes
 from kselect.training.learn.summary_table import NAMES, percent, summary_table
 from kselect.training.learn.train import dataset_hash
 
@@ -34,7 +34,7 @@ def write_report(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Evaluate held out, write the report folder `out`; returns the evaluation result.
-    `progress`: the evaluation's (training/learn/evaluation.py run_evaluation)."""
+    `progress`: the evaluation's (training/learn/held_out.py run_evaluation)."""
     out.mkdir(parents=True, exist_ok=True)
     result, costs, shapes = run_evaluation(df, fp, model, SCHEMES, folds, True, log, progress)
     result.update({"data": str(data), "dataset_hash": dataset_hash(data), "model": str(model_path), "command": command})
@@ -133,7 +133,7 @@ def plot_regret_cdf(shapes: ShapeSet, costs: dict, path: Path) -> None:
                 label=NAMES.get(name, name),
                 lw=2.5 if name == "cost_model" else 1.2,
             )
-        from kselect.training.learn.evaluate import default_outcome_times
+        from kselect.training.learn.ranking_metrics import default_outcome_times
 
         d = np.sort(100 * (default_outcome_times(shapes) / shapes.best - 1))
         ax.plot(d, np.arange(1, len(d) + 1) / len(d), ls="--", color="gray", label=NAMES["default"])

@@ -243,7 +243,7 @@ def _probe_aten(plan: RetrainPlan, device: str, log) -> dict:
 
 
 def _train(plan: RetrainPlan, log, progress=None) -> dict:
-    from kselect.training.learn.evaluation import load_data
+    from kselect.training.learn.held_out import load_data
     from kselect.training.learn.model_card import save_trained
     from kselect.training.learn.train import train
 
@@ -262,7 +262,7 @@ def _train(plan: RetrainPlan, log, progress=None) -> dict:
 
 def _evaluate(plan: RetrainPlan, log, progress=None) -> dict:
     from kselect.selector.model.cost_model import CostModel
-    from kselect.training.learn.evaluation import load_data, run_evaluation
+    from kselect.training.learn.held_out import load_data, run_evaluation
     from kselect.training.learn.model_card import update_card
 
     df, fp = load_data(plan.data)

@@ -3,7 +3,7 @@ each k, top-1 and the p99 regret (the report's and the model card's)."""
 
 from __future__ import annotations
 
-from kselect.training.learn.evaluate import KS
+from kselect.training.learn.ranking_metrics import KS
 
 NAMES = {
     "cost_model": "cost model (ours)",

@@ -35,8 +35,8 @@ from kselect.selector.model.cost_model import OBJECTIVES, CostModel
 from kselect.selector.model.features import infeasible
 from kselect.selector.model.held_ops import DEFAULT_OPS
 from kselect.training.data.dataset import RETIMED_DIR
-from kselect.training.learn.evaluate import KS, ShapeSet, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.pooled import Devices, featurize_rows
+from kselect.training.learn.ranking_metrics import KS, ShapeSet, evaluate_costs, folds, held_out_costs
 
 REL_STEP = 1.02
 REL_LEVELS = 31

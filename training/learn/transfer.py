@@ -25,10 +25,10 @@ import numpy as np
 from kselect.selector.decide.nearest import NearestTemplates
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
 from kselect.training.learn.baselines import NearestShapeRanker
-from kselect.training.learn.evaluate import KS, EvaluationError, ShapeSet, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.headroom import headroom_section
 from kselect.training.learn.nearest_table import preference_cost
 from kselect.training.learn.pooled import card_keys, featurize_rows
+from kselect.training.learn.ranking_metrics import KS, EvaluationError, ShapeSet, evaluate_costs, folds, held_out_costs
 from kselect.training.learn.train import per_shape_selection_cost
 
 TRAINING_SETS = ("own", "pooled", "pooled_family_out")

@@ -655,7 +655,7 @@ def collect(
     """
     import torch
 
-    from kselect.training.measure.fingerprint import collect_fingerprint
+    from kselect.training.measure.hardware_record import collect_fingerprint
 
     backend_names = [b.name for b in (get_backend(n) for n in backends)]
     space_name, n_sample = parse_space(space)

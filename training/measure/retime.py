@@ -342,7 +342,7 @@ def retime(
     """Re-time this shard of the dataset's qualifying shapes into `out` (default <data>/retimed)."""
     import torch
 
-    from kselect.training.measure.fingerprint import collect_fingerprint
+    from kselect.training.measure.hardware_record import collect_fingerprint
 
     out = Path(out) if out else default_out(data)
     src = DatasetDir(Path(data))

@@ -1,5 +1,5 @@
 """Does running lm_head as a Triton template cost the 8-layer prefill's graph replay? (a lead for
-docs/device-plan.md, after the reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k runs)
+reports/device/plan.md, after the reports/2026-12-04-prefill-counterbalanced-decode-compile-by-k runs)
 
 reports/2026-12-03-8-layers-all-workloads-kernel-time ran all four variants in the same rounds. Plain and predict run lm_head
 (8x128256x4096) as cuBLAS; DEFAULT and verify run it as a prologue-fused Triton template.

@@ -1,5 +1,5 @@
 import numpy as np, time, sys
-from kselect.training.learn.evaluate import held_out_costs
+from kselect.training.learn.ranking_metrics import held_out_costs
 from kselect.training.learn.baselines import baseline_rankers
 from kselect.training.learn.train import ModelRanker
 from kselect.selector.model.cost_model import CostModel

@@ -5,8 +5,8 @@ import os
 import numpy as np
 
 from kselect.selector.model.features import featurize_frame
-from kselect.training.learn.evaluate import ShapeSet
-from kselect.training.learn.evaluation import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet
+from kselect.training.learn.held_out import load_data
 
 
 def load_shapes():

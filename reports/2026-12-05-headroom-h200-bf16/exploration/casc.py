@@ -1,5 +1,5 @@
 import numpy as np, sys, json
-from kselect.training.learn.evaluate import held_out_costs
+from kselect.training.learn.ranking_metrics import held_out_costs
 from kselect.training.learn.train import ModelRanker
 from kselect.training.learn.headroom import shape_table, templates_plus_aten, split_stats, simulate_policies
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes

@@ -2,7 +2,7 @@ import numpy as np, os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import xgboost as xgb
 from sklearn.metrics import roc_auc_score
-from kselect.training.learn.evaluate import folds
+from kselect.training.learn.ranking_metrics import folds
 from kselect.training.learn.headroom import shape_table, template_order
 import sys as _s; _s.path.insert(0, __import__("os").path.dirname(__file__)); from cache import load_shapes
 shapes, fp = load_shapes()

@@ -2,7 +2,7 @@
 import numpy as np, time, sys, json, os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import xgboost as xgb
-from kselect.training.learn.evaluate import folds
+from kselect.training.learn.ranking_metrics import folds
 from kselect.training.learn.headroom import shape_table, templates_plus_aten, capture_stats, split_stats, pick_times
 from kselect.training.learn.train import sample_rows, relevance
 from kselect.selector.model.features import FEATURE_NAMES, TEMPLATE_CLASSES

@@ -1,7 +1,7 @@
 """Held-out (family) costs of the model recipe and nearest-shape baseline, cached."""
 import sys, time, numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
 from kselect.selector.model.features import featurize_frame
 from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.train import ModelRanker

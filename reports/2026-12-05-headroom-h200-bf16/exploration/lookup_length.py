@@ -1,6 +1,6 @@
 import numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.headroom import verify_with_nearest, shape_table
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 cm = np.load("/tmp/hrw/cm.npy"); real = ~shape_table(shapes)["decision_free"]

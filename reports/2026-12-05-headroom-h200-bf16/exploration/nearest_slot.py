@@ -1,6 +1,6 @@
 import sys, numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
 from kselect.training.learn.headroom import (
     shape_table,
     template_order,

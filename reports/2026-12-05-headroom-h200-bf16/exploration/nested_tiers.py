@@ -1,7 +1,7 @@
 """Nested choice of verify's tiers: rule fixed a priori, applied inside each outer training fold."""
 import json, numpy as np, itertools
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet, held_out_costs, folds
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs, folds
 from kselect.training.learn.headroom import (
     verify_with_nearest,
     split_stats,

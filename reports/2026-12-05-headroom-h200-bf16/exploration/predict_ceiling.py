@@ -1,6 +1,6 @@
 import numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.headroom import shape_table, best_template_gaps, template_order, capture_stats
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 cm = np.load("/tmp/hrw/cm.npy"); nt = np.load("/tmp/hrw/nt8.npy")

@@ -3,8 +3,8 @@ thresholded inside the training folds on their inner held-out scores."""
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from xgboost import XGBClassifier
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet, folds
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, folds
 from kselect.training.learn.headroom import shape_table, best_template_gaps, pick_times, capture_stats, template_order
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 cm = np.load("/tmp/hrw/cm.npy"); nt = np.load("/tmp/hrw/nt8.npy")

@@ -1,7 +1,7 @@
 """predict: a margin (and a lookup-agreement gate) chosen inside training folds."""
 import numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet, folds
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, folds
 from kselect.training.learn.headroom import (
     shape_table,
     best_template_gaps,

@@ -1,7 +1,7 @@
 """Bootstrap over the realistic shapes: verify's capture, and its margin over the model's ATen + 4."""
 import numpy as np
-from kselect.training.learn.evaluation import load_data
-from kselect.training.learn.evaluate import ShapeSet
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.headroom import simulate_policies, templates_plus_aten, shape_table
 df, fp = load_data("data/h200-bf16"); shapes = ShapeSet.from_frame(df)
 cm = np.load("/tmp/hrw/cm.npy"); nt = np.load("/tmp/hrw/nt8.npy")

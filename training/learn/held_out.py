@@ -23,7 +23,10 @@ from kselect.training.data.aten_kernels import read_records as read_aten_kernels
 from kselect.training.data.dataset import DatasetDir, DatasetError, load_dataset
 from kselect.training.data.labels import apply_retimed
 from kselect.training.learn.baselines import baseline_rankers
-from kselect.training.learn.evaluate import (
+from kselect.training.learn.headroom import headroom_section
+from kselect.training.learn.nearest_table import LOOKUP, NearestTemplatesRanker
+from kselect.training.learn.pooled import featurize_rows
+from kselect.training.learn.ranking_metrics import (
     KS,
     EvaluationError,
     ShapeSet,
@@ -32,9 +35,6 @@ from kselect.training.learn.evaluate import (
     folds,
     held_out_costs,
 )
-from kselect.training.learn.headroom import headroom_section
-from kselect.training.learn.nearest_table import LOOKUP, NearestTemplatesRanker
-from kselect.training.learn.pooled import featurize_rows
 from kselect.training.learn.train import MAX_ROWS_PER_SHAPE, ModelRanker, per_shape_selection_cost
 from kselect.training.measure.retime import default_out
 

@@ -1,4 +1,4 @@
-"""Fit the compile-cost model (selector/model/compile_cost.py) on collected compile times, with a
+"""Fit the compile-cost model (selector/model/compile_time_model.py) on collected compile times, with a
 cross-validated card: how well does a config alone predict its compile, and its rank?"""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kselect.selector.model.compile_cost import COMPILE_FEATURES, CompileCostModel, compile_features
+from kselect.selector.model.compile_time_model import COMPILE_FEATURES, CompileCostModel, compile_features
 
 
 class CompileDataError(ValueError):
@@ -147,7 +147,7 @@ def model_card(meta: dict) -> str:
 
 What it predicts: the CPU milliseconds one compile of a Triton GEMM template takes (Triton's
 front end, MLIR and LLVM in the compiling thread, plus ptxas), from the template's config
-alone (selector/model/compile_cost.py, features {", ".join(COMPILE_FEATURES)}). Verify uses it to
+alone (selector/model/compile_time_model.py, features {", ".join(COMPILE_FEATURES)}). Verify uses it to
 price a template before keeping it (docs/selector-design.md, "What a kept template costs to compile").
 
 - Data: {meta["rows"]} distinct compiles of our own kernels (kernels/triton/kernels.py) for

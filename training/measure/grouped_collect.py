@@ -161,7 +161,7 @@ def collect_grouped(
     atomic part file per problem, holding the dataset's collector lock. Returns counts. With
     `stock`, `measure` also records stock max-autotune's pick per problem (`measure_inductor`'s
     `stock_picks`), kept in STOCK_PICKS_FILE beside the rows."""
-    from kselect.training.measure.fingerprint import collect_fingerprint
+    from kselect.training.measure.hardware_record import collect_fingerprint
 
     i, n = parse_shard(shard)
     mine = sorted({p.key: p for p in problems}.values(), key=lambda p: p.key)[i::n]
