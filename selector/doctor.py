@@ -125,8 +125,8 @@ def decided(ranker) -> dict:
 
 def diagnose(device: str | None = None, environ=None) -> Report:
     """What kselect would do in a process started with `environ` (default os.environ)."""
+    from kselect.selector.compat.torch_release import torch_support_problem
     from kselect.selector.config import read
-    from kselect.selector.inductor.compat.torch_release import torch_support_problem
 
     environ = os.environ if environ is None else environ
     torch_version, triton_version = _versions()

@@ -36,8 +36,8 @@ def inductor_sandbox(tmp, saver, **config):
 
     import torch
 
+    from kselect.selector.compat import autotune
     from kselect.selector.inductor import lifecycle as ksi
-    from kselect.selector.inductor.compat import autotune
 
     patch = pytest.MonkeyPatch()
     patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp / "inductor-cache"))

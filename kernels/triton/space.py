@@ -145,7 +145,7 @@ def _size_class_tiles(problem: Problem, template: str, space: str) -> tuple[Cand
 def _tile_space(template: str, space: str, m_hint: int, n_hint: int, k_hint: int) -> tuple[Candidate, ...]:
     """The space depends on the problem only through the clamping hints: memoised on them, and
     vectorised over the ~2,400 base configs, so the selector's early decision
-    (selector/inductor/compat/enumeration.py) enumerates a GEMM's space in well under a millisecond."""
+    (selector/compat/enumeration.py) enumerates a GEMM's space in well under a millisecond."""
     base = _base_array(template, space)
     bm = np.clip(base[:, 0], 16, m_hint)
     bn = np.clip(base[:, 1], 16, n_hint)

@@ -28,7 +28,7 @@ def one_process(warm: str) -> dict:
 
     from kselect.kernels.backend import Candidate, Problem
     from kselect.kernels.triton.space import triton_space
-    from kselect.selector.inductor.compat import choice_candidates
+    from kselect.selector.compat import choice_candidates
     from kselect.selector.model import discovery
     from kselect.selector.decide import rankers
     from kselect.selector.decide.cache import candidate_set_digest

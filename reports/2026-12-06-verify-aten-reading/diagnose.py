@@ -84,7 +84,7 @@ def main() -> int:
     from kselect.kernels.problem import Problem
     from kselect.kernels.timing import time_runners, warm_gpu
     from kselect.selector.inductor import lifecycle as ksi
-    from kselect.selector.inductor.compat.compile_pool import warm_compile_pool
+    from kselect.selector.compat.compile_pool import warm_compile_pool
     from kselect.selector.verify import timing as vt
     from kselect.training.bench import gemm as bench
     from kselect.training.bench.common import describe_choice

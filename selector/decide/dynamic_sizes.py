@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from kselect.selector.compat import choice_candidates, inductor_settings
 from kselect.selector.decide.candidate_sets import candidate_keys
-from kselect.selector.inductor.compat import choice_candidates, inductor_settings
 from kselect.selector.logs import log_decision
 
 # the sizes a dynamic M is ranked at where Inductor sets no `multi_kernel_hints`: decode-sized

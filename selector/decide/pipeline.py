@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from kselect.kernels.epilogue import NO_EPILOGUE
+from kselect.selector.compat import torch_release
 from kselect.selector.decide.cache import decision_key
 from kselect.selector.decide.candidate_sets import aten_indices, candidate_keys, unseen_backends
 from kselect.selector.decide.gap_policy import nearest_candidates
@@ -19,7 +20,6 @@ from kselect.selector.decide.grouped_ranker import for_problem
 from kselect.selector.decide.policy import choose_kept, with_fusing_few
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.decide.switch_interval import short_switch_interval
-from kselect.selector.inductor.compat import torch_release
 from kselect.selector.logs import log_decision
 
 log = logging.getLogger("kselect.selector")

@@ -10,10 +10,10 @@ import logging
 import time
 from pathlib import Path
 
+from kselect.selector.compat import choice_candidates, current_graph
 from kselect.selector.decide.cache import candidate_set_digest
 from kselect.selector.decide.rankers import CostModelRanker, RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
-from kselect.selector.inductor.compat import choice_candidates, current_graph
 from kselect.selector.warn import warn_once
 
 log = logging.getLogger("kselect.selector")

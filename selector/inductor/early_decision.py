@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import time
 
+from kselect.selector.compat import enumeration, inductor_settings, signatures
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
-from kselect.selector.inductor.compat import enumeration, inductor_settings, signatures
 
 log = logging.getLogger("kselect.selector")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from kselect.selector.inductor.compat import choice_candidates
+from kselect.selector.compat import choice_candidates
 from kselect.selector.warn import warn_once
 
 log = logging.getLogger("kselect.selector")

@@ -1,6 +1,6 @@
 """The Inductor plug-in: prune max-autotune's GEMM choices with a ranker, cache decisions.
 
-Two hook points, both in inductor/compat/ (the only package touching private Inductor API):
+Two hook points, both in compat/ (the only package touching private Inductor API):
 - `_finalize_template_configs` (an InductorChoices subclass, compat/template_configs.py) sees
   the KTC-based templates (ATen, Triton mm / persistent TMA / decompose-k) BEFORE code
   generation -- where pruning saves most on the GPU;
@@ -34,13 +34,13 @@ import threading
 import time
 import weakref
 
+from kselect.selector.compat import choice_candidates, current_graph, signatures
 from kselect.selector.config import SETTINGS, SelectorSettings
 from kselect.selector.decide.cache import DecisionCache
 from kselect.selector.decide.dynamic_sizes import DynamicSizes
 from kselect.selector.decide.pipeline import DecisionPipeline
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
-from kselect.selector.inductor.compat import choice_candidates, current_graph, signatures
 from kselect.selector.inductor.device_rankers import DeviceRankers
 from kselect.selector.inductor.early_decision import EarlyDecision
 from kselect.selector.inductor.flydsl_join import FlyDSLJoin

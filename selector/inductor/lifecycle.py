@@ -9,9 +9,7 @@ import contextlib
 import logging
 import threading
 
-from kselect.selector.config import SelectorSettings, keyword_help
-from kselect.selector.config import read as read_options
-from kselect.selector.inductor.compat import (
+from kselect.selector.compat import (
     autotune,
     dynamo_callbacks,
     inductor_settings,
@@ -19,6 +17,8 @@ from kselect.selector.inductor.compat import (
     template_configs,
     torch_release,
 )
+from kselect.selector.config import SelectorSettings, keyword_help
+from kselect.selector.config import read as read_options
 from kselect.selector.inductor.hook import Selector
 from kselect.selector.logs import register_with_torch_logs
 from kselect.selector.warn import reset_warnings, warn_once

@@ -29,9 +29,9 @@ from typing import Callable
 from kselect.kernels.flydsl.space import CHOICE_NAME as FLYDSL_CHOICE
 from kselect.kernels.precision import gemm_dtype
 from kselect.kernels.problem import DTYPE_BYTES, FP8_DTYPES, TORCH_DTYPE_NAMES
+from kselect.selector.compat.choice_candidates import OP_STAMP
+from kselect.selector.compat.signatures import scaled_scaling, size_hint
 from kselect.selector.decide.rankers import RankerUnavailable
-from kselect.selector.inductor.compat.choice_candidates import OP_STAMP
-from kselect.selector.inductor.compat.signatures import scaled_scaling, size_hint
 from kselect.selector.model.artifact import ModelError
 from kselect.selector.model.held_ops import DEFAULT_OPS  # a ranker that names no `ops` holds these
 from kselect.selector.warn import inform_once, warn_once

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 
-from kselect.selector.inductor.compat import choice_candidates, fused_timing, multi_template
+from kselect.selector.compat import choice_candidates, fused_timing, multi_template
 from kselect.selector.warn import warn_once
 
 ARG_SETS_CAP = 8  # argument sets rotated through, at most (L2-cold reads, selector/verify/timing.py)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
-from kselect.selector.inductor.compat import autotune, choice_candidates, multi_template
+from kselect.selector.compat import autotune, choice_candidates, multi_template
 from kselect.selector.logs import log_decision
 from kselect.selector.verify.pick import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept

@@ -24,8 +24,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
+from kselect.selector.compat.choice_candidates import is_extern
 from kselect.selector.config import COMPILE_IN
-from kselect.selector.inductor.compat.choice_candidates import is_extern
 
 log = logging.getLogger("kselect.selector")
 
@@ -38,7 +38,7 @@ Submit = Callable[[object], "Future | None"]
 def inductor_worker_submit() -> Submit | None:
     """A submit function over Inductor's compile-worker pool, or None where none is up (one
     compile thread, the pool still starting, a torch without this API)."""
-    from kselect.selector.inductor.compat import compile_pool
+    from kselect.selector.compat import compile_pool
 
     try:
         if compile_pool.compile_worker_pool() is None:

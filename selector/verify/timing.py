@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 
 from kselect.kernels.timing import warm_gpu
-from kselect.selector.inductor.compat.autotune import benchmark_example
-from kselect.selector.inductor.compat.choice_candidates import is_extern
-from kselect.selector.inductor.compat.signatures import size_hint
+from kselect.selector.compat.autotune import benchmark_example
+from kselect.selector.compat.choice_candidates import is_extern
+from kselect.selector.compat.signatures import size_hint
 from kselect.selector.verify.pick import Measured, VerifyTimingUnavailable
 from kselect.selector.verify.template_compiles import Compiles
 
@@ -55,8 +55,8 @@ ROUNDS = 3
 
 def _is_aten(choice) -> bool:
     """The reference result: an ATen library call (FlyDSL is an extern call too, but not ATen)."""
+    from kselect.selector.compat.choice_candidates import caller_candidate
     from kselect.selector.decide.candidate_sets import is_aten
-    from kselect.selector.inductor.compat.choice_candidates import caller_candidate
 
     cand = caller_candidate(choice)
     return is_extern(choice) and cand is not None and is_aten(cand)

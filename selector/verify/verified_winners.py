@@ -8,9 +8,9 @@ import math
 from typing import Mapping
 
 from kselect.kernels.candidate import Candidate
+from kselect.selector.compat import choice_candidates
 from kselect.selector.decide.cache import decision_key
 from kselect.selector.decide.candidate_sets import is_aten
-from kselect.selector.inductor.compat import choice_candidates
 from kselect.selector.logs import log_decision
 
 # Inductor's autotune times cuBLAS up to 1.57x slower than it really runs on the H200

@@ -161,6 +161,6 @@ def _current_device():
 
 def _inductor_pool():
     """(Inductor's compile-worker pool, its size) once it takes work, else None."""
-    from kselect.selector.inductor.compat import compile_pool
+    from kselect.selector.compat import compile_pool
 
     return compile_pool.compile_worker_pool()

@@ -17,7 +17,7 @@ def test_space_matches_inductor(shape):
     from torch._inductor import config as ic
 
     from kselect.kernels.operands import make_operands
-    from kselect.selector.inductor.compat.template_configs import choices_handler, make_filtering_choices
+    from kselect.selector.compat.template_configs import choices_handler, make_filtering_choices
     from kselect.training.measure.faithfulness import EXHAUSTIVE_TRITON_PATCHES
 
     p = Problem(*shape, "bf16", "nt", "mm")

@@ -10,8 +10,8 @@ from torch._inductor import ir
 from kselect.kernels import precision
 from kselect.kernels.operands import TOLERANCE, make_operands, reference
 from kselect.kernels.problem import Problem, ProblemError
+from kselect.selector.compat import signatures
 from kselect.selector.inductor import op_kind
-from kselect.selector.inductor.compat import signatures
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def _space(problem):
     from torch._inductor.kernel import bmm as inductor_bmm
     from torch._inductor.kernel import mm as inductor_mm
 
-    from kselect.selector.inductor.compat import enumeration
+    from kselect.selector.compat import enumeration
 
     if problem.op == "bmm":
         templates = (inductor_bmm.aten_bmm, inductor_bmm.bmm_template)

@@ -34,8 +34,8 @@ from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.compat import choice_candidates, enumeration, signatures, template_configs  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, enumeration, signatures, template_configs  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.epilogue import fuses_epilogue  # noqa: E402
+from kselect.selector.compat import current_graph  # noqa: E402
 from kselect.selector.decide.policy import choose_kept, with_fusing_few  # noqa: E402
-from kselect.selector.inductor.compat import current_graph  # noqa: E402
 
 ATEN = Candidate.make("aten", "mm")
 MM = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_stages=3, num_warps=4)
@@ -203,7 +203,7 @@ def test_watching_the_schedulers_pick_wraps_inductors_finalising_methods_and_res
     from torch._inductor import ir
     from torch._inductor.scheduler import Scheduler
 
-    from kselect.selector.inductor.compat import multi_template
+    from kselect.selector.compat import multi_template
 
     owners = ((ir.MultiTemplateBuffer, "finalize_as_triton_caller"), (Scheduler, "finalize_multi_template_buffers"))
     before = [getattr(o, n) for o, n in owners]

@@ -85,7 +85,7 @@ def _compile_twice(tmp):
         log.setLevel(logging.INFO)
         try:
             sel = ksi.enable("verify", ranker=AtenFirst(), cache_dir=tmp / "decisions", epilogue_fusion=True)
-            from kselect.selector.inductor.compat import current_graph
+            from kselect.selector.compat import current_graph
 
             original = sel.select_choices
 

@@ -18,11 +18,11 @@ from kselect.kernels.flydsl import inductor as fly  # noqa: E402
 from kselect.kernels.flydsl import space  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
+from kselect.selector.compat import choice_candidates, template_configs  # noqa: E402
 from kselect.selector.decide.policy import UNSEEN_KEEP, choose_kept  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, template_configs  # noqa: E402
 
 NT = Problem(256, 256, 512, "bf16", "nt")
 

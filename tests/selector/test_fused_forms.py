@@ -27,8 +27,8 @@ from torch._dynamo.utils import counters  # noqa: E402
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.epilogue import Epilogue  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.compat import fused_timing  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import fused_timing  # noqa: E402
 from kselect.selector.verify.fused_forms import FusedTimingUnavailable, time_generated  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox, linear_gelu  # noqa: E402

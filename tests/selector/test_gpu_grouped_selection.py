@@ -63,8 +63,8 @@ def grouped_ranker(tmp_path_factory):
 def compile_recording(tmp_path, kselect: dict | None):
     """Compile the layer under max-autotune (kselect enabled with `kselect`, or stock); returns
     (output, the grouped candidates of every grouped choice list Inductor built, the Selector)."""
+    from kselect.selector.compat import autotune, choice_candidates
     from kselect.selector.inductor import lifecycle as ksi
-    from kselect.selector.inductor.compat import autotune, choice_candidates
     from kselect.selector.inductor.op_kind import choices_kind
 
     from inductor_sandbox import inductor_sandbox

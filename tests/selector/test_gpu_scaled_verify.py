@@ -13,9 +13,9 @@ pytestmark = pytest.mark.gpu
 
 from kselect.kernels import Problem  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
+from kselect.selector.compat import choice_candidates  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402

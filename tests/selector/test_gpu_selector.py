@@ -39,9 +39,9 @@ from gpu_model import served_model  # noqa: E402
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.operands import relative_error  # noqa: E402
+from kselect.selector.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import autotune, choice_candidates, compile_pool, signatures  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -19,9 +19,9 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 from kselect.kernels.backend import Candidate, Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.compat import autotune, current_graph  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import autotune, current_graph  # noqa: E402
 from kselect.selector.model import features  # noqa: E402
 from kselect.selector.model.discovery import load_shipped  # noqa: E402
 

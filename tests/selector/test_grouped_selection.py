@@ -40,9 +40,9 @@ from torch._inductor.virtualized import V  # noqa: E402
 from kselect.kernels.grouped.problem import GroupedProblem  # noqa: E402
 from kselect.kernels.grouped.space import ATEN, H100_SMEM_OPTIN, grouped_space  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.compat import choice_candidates  # noqa: E402
 from kselect.selector.decide.grouped_ranker import grouped_beside, load_grouped_ranker  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
@@ -173,7 +173,7 @@ def ranker_with(bf16_model, grouped_model):
 
 
 def test_each_choice_maps_to_its_grouped_candidate_in_inductors_order(choices):
-    from kselect.selector.inductor.compat.signatures import choices_grouped_signature
+    from kselect.selector.compat.signatures import choices_grouped_signature
 
     assert choices_grouped_signature(choices)[0] == PROBLEM
     assert choice_candidates.grouped_caller_candidates(choices) == grouped_space(PROBLEM, H100_SMEM_OPTIN)

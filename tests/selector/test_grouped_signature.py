@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from kselect.kernels.grouped.problem import GroupedProblem
-from kselect.selector.inductor.compat import autotune
-from kselect.selector.inductor.compat.signatures import choices_grouped_signature
+from kselect.selector.compat import autotune
+from kselect.selector.compat.signatures import choices_grouped_signature
 from kselect.selector.inductor.op_kind import choices_kind
 from tests.inductor_sandbox import inductor_sandbox
 
@@ -70,6 +70,6 @@ def test_the_choices_name_the_op_and_the_key_fields_carry_every_input(lowered):
 def test_a_plain_gemm_is_no_grouped_signature(lowered):
     a, b = lowered[0][0].input_nodes[:2]
     with pytest.raises(ValueError, match="disagree on K"):
-        from kselect.selector.inductor.compat.signatures import grouped_signature
+        from kselect.selector.compat.signatures import grouped_signature
 
         grouped_signature([b, a], [ROWS, N])

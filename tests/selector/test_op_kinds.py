@@ -32,10 +32,10 @@ from torch._inductor import ir  # noqa: E402
 from torch._inductor.choices import InductorChoices  # noqa: E402
 from torch._inductor.kernel_inputs import MMKernelInputs  # noqa: E402
 
+from kselect.selector.compat import autotune, choice_candidates, template_configs  # noqa: E402
 from kselect.selector.decide.rankers import RankerUnavailable  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.inductor import op_kind  # noqa: E402
-from kselect.selector.inductor.compat import autotune, choice_candidates, template_configs  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402

@@ -32,8 +32,8 @@ from torch._inductor.virtualized import V  # noqa: E402
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker, MeasuredRanker  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.inductor.hook import Selector  # noqa: E402
 from kselect.selector.model.checks import FeatureSchemaError  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
@@ -297,8 +297,8 @@ def two_scaled_mms(a, b, sa, sb, s1, s2):
 
 
 def test_b_the_shipped_model_leaves_scaled_mm_to_stock(tmp_path, caplog):
+    from kselect.selector.compat import autotune
     from kselect.selector.inductor import lifecycle as ksi
-    from kselect.selector.inductor.compat import autotune
 
     from inductor_sandbox import inductor_sandbox
 

@@ -11,8 +11,8 @@ from torch._inductor.choices import InductorChoices  # noqa: E402
 from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.compat.signatures import scaled_mm_signature, scaled_scaling  # noqa: E402
 from kselect.selector.inductor import op_kind  # noqa: E402
-from kselect.selector.inductor.compat.signatures import scaled_mm_signature, scaled_scaling  # noqa: E402
 
 F8 = torch.float8_e4m3fn
 

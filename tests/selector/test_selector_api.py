@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 from torch._inductor import config as inductor_config  # noqa: E402
 
 from kselect.selector import config as options  # noqa: E402
+from kselect.selector.compat import inductor_settings, torch_release  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import inductor_settings, torch_release  # noqa: E402
 
 
 @pytest.fixture

@@ -25,13 +25,13 @@ torch = pytest.importorskip("torch")
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector import config as options  # noqa: E402
+from kselect.selector.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
 from kselect.selector.decide import families  # noqa: E402
 from kselect.selector.decide.cache import DecisionCache  # noqa: E402
 from kselect.selector.decide.policy import adaptive_k, choose_kept  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.fingerprint import device_fingerprint  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, inductor_settings, signatures, torch_release  # noqa: E402
 from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.selector.verify.verified_winners import verified_keep  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
@@ -767,7 +767,7 @@ def test_zero_code_activation_through_torch_autoload(tmp_path):
 
     probe = (
         "import sys, torch\n"
-        "from kselect.selector.inductor.compat import inductor_settings as c\n"
+        "from kselect.selector.compat import inductor_settings as c\n"
         "sel = getattr(c.current_choices(), 'kselect_selector', None)\n"
         "print(sel.mode if sel is not None else 'none', 'kselect.selector.inductor.hook' in sys.modules)\n"
     )

@@ -21,10 +21,10 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.decide import dynamic_sizes  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker, RankerUnavailable  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, signatures, template_configs  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402

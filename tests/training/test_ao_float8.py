@@ -29,9 +29,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchao", reason="the [models] extra (torchao) is not installed")
 
 from kselect.models import shipped_model_path  # noqa: E402
+from kselect.selector.compat import autotune, signatures  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import autotune, signatures  # noqa: E402
 from kselect.selector.inductor.op_kind import STAMP, choices_kind  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402

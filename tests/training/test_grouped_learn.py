@@ -74,8 +74,6 @@ def test_the_bench_reads_every_routing_against_plain_and_stock():
 
 def test_evaluate_fits_on_one_set_and_scores_another():
     train = pd.DataFrame([row_for(p, c, time_ms=t, spread=s) for (p, c), (t, s) in _times(LARGE).items()])
-    result = learn.evaluate(
-        train, train, DEVICE, {PREFILL.key: {"candidate": ATEN.key, "compile_s": 9.0}}, trees=30
-    )
+    result = learn.evaluate(train, train, DEVICE, {PREFILL.key: {"candidate": ATEN.key, "compile_s": 9.0}}, trees=30)
     assert result["problems"] == 4 and result["slower_than_plain"] == []
     assert result["geomean_speedup_vs_plain"] > 1.4 and result["stock_compile_s"] == [9.0]

@@ -21,10 +21,10 @@ torch = pytest.importorskip("torch")
 
 from kselect.kernels.candidate import Candidate  # noqa: E402
 from kselect.kernels.problem import Problem  # noqa: E402
+from kselect.selector.compat import choice_candidates, signatures  # noqa: E402
+from kselect.selector.compat import lookup_table as inductor_lookup_table  # noqa: E402
 from kselect.selector.decide.rankers import MeasuredRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.compat import choice_candidates, signatures  # noqa: E402
-from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table  # noqa: E402
 from kselect.training.data import lookup_table as lt  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402

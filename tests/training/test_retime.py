@@ -125,7 +125,7 @@ torch = pytest.importorskip("torch")
 def _stock_bmm_table(problem: Problem, tmp_path) -> dict[str, float]:
     """Stock max-autotune's own timings of the bmm's choices (ATen and CPP) on this CPU."""
     from kselect.kernels.operands import make_operands
-    from kselect.selector.inductor.compat import autotune, choice_candidates
+    from kselect.selector.compat import autotune, choice_candidates
 
     seen: dict[str, float] = {}
 

@@ -87,7 +87,7 @@ def policy_keywords(settings: Mapping) -> dict:
 
 def describe_choice(choice) -> str:
     """A benchmarked choice as a kselect candidate key (or Inductor's name for it)."""
-    from kselect.selector.inductor.compat.choice_candidates import caller_candidate
+    from kselect.selector.compat.choice_candidates import caller_candidate
 
     try:
         cand = caller_candidate(choice)
@@ -148,7 +148,7 @@ class GemmCounter:
 
 def _problem_key(choices) -> str:
     """The GEMM's kselect problem key ('' when its choices do not read as one)."""
-    from kselect.selector.inductor.compat.signatures import choices_signature
+    from kselect.selector.compat.signatures import choices_signature
 
     try:
         return choices_signature(list(choices))[0].key

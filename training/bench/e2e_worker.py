@@ -256,7 +256,7 @@ def measure(spec: dict, res: dict, save) -> None:
         torch.cuda.reset_peak_memory_stats()
         warm_gpu()
     if spec.get("warm_pool", True):  # the pool's start must not race the timed compile
-        from kselect.selector.inductor.compat.compile_pool import warm_compile_pool
+        from kselect.selector.compat.compile_pool import warm_compile_pool
 
         pool_s = warm_compile_pool()
         res["compile_pool_s"] = None if pool_s is None else round(pool_s, 2)
@@ -286,7 +286,7 @@ def measure(spec: dict, res: dict, save) -> None:
 def instrument(spec: dict):
     """Our feedback saver (GEMMs and candidates benchmarked) and, for kselect variants, a
     handler on kselect's log (decisions, ranking time, fallback warnings)."""
-    from kselect.selector.inductor.compat import autotune
+    from kselect.selector.compat import autotune
 
     counter = GemmCounter()
     autotune.add_feedback_saver(counter)

@@ -86,7 +86,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
 
     from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error, rotating_operands
     from kselect.kernels.timing import time_runners
-    from kselect.selector.inductor.compat.autotune import add_feedback_saver
+    from kselect.selector.compat.autotune import add_feedback_saver
 
     space, mode = VARIANTS[variant]
     row = {
@@ -186,7 +186,7 @@ def run_worker(plan: dict) -> int:
     # compiles and decisions run against its start-up. Decisions were ~1.5x slower over the
     # first 5-7 shapes (~10 s) of every process without this wait (reports/2026-12-04-prefill-cublas-gap-decision-latency-default-noise s3):
     # the pool is the likely cause, which the next device run checks.
-    from kselect.selector.inductor.compat.compile_pool import warm_compile_pool
+    from kselect.selector.compat.compile_pool import warm_compile_pool
 
     pool_s = warm_compile_pool()
     selector = None

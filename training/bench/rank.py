@@ -118,8 +118,8 @@ def bench_decision(model: CostModel, problem: Problem | None = None, reps: int =
     from torch._inductor.kernel.mm import aten_mm, mm_template, persistent_tma_mm_template
 
     from kselect.kernels.triton import space as space_mod
+    from kselect.selector.compat import choice_candidates, enumeration
     from kselect.selector.decide.rankers import CostModelRanker
-    from kselect.selector.inductor.compat import choice_candidates, enumeration
     from kselect.selector.inductor.hook import Selector
 
     if pin and hasattr(os, "sched_setaffinity"):

@@ -69,7 +69,7 @@ class Export:
 
 def require_lookup_tables() -> None:
     """Raise LookupTableError unless this torch has Inductor's template lookup table."""
-    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
+    from kselect.selector.compat import lookup_table as inductor_lookup_table
 
     missing = inductor_lookup_table.lookup_table_missing()
     if missing:
@@ -241,7 +241,7 @@ def export_from_cache(cache_dir, device: str | None = None, device_key: str | No
     fingerprint id to export (required when the cache holds several). Where one GEMM was
     decided more than once, a verified decision wins, else the newest file."""
     require_lookup_tables()
-    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
+    from kselect.selector.compat import lookup_table as inductor_lookup_table
 
     cache_dir = Path(cache_dir).expanduser()
     if not cache_dir.is_dir():
@@ -288,8 +288,8 @@ def export_from_model(
     node, which a shapes file does not describe."""
     require_lookup_tables()
     from kselect.kernels.triton.space import triton_space
+    from kselect.selector.compat import lookup_table as inductor_lookup_table
     from kselect.selector.decide.rankers import RankerUnavailable
-    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
     from kselect.selector.inductor.hook import Selector
 
     out = Export(
@@ -351,7 +351,7 @@ def read_table(path) -> dict:
 def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Counter]:
     """Dataset rows (status ok, method `lookup_table`) for every config that carries a timing;
     NoTimings when none does (Inductor's own tables hold configs only)."""
-    from kselect.selector.inductor.compat import lookup_table as inductor_lookup_table
+    from kselect.selector.compat import lookup_table as inductor_lookup_table
     from kselect.training.measure.collect import row_for
 
     table = read_table(path)

@@ -55,7 +55,7 @@ class PinnedRanker:
         self.pinned: dict = {}
 
     def rank(self, problem, candidates: Sequence[Candidate]) -> np.ndarray:
-        from kselect.selector.inductor.compat import current_graph
+        from kselect.selector.compat import current_graph
 
         self.seen_keys = [c.key for c in candidates]
         self.epilogue = current_graph.current_epilogue().as_dict()

@@ -92,8 +92,8 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
     import torch
     from torch._inductor import config as ic
 
-    from kselect.selector.inductor.compat.autotune import add_feedback_saver
-    from kselect.selector.inductor.compat.template_configs import choices_handler, make_filtering_choices
+    from kselect.selector.compat.autotune import add_feedback_saver
+    from kselect.selector.compat.template_configs import choices_handler, make_filtering_choices
 
     def f(a, b):
         return a @ b
@@ -148,7 +148,7 @@ def inductor_autotune_times(problem: Problem, cands: list[Candidate], rows: dict
     keys = {c.key for c in cands}
 
     def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
-        from kselect.selector.inductor.compat.choice_candidates import choice_candidate
+        from kselect.selector.compat.choice_candidates import choice_candidate
 
         for ch, ms in timings.items():
             cand = choice_candidate(ch)

@@ -8,5 +8,5 @@ from kselect.selector.model.discovery import load_shipped
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); print("model load", round(time.perf_counter()-t,3))
 from kselect.selector.decide.rankers import CostModelRanker
 t=time.perf_counter(); r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); print("warm_up", round(time.perf_counter()-t,3))
-from kselect.selector.inductor.compat import choice_candidates
+from kselect.selector.compat import choice_candidates
 t=time.perf_counter(); choice_candidates.prime_ktc_memo(sp); print("prime", round(time.perf_counter()-t,3))

@@ -4,7 +4,7 @@ import numpy as np
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.decide.rankers import CostModelRanker
 from kselect.selector.inductor.hook import Selector
-from kselect.selector.inductor.compat import choice_candidates
+from kselect.selector.compat import choice_candidates
 from kselect.kernels.problem import Problem
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.triton.space import triton_space

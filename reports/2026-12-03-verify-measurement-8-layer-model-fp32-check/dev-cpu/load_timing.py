@@ -4,7 +4,7 @@
 import time, torch, torch._inductor.kernel.mm
 from kselect.selector.model.cost_model import CostModel
 from kselect.selector.decide.rankers import CostModelRanker
-from kselect.selector.inductor.compat import choice_candidates
+from kselect.selector.compat import choice_candidates
 t=time.perf_counter(); m = CostModel.load("models/h200-bf16.json"); t1=time.perf_counter()
 r = CostModelRanker(m, m.fingerprint); sp = r.warm_up(); t3=time.perf_counter()
 choice_candidates.prime_ktc_memo(sp); t4=time.perf_counter()

@@ -9,8 +9,8 @@ import warnings
 import torch
 
 import kselect.selector as ks
+from kselect.selector.compat import autotune, choice_candidates, signatures
 from kselect.selector.decide.rankers import MeasuredRanker
-from kselect.selector.inductor.compat import autotune, choice_candidates, signatures
 
 
 def compile_once():

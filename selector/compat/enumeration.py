@@ -8,8 +8,8 @@ import functools
 from typing import Callable
 
 from kselect.kernels.candidate import Candidate
+from kselect.selector.compat.choice_candidates import ktc_candidate, template_kind
 from kselect.selector.identity_memo import IdentityMemo
-from kselect.selector.inductor.compat.choice_candidates import ktc_candidate, template_kind
 
 
 class PlanMissed(Exception):

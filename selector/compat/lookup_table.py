@@ -4,7 +4,7 @@ write kselect's decisions in Inductor's own format."""
 
 from __future__ import annotations
 
-from kselect.selector.inductor.compat.choice_candidates import template_kind
+from kselect.selector.compat.choice_candidates import template_kind
 
 
 # Inductor's template lookup table (`config.lookup_table.table`, read by

@@ -16,8 +16,8 @@ import threading
 from typing import Callable, NamedTuple
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.inductor.compat.choice_candidates import is_flydsl_ktc, ktc_candidate, ktc_candidates, stamp
-from kselect.selector.inductor.compat.enumeration import PlanMissed, pick_ktcs, templates_of
+from kselect.selector.compat.choice_candidates import is_flydsl_ktc, ktc_candidate, ktc_candidates, stamp
+from kselect.selector.compat.enumeration import PlanMissed, pick_ktcs, templates_of
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 
-from kselect.selector.inductor.compat.signatures import layout_char
+from kselect.selector.compat.signatures import layout_char
 
 
 def lowering_graph():
