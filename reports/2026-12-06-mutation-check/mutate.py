@@ -72,7 +72,7 @@ MUTATIONS = [
     ),
     Mutation(
         "collector-remeasures-done",
-        "training/measure/collect.py",
+        "training/measure/collect_worker.py",
         " if (p.key, c.key) not in done]",
         "]",
         (

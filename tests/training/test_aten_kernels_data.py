@@ -18,7 +18,7 @@ from kselect.training.data.aten_kernels import (
     write_records,
 )
 from kselect.training.learn.held_out import load_data
-from kselect.training.measure.collect import row_for
+from kselect.training.measure.rows import row_for
 
 from conftest import H200_DATA
 

@@ -17,14 +17,9 @@ import pytest
 from kselect.kernels import Problem
 from kselect.training.cli.main import main
 from kselect.training.data.dataset import KEY, DatasetDir
-from kselect.training.measure.collect import (
-    CollectError,
-    child_visible_device,
-    collect,
-    parse_shard,
-    parse_space,
-    shard_problems,
-)
+from kselect.training.measure.collect import collect
+from kselect.training.measure.collect_plan import CollectError, parse_shard, parse_space, shard_problems
+from kselect.training.measure.supervisor import child_visible_device
 
 SHAPES = [
     Problem(m, n, k, "fp32")
@@ -105,7 +100,7 @@ def test_worker_crash_mid_collection_loses_and_duplicates_nothing(tmp_path):
     rest, never again what is on disk.
 
     Fails on the mutation: the worker measuring candidates already done (the `not in done`
-    filter of run_worker, training/measure/collect.py): rows written twice, hidden by load()."""
+    filter of run_worker, training/measure/collect_worker.py): rows written twice, hidden by load()."""
     csv = tmp_path / "s.csv"
     _write_csv(csv, SHAPES)
     out = tmp_path / "ds"

@@ -18,7 +18,8 @@ from kselect.kernels.operands import TOLERANCE
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import DatasetDir, row_problem
 from kselect.training.learn.ranking_metrics import ShapeSet
-from kselect.training.measure.collect import CollectPlan, run_worker
+from kselect.training.measure.collect_plan import CollectPlan
+from kselect.training.measure.collect_worker import run_worker
 
 torch = pytest.importorskip("torch")
 

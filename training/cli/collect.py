@@ -35,7 +35,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from kselect.kernels.backend import parse_backends
-    from kselect.training.measure.collect import CollectError, collect, parse_shard, parse_space
+    from kselect.training.measure.collect import collect
+    from kselect.training.measure.collect_plan import CollectError, parse_shard, parse_space
 
     parse_shard(args.shard)
     parse_space(args.space)

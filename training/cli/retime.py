@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from kselect.training.measure.collect import parse_shard
+    from kselect.training.measure.collect_plan import parse_shard
     from kselect.training.measure.retime import default_out, retime
 
     if args.summary:

@@ -36,7 +36,7 @@ from kselect.kernels.triton.backend import launch_plan
 from kselect.kernels.triton.cross_compile import check_arch, plan_to_dict
 from kselect.kernels.triton.launch_plan import LaunchPlan
 from kselect.kernels.triton.space import triton_space
-from kselect.training.measure.collect import parse_shard
+from kselect.training.measure.collect_plan import parse_shard
 
 ROW_CLASSES = (16, 32, 64, 128, 4096)
 LAYOUT_SAMPLE = 400  # nn plans (HINT_N on)

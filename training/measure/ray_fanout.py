@@ -37,14 +37,8 @@ from kselect.kernels.backend import get_backend
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import DatasetDir
 from kselect.training.data.dataset_lock import LOCK_DIR
-from kselect.training.measure.collect import (
-    CollectError,
-    collect,
-    outcome,
-    parse_shard,
-    parse_space,
-    shard_problems,
-)
+from kselect.training.measure.collect import collect, outcome
+from kselect.training.measure.collect_plan import CollectError, parse_shard, parse_space, shard_problems
 
 RAY_INSTALL = "pip install 'kselect[ray]'"
 RETRIES = 3  # Ray re-runs of a shard whose worker or node was lost

@@ -37,19 +37,10 @@ import pandas as pd
 
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import RETIMED_DIR, DatasetDir, load_dataset, row_problem
-from kselect.training.measure.collect import (
-    FAULT_ENV,
-    CollectError,
-    FaultInjector,
-    inflight_path,
-    parse_shard,
-    plan_path,
-    read_inflight,
-    run_supervised,
-    shard_problems,
-    supervise_all,
-    write_inflight,
-)
+from kselect.training.measure.collect_plan import CollectError, parse_shard, shard_problems
+from kselect.training.measure.fault_injection import FAULT_ENV, FaultInjector
+from kselect.training.measure.journal import inflight_path, plan_path, read_inflight, write_inflight
+from kselect.training.measure.supervisor import run_supervised, supervise_all
 
 log = logging.getLogger(__name__)
 

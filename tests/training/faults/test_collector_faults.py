@@ -12,7 +12,8 @@ import pytest
 from kselect.kernels import Problem
 from kselect.kernels.backend import get_backend
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import FAULT_ENV, SHAPE_FAILED, row_for
+from kselect.training.measure.fault_injection import FAULT_ENV
+from kselect.training.measure.rows import SHAPE_FAILED, row_for
 
 from fault_harness import (
     PartRows,
@@ -216,7 +217,9 @@ def test_duplicate_rows_resolve_to_the_ok_row_then_the_newest(tmp_path):
 _TWO_WORKERS = """
 import sys
 from kselect.kernels import Problem
-from kselect.training.measure.collect import CollectPlan, supervise, supervise_all
+from kselect.training.measure.collect import supervise
+from kselect.training.measure.collect_plan import CollectPlan
+from kselect.training.measure.supervisor import supervise_all
 from kselect.training.measure.worker_process import workers_die_with_this_process
 probs = [Problem(m, 300, 300, "fp32").to_dict() for m in range(256, 296)]
 plans = [CollectPlan(out=sys.argv[1], problems=probs[i::2], backends=["aten"], space="default",

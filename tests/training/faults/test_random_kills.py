@@ -17,7 +17,7 @@ import time
 import pytest
 
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import FAULT_ENV
+from kselect.training.measure.fault_injection import FAULT_ENV
 
 from fault_harness import (
     PartRows,

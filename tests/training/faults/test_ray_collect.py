@@ -16,7 +16,7 @@ from kselect.kernels import Problem
 from kselect.kernels.candidate_list import candidate_list
 from kselect.training.cli.main import main
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.collect import shard_problems
+from kselect.training.measure.collect_plan import shard_problems
 
 from fault_harness import KEY, PartRows, alive, collect_cmd, kill, wait_for, write_shapes
 
@@ -186,7 +186,7 @@ def test_ray_flag_without_ray_names_the_extra(tmp_path, monkeypatch, capsys, ver
 
 
 def test_a_task_that_does_not_see_the_drivers_directory_refuses_to_measure(tmp_path):
-    from kselect.training.measure.collect import CollectError
+    from kselect.training.measure.collect_plan import CollectError
     from kselect.training.measure.ray_fanout import collect_shard
 
     problems = [p.to_dict() for p in _problems(2, seed=1)]
