@@ -120,8 +120,9 @@ class SelectorSettings(declared.Settings):
         SearchSpace(),
         help=(
             "the GEMM config list Inductor "
-            "builds while kselect is on (ranked before code generation, so the whole EXHAUSTIVE space costs "
-            "little); None keeps the user's. A GEMM kselect cannot rank is narrowed back to the user's own "
+            "builds for a GEMM kselect decides (ranked before code generation, so the whole EXHAUSTIVE space "
+            "costs little), in force inside that GEMM's templates stage alone: Inductor's own setting stays "
+            "the user's; None ranks the user's. A GEMM kselect cannot rank is narrowed back to the user's own "
             "space"
         ),
     )
