@@ -19,6 +19,8 @@ paired shape-and-seed bootstrap (training/learn/capture_bootstrap.py).
 
     python reports/2026-12-06-dtypes-model-h100/dtypes_table.py     # ~10 min on two cores
 writes dtypes.json (every number) and table.md beside itself, after each seed.
+DTYPES_TRAINING_SET=pooled_family_out DTYPES_OUT=<folder> runs the same with every card's shapes
+of the held-out family left out of training (held out by family, strictly), written there.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ from kselect.training.learn.pooled import card_keys, pool
 from kselect.training.learn.train import ModelRanker, dataset_hash
 from kselect.training.learn.transfer import card_splits
 
-REPORT = Path(__file__).resolve().parent
-ROOT = REPORT.parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = Path(os.environ.get("DTYPES_OUT") or Path(__file__).resolve().parent).resolve()
+# "pooled": the held-out family's H100 shapes out, its H200 shapes in training (as hopper-bf16's
+# card figure was first made); "pooled_family_out": every card's shapes of it out
+TRAINING_SET = os.environ.get("DTYPES_TRAINING_SET", "pooled")
 DATA = {
     "H200 bf16": "data/h200-bf16",
     "H100 bf16": "data/h100-bf16-retrain/data",
@@ -93,7 +98,7 @@ def main() -> None:
     dtype = shapes.rows["dtype"].astype(str).to_numpy()[shapes.starts]
     log(f"pooled: {shapes.n_shapes} shapes, {len(shapes.rows)} rows; recipe {params}")
 
-    splits = {"combined": card_splits(shapes, h100, "pooled", "family")}
+    splits = {"combined": card_splits(shapes, h100, TRAINING_SET, "family")}
     splits["hopper_bf16"] = [(n, tr & (dtype == "bf16"), te) for n, tr, te in splits["combined"]]
     on = card_keys(shapes.keys)[0] == h100
     sub, rows_on = shapes.subset(on), on[shapes.sid]
