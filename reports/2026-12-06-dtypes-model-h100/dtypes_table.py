@@ -37,11 +37,11 @@ from kselect.selector.jsonable import json_default
 from kselect.selector.model.cost_model import CostModel
 from kselect.training.learn.baselines import NearestShapeRanker
 from kselect.training.learn.capture_bootstrap import bootstrap_captures, selection_picks
-from kselect.training.learn.ranking_metrics import ShapeSet, default_outcome_times, split_costs
-from kselect.training.learn.held_out import load_data
 from kselect.training.learn.headroom import capture_stats, shape_table, templates_plus_aten
+from kselect.training.learn.held_out import load_data
 from kselect.training.learn.nearest_table import NearestTemplatesRanker
 from kselect.training.learn.pooled import card_keys, pool
+from kselect.training.learn.ranking_metrics import ShapeSet, default_outcome_times, split_costs
 from kselect.training.learn.train import ModelRanker, dataset_hash
 from kselect.training.learn.transfer import card_splits
 
