@@ -4,8 +4,8 @@ Real lowerings on this CPU (torch 2.13, max-autotune): one compiled function hol
 kind kselect does not model -- `a @ b + c @ d` (mm_plus_mm), `_int_mm`, fp8 `_scaled_mm`
 tensorwise and rowwise, `_grouped_mm` (2D x 3D with offsets), a conv2d, and an fp16 mm that a
 ranker with fp32 data only refuses -- beside the GEMMs it does model (mm, addmm, bmm, baddbmm in
-fp32). It is compiled twice: stock (kselect off) and with kselect on, which widens Inductor's
-GEMM space to EXHAUSTIVE from the user's DEFAULT. Recorded from Inductor itself: every choice
+fp32). It is compiled twice: stock (kselect off) and with kselect on, which ranks the EXHAUSTIVE
+space for the GEMMs it decides while the user's DEFAULT stays Inductor's setting. Recorded from Inductor itself: every choice
 list the preprocessing hook hands on (a recorder behind kselect's), the GEMM search space in
 force whenever Inductor generates a template's configs (a spy on InductorChoices.get_ktc), and
 what it benchmarked (a feedback saver).

@@ -22,7 +22,7 @@ from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 
 @pytest.fixture
 def outer():
-    """predict enabled over the user's DEFAULT space (kselect widens it to EXHAUSTIVE)."""
+    """predict enabled over the user's DEFAULT space (kselect ranks EXHAUSTIVE inside its decisions)."""
     with inductor_config.patch(max_autotune_gemm_search_space="DEFAULT"):
         sel = ksi.enable("predict", ranker=MeasuredRanker({}), k=3)
         try:

@@ -230,7 +230,7 @@ class _Unavailable:
 
 @pytest.mark.parametrize("case", ["unreadable-gemm", "no-model", "ranker-unavailable", "not-widened"])
 def test_a_gemm_kselect_cannot_decide_gets_the_users_own_space(case, tmp_path):
-    """kselect widened Inductor's space to EXHAUSTIVE; a GEMM it cannot read (strides kselect
+    """kselect ranks EXHAUSTIVE inside a decided GEMM's templates stage; a GEMM it cannot read (strides kselect
     does not model) or rank (no model file; a ranker without data for it) is handed exactly the
     choices Inductor builds in the user's DEFAULT space, through the real handler and Inductor's
     own generators. Where kselect did not widen the space, the list is left as Inductor built it."""

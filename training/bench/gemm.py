@@ -6,8 +6,8 @@ Triton cache directories, so nothing one variant compiled helps another:
 - plain: torch.compile without max-autotune (the compile-time floor; no GEMM tuning);
 - default / exhaustive: stock max-autotune over Inductor's DEFAULT / EXHAUSTIVE config lists;
 - kselect-verify / kselect-predict: max-autotune as a user runs it (DEFAULT configured) with
-  `kselect.selector.enable(mode)`, which widens Inductor's list to EXHAUSTIVE and prunes it
-  before code generation (verify: adaptive top-k + ATen benchmarked; predict: top-1, nothing);
+  `kselect.selector.enable(mode)`, which ranks the EXHAUSTIVE list for the GEMMs it decides and
+  prunes it before code generation (verify: adaptive top-k + ATen benchmarked; predict: top-1, nothing);
   a GEMM kselect cannot rank falls back to the DEFAULT list.
 All max-autotune variants enable persistent-TMA templates and disable CUDA graphs in the
 compiled function. Measured per (variant, shape): compile wall time (tuning time = compile
