@@ -22,7 +22,8 @@ log = logging.getLogger("kselect.selector")
 class DeviceRankers:
     """A ranker per device fingerprint (a RankerUnavailable remembered too) and the warm-up per
     graph. Reads the Selector's `ranker`, `model`, `mode`, `compile_budget`, `warm_start`,
-    `_named_model`, `_lock`, `_local`, `_rankers`, `_warmed_graphs` and `_warmed_default`."""
+    `_named_model`, `_lock`, `_local`, `_rankers`, `_holdings`, `_warmed_graphs` and
+    `_warmed_default`."""
 
     def load_named_model(self) -> None:
         """Read the model file the `model` setting names (nothing for the shipped model, a
@@ -68,13 +69,21 @@ class DeviceRankers:
             return None if isinstance(loaded, Exception) else loaded
         if not fingerprint.get("gpu_name") and not self.model:
             return None  # models rank GPU kernels: the usual path says so for a modelled GEMM
+        fid = fingerprint["fingerprint_id"]
+        with self._lock:
+            if fid in self._holdings:  # read once per card: the sidecars do not change in a process
+                return self._holdings[fid]
         if isinstance(self.model, str) or hasattr(self.model, "__fspath__"):  # a model file the user named
             named = self._named_model
             meta = named.metadata_ if named is not None else read_sidecar(sidecar_path(self.model))
-            return serving_holdings(fingerprint, meta, Path(self.model).parent)
-        if isinstance(self.model, CostModel):  # a model the user gave
-            return serving_holdings(fingerprint, self.model.metadata_)
-        return serving_holdings(fingerprint)
+            held = serving_holdings(fingerprint, meta, Path(self.model).parent)
+        elif isinstance(self.model, CostModel):  # a model the user gave
+            held = serving_holdings(fingerprint, self.model.metadata_)
+        else:
+            held = serving_holdings(fingerprint)
+        with self._lock:
+            self._holdings[fid] = held
+        return held
 
     def _load_model_ranker(self, fingerprint: dict):
         from kselect.selector.model.cost_model import CostModel, ModelError

@@ -85,6 +85,7 @@ class Selector(
         self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
         self._decision_fields = config.decision_fields()  # in every decision's cache key
         self._rankers: dict = {}
+        self._holdings: dict = {}  # what each card's serving model holds, from its sidecars (the op gate's)
         self._lock = threading.Lock()
         self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
         self._warmed_default = False  # the graph-less warm-up ran (once per process)

@@ -74,6 +74,12 @@ def _ranked(fingerprint: Mapping) -> list[tuple]:
     return sorted(ranked)
 
 
+def _serving(ranked: list[tuple]) -> tuple:
+    """The entry of `_ranked` that serves the card: one that decides bf16 before one of other
+    dtypes alone (those join it), then by preference and file name."""
+    return min(ranked, key=lambda r: ("bf16" not in r[4], r[0], r[1]))
+
+
 def _loaded(path: Path, scope: str, fingerprint: Mapping, serves: str) -> CostModel:
     model = CostModel.load(path)
     model.device_scope = scope
@@ -99,7 +105,7 @@ def load_shipped(name: str | None = None, fingerprint: Mapping | None = None, fo
         raise ModelError("load_shipped needs a model name or a device fingerprint")
     ranked = _ranked(fingerprint)
     if ranked:
-        _, _, path, scope, _ = min(ranked, key=lambda r: ("bf16" not in r[4], r[0], r[1]))
+        _, _, path, scope, _ = _serving(ranked)
         return _loaded(path, scope, fingerprint, "")
     raise DeviceMismatchError(
         f"no shipped model for {fingerprint.get('gpu_name')} ({fingerprint.get('sm_count')} SMs, "
@@ -158,7 +164,7 @@ def serving_holdings(fingerprint: Mapping, meta: Mapping | None = None, grouped_
         ranked = _ranked(fingerprint)
         if not ranked:
             return None
-        _, _, path, _, own = min(ranked, key=lambda r: ("bf16" not in r[4], r[0], r[1]))
+        _, _, path, _, own = _serving(ranked)
         meta = read_sidecar(meta_path(path))
         dtypes = tuple(own) + tuple(sorted({d for r in ranked for d in r[4]} - set(own)))
     grouped_path = grouped_model_for(fingerprint, grouped_dir)
