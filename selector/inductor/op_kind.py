@@ -267,19 +267,25 @@ class OpGate:
         try:
             return not self._leaves(kind, kernel_inputs.nodes())
         except Exception as exc:  # noqa: BLE001 -- the gate must never break a compile
-            log.debug("kselect: op gate failed at the templates stage", exc_info=True)
-            warn_once(
-                f"op-gate:{type(exc).__name__}",
-                f"kselect: cannot read the op being lowered ({type(exc).__name__}: {exc}) -- stock autotuning",
-            )
+            _unreadable("templates", exc)
             return False
 
     def leaves_choices(self, choices) -> bool:
-        """Choices stage: True where these choices go back to Inductor untouched."""
+        """Choices stage: True where these choices go back to Inductor untouched (as at the
+        templates stage, an op the gate cannot read among them)."""
         if not choices:
             return True
         try:
             return self._leaves(choices_kind(choices), list(getattr(choices[0], "input_nodes", None) or []))
-        except Exception:  # noqa: BLE001 -- as at the templates stage
-            log.debug("kselect: op gate failed at the choices stage", exc_info=True)
-            return False
+        except Exception as exc:  # noqa: BLE001 -- the gate must never break a compile
+            _unreadable("choices", exc)
+            return True
+
+
+def _unreadable(stage: str, exc: Exception) -> None:
+    """The gate could not read the op: it goes to stock, with one warning per cause."""
+    log.debug("kselect: op gate failed at the %s stage", stage, exc_info=True)
+    warn_once(
+        f"op-gate:{type(exc).__name__}",
+        f"kselect: cannot read the op being lowered ({type(exc).__name__}: {exc}) -- stock autotuning",
+    )

@@ -567,3 +567,30 @@ def test_the_gate_reads_sidecars_and_loads_no_model_for_an_op_it_leaves(monkeypa
 
     sel._rankers["h100-test"] = Loaded()
     assert sel.op_gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", True)
+
+
+def test_an_op_the_gate_cannot_read_goes_to_stock_with_one_warning():
+    """Any doubt goes to stock: a gate that fails reading the op (here the card's holdings raise
+    an unexpected error) leaves it to Inductor at both stages, with one warning for the cause.
+    Catches: a gate error read as "decided" (the op then ranked or selected on a failed read), a
+    warning per GEMM, or an error escaping into the user's compile."""
+
+    def broken(device):
+        raise RuntimeError("sidecar read failed")
+
+    reset_warnings()
+    gate = op_kind.OpGate(broken)
+    f8 = [_cuda("a", [64, 96], F8), _cuda("b", [96, 80], F8, transposed=True)]
+    scales = [_cuda("sa", [64, 1], torch.float32), _cuda("sb", [1, 80], torch.float32)]
+
+    class Choice:  # an extern _scaled_mm choice, as the choices stage sees one
+        annotations = {choice_candidates.OP_STAMP: "scaled_mm"}
+        input_nodes = f8 + scales
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", False)
+        assert gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", False)
+        assert gate.leaves_choices([Choice(), Choice()]) is True
+    mine = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
+    assert mine == ["kselect: cannot read the op being lowered (RuntimeError: sidecar read failed) -- stock autotuning"]
