@@ -117,10 +117,11 @@ def make_selecting_choices(
 
     class KselectChoices(base):
         _plan = threading.local()  # the candidates this thread's current call wants, if planned
-        _spaces = threading.local()  # the user's own space while this thread's call widens it
+        _spaces = threading.local()  # the user's own space while this thread's decided call runs
 
         def user_space_in_force(self) -> str | None:
-            """The user's GEMM search space while a decision of this thread has widened it, else None."""
+            """The user's GEMM search space while the templates stage of a GEMM kselect decides
+            runs on this thread (kselect's space in force, which may be the same), else None."""
             return getattr(self._spaces, "user", None)
 
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):

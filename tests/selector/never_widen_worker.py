@@ -71,11 +71,13 @@ def _stem(choice) -> str:
 def _lowering_name(op: str) -> str:
     from torch._inductor.lowering import lowerings
 
+    aten = torch.ops.aten
     target = {
-        "scaled_mm": torch.ops.aten._scaled_mm.default,
-        "grouped_mm": torch.ops.aten._grouped_mm.default,
-        "int_mm": torch.ops.aten._int_mm.default,
-    }.get(op.split("_mm")[0] + "_mm" if "_mm" in op else op, torch.ops.aten.mm.default)
+        "scaled_mm_rowwise": aten._scaled_mm.default,
+        "scaled_mm_tensorwise": aten._scaled_mm.default,
+        "grouped_mm": aten._grouped_mm.default,
+        "int_mm": aten._int_mm.default,
+    }.get(op, aten.mm.default)  # fp32_mm, bf16_mm
     fn = lowerings.get(target)
     return getattr(fn, "__name__", str(fn))
 

@@ -20,10 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")
-
-from gpu_model import sm90_marks  # noqa: E402
+from gpu_model import sm90_marks
 
 pytestmark = sm90_marks()
 
