@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kselect.kernels.op_names import ADDMM, BMM, MM, SCALED_MM
+
 DTYPE_BYTES = {
     "bf16": 2,
     "fp16": 2,
@@ -32,7 +34,7 @@ TORCH_DTYPE_NAMES = {
     "float8_e4m3fn": "fp8e4m3",
 }
 LAYOUTS = ("nn", "nt", "tn", "tt")
-OPS = ("mm", "addmm", "bmm", "scaled_mm")
+OPS = (MM, ADDMM, BMM, SCALED_MM)
 # fp8 `_scaled_mm`: operand dtypes (e4m3fn only: e5m2 also reaches Inductor's lowering, but is
 # a gradient format, and cuBLASLt refuses e5m2 x e5m2), the output dtypes and scaling kinds
 # Inductor's Triton templates serve (blockwise and MX scales are not modelled).

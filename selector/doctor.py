@@ -114,13 +114,9 @@ def decided(ranker) -> dict:
     """The GEMM ops and dtypes the selector decides with `ranker`: the ops every model ranks, plus
     those decided only where the ranker holds them (fp8 scaled_mm, named with its scaling kinds;
     grouped_mm, with a grouped model beside the cost model)."""
-    from kselect.selector.inductor.op_kind import HELD_ONLY, MODELLED
+    from kselect.selector.ops import registry
 
-    ops = sorted(MODELLED - {"linear"})  # "linear": a frozen Linear's GEMM on the CPU
-    for op in sorted(HELD_ONLY & set(ranker.ops)):
-        scalings = sorted(ranker.scalings) if op == "scaled_mm" else []
-        ops.append(f"{op} ({', '.join(scalings)})" if scalings else op)
-    return {"ops": ops, "dtypes": list(ranker.dtypes)}
+    return {"ops": registry.decided(ranker), "dtypes": list(ranker.dtypes)}
 
 
 def diagnose(device: str | None = None, environ=None) -> Report:

@@ -23,10 +23,9 @@ from . import compile as fcompile
 from . import space
 from .gate import rocm_gate, target_arch
 from .params import KNOB_NAMES, KernelParams
-from .space import CHOICE_NAME
+from .space import CHOICE_NAME, OPS
 
 log = logging.getLogger(__name__)
-OPS = ("mm", "addmm")
 MAX_CHOICES = 16  # configs offered per GEMM (the cost model may narrow this further)
 
 

@@ -11,6 +11,7 @@ import itertools
 
 from ..backend import SEARCH_SPACES, BackendError
 from ..candidate import Candidate
+from ..op_names import ADDMM, MM
 from ..problem import Problem
 from .params import (
     ARCHS,
@@ -29,6 +30,7 @@ from .params import (
 BACKEND = "flydsl"
 TEMPLATE = "gemm"
 CHOICE_NAME = "flydsl_gemm"  # Inductor's name for our choices: flydsl_gemm_mm, flydsl_gemm_addmm
+OPS = (MM, ADDMM)  # the ops FlyDSL joins inside Inductor (a bias only as addmm's)
 REGISTERS_PER_LANE = 512  # VGPR + AGPR file per lane on CDNA3/CDNA4
 
 # Knob grids per search space, in the (deterministic) order candidates are listed.

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kselect.kernels.op_names import GROUPED_MM
 from kselect.kernels.problem import DTYPE_BYTES, LAYOUTS, ProblemError, _as_int, canonical_dtype
 
 FORMS = ("2d3d", "3d3d", "3d2d", "2d2d")
-OP = "grouped_mm"
+OP = GROUPED_MM
 TMA_ALIGNMENT_BYTES = 16  # Inductor rounds benchmark offsets to 16 bytes of the ragged dim
 _ROUTING = re.compile(r"^(uniform|zipf(\d+(?:\.\d+)?))$")
 _KEY = re.compile(

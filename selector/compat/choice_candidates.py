@@ -19,9 +19,10 @@ from typing import Iterable
 from kselect.kernels.backend import BackendError
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.flydsl import space as flydsl_space
+from kselect.kernels.op_names import ATEN_SCALED_MM, GROUPED_MM, MM, SCALED_MM
 
 _TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_stages", "num_warps")
-# the op kind kselect's templates stage stamps on each choice it builds (inductor/op_kind.py)
+# the op kind kselect's templates stage stamps on each choice it builds (selector/ops/naming.py)
 OP_STAMP = "kselect_op"
 
 
@@ -48,8 +49,7 @@ def template_of(uid: str) -> tuple[str, str]:
     if flydsl_space.CHOICE_NAME in u:  # an ExternKernelChoice, uid "aten::flydsl_gemm_<op>"
         return flydsl_space.BACKEND, flydsl_space.TEMPLATE
     if u.startswith("aten") or "extern" in u:
-        op = u.split("::", 1)[1] if "::" in u else "mm"
-        return "aten", {"mm": "mm", "addmm": "addmm", "bmm": "bmm"}.get(op, op)
+        return "aten", u.split("::", 1)[1] if "::" in u else MM
     if "decompose_k" in u:
         return "triton", "decompose_k"
     if "persistent_tma" in u:
@@ -180,9 +180,9 @@ def caller_candidate(choice) -> Candidate | None:
     aten; others (CPP, CUTLASS, ...) as (backend, name without Inductor's per-compile
     counter), stable across compiles."""
     ann = getattr(choice, "annotations", None) or {}
-    if ann.get(OP_STAMP) == "scaled_mm":  # its templates share triton::mm's uid with bf16 mm
+    if ann.get(OP_STAMP) == SCALED_MM:  # its templates share triton::mm's uid with bf16 mm
         return scaled_caller_candidate(choice)
-    if re.fullmatch(r"triton_grouped_mm_\d+", str(getattr(choice, "name", "") or "")):  # built outside the KTC path
+    if re.fullmatch(rf"triton_{GROUPED_MM}_\d+", str(getattr(choice, "name", "") or "")):  # built outside the KTC path
         return grouped_caller_candidate(choice)
     if ann.get("ktc") is not None:
         return ktc_candidate(ann["ktc"])
@@ -223,7 +223,7 @@ def grouped_caller_candidates(choices) -> list:
 # templates (kernels/triton/space.py SCALED_TEMPLATES): Inductor builds the scaled kernel from
 # the shared `triton::mm`, so the op, not the uid, tells it from a bf16 mm's tile
 _SCALED_TEMPLATES = {
-    "triton::mm": "scaled_mm",
+    "triton::mm": SCALED_MM,
     "triton::scaled_mm_device_tma_epilogue_scaling": "scaled_persistent_tma",
 }
 
@@ -235,7 +235,7 @@ def scaled_ktc_candidate(ktc) -> Candidate:
     which holds bf16 mm's candidates for the same template object."""
     uid = str(getattr(ktc.template, "uid", None) or getattr(ktc.template, "name", ""))
     if uid.lower().startswith("aten"):
-        return Candidate.make("aten", "scaled_mm")
+        return Candidate.make("aten", SCALED_MM)
     kw = ktc_params(ktc)
     template = _SCALED_TEMPLATES.get(uid)
     if template is not None and all(k in kw for k in _TILE_KEYS):
@@ -254,8 +254,8 @@ def scaled_caller_candidate(choice) -> Candidate | None:
     if ann.get("ktc") is not None:
         return scaled_ktc_candidate(ann["ktc"])
     name = str(getattr(choice, "name", ""))
-    if type(choice).__name__ == "ExternKernelCaller" and name.startswith("_scaled_mm"):
-        return Candidate.make("aten", "scaled_mm")
+    if type(choice).__name__ == "ExternKernelCaller" and name.startswith(ATEN_SCALED_MM):
+        return Candidate.make("aten", SCALED_MM)
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import weakref
 
+from kselect.kernels.op_names import ADDMM, BMM, MM
 from kselect.selector.compat.signatures import layout_char
 
 
@@ -28,10 +29,10 @@ def graph_gemm_problems(graph) -> list:
 
     aten = torch.ops.aten
     ops = {
-        aten.mm.default: ("mm", 0),
-        aten.addmm.default: ("addmm", 1),
-        aten.bmm.default: ("bmm", 0),
-        aten.baddbmm.default: ("bmm", 1),
+        aten.mm.default: (MM, 0),
+        aten.addmm.default: (ADDMM, 1),
+        aten.bmm.default: (BMM, 0),
+        aten.baddbmm.default: (BMM, 1),
     }
     out = []
     for node in graph.module.graph.nodes:

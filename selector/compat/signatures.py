@@ -3,6 +3,8 @@ decision-cache key fields; sizes read as Inductor itself tunes with them (dynami
 
 from __future__ import annotations
 
+from kselect.kernels.op_names import ADDMM, BMM, MM, SCALED_MM
+
 
 def size_hint(expr, hint_override: int | None = None) -> int:
     """A size as the int Inductor itself tunes with: a static size as is; a symbolic one by the
@@ -84,7 +86,7 @@ def gemm_signature(nodes, out_size, op_name: str | None = None):
     has_bias = any(i not in (a_i, b_i) and size and size[-1] == N for i, (_, size, _) in enumerate(shaped))
     dtype = shaped[a_i][0].get_dtype()
     device = shaped[a_i][0].get_device()
-    op = "bmm" if len(out) == 3 else ("addmm" if op_name == "addmm" or has_bias else "mm")
+    op = BMM if len(out) == 3 else (ADDMM if op_name == ADDMM or has_bias else MM)
     name = gemm_dtype(dtype, device)  # fp32 on CUDA: "tf32" where torch multiplies it in TF32
     problem = Problem(M=M, N=N, K=K, dtype=name, layout=layout_char(a_stride, M, K) + b_layout, op=op, batch=batch)
     fields = {
@@ -178,13 +180,13 @@ def scaled_signature(nodes, out_dtype, fast_accum: bool = False):
         K=k,
         dtype=nodes[0].get_dtype(),
         layout=layout,
-        op="scaled_mm",
+        op=SCALED_MM,
         out_dtype=out_dtype,
         scaling=scaled_scaling(sizes[0], sizes[1], sizes[2], sizes[3]),
         fast_accum=bool(fast_accum),
     )
     fields = {
-        "op": "scaled_mm",
+        "op": SCALED_MM,
         "out": [m, n],
         "dtype": str(nodes[0].get_dtype()),
         "out_dtype": str(out_dtype),

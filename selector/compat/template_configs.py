@@ -60,13 +60,14 @@ def choices_handler(handler):
         V.set_choices_handler(old)
 
 
-def _joins_here(templates, op_name: str) -> bool:
-    """Where extra mm/addmm templates join: the get_template_configs call that builds ATen's own
-    mm/addmm (tuned_addmm makes several calls per GEMM, this one once per GEMM; read on 2.13,
-    the 2.11 lowering is unchecked), and only under max-autotune (without it nothing is tuned)."""
+def _joins_here(templates, op_name: str, ops) -> bool:
+    """Where extra templates join one of the joined `ops` (FlyDSL's: mm, addmm): the
+    get_template_configs call that builds ATen's own op (tuned_addmm makes several calls per
+    GEMM, this one once per GEMM; read on 2.13, the 2.11 lowering is unchecked), and only under
+    max-autotune (without it nothing is tuned)."""
     from torch._inductor import config
 
-    if op_name not in ("mm", "addmm") or not (config.max_autotune or config.max_autotune_gemm):
+    if op_name not in ops or not (config.max_autotune or config.max_autotune_gemm):
         return False
     return any(str(getattr(t, "uid", "")) == f"aten::{op_name}" for t in templates)
 
@@ -104,12 +105,13 @@ def make_selecting_choices(
     (`pick_ktcs`), not the whole ~2,400-config EXHAUSTIVE space; None, or a candidate Inductor
     never yields (PlanMissed), takes the usual path.
 
-    `join` (optional) adds templates to mm/addmm: `join.templates(kernel_inputs, op_name)` gives
-    ExternKernelChoices whose configs come from their registered template heuristic, and
-    `join.finalize(kept, stock)` vets the kept KTCs (compiles FlyDSL's) after selection.
+    `join` (optional; selector/backends/registry.py) adds templates to the ops it names
+    (`join.ops`): `join.templates(kernel_inputs, op_name)` gives ExternKernelChoices whose
+    configs come from their registered template heuristic, and `join.finalize(kept, stock)`
+    vets the kept KTCs (compiles FlyDSL's) after selection.
 
     `admit(op_name, kernel_inputs) -> (kind, decided)` (optional; the op gate,
-    selector/inductor/op_kind.py) goes in front (`_gated`): an op it does not decide gets stock
+    selector/ops/gate.py) goes in front (`_gated`): an op it does not decide gets stock
     Inductor's choices under the user's settings, nothing else."""
     from torch._inductor import config
 
@@ -138,7 +140,7 @@ def make_selecting_choices(
         def _decided_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
             extra = (
                 list(join.templates(kernel_inputs, op_name))
-                if join is not None and _joins_here(templates, op_name)
+                if join is not None and _joins_here(templates, op_name, join.ops)
                 else []
             )
             if extra:

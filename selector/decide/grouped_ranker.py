@@ -22,6 +22,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.model.artifact import ModelError
+from kselect.selector.ops.grouped_mm import GROUPED_MM
 from kselect.selector.warn import warn_once
 
 
@@ -39,7 +40,7 @@ class GroupedRanker:
         self.model = model
         meta = model.metadata_
         self.fingerprint = model.fingerprint
-        self.ops = frozenset({"grouped_mm"})
+        self.ops = frozenset({GROUPED_MM.name})
         self.dtypes = model.dtypes
         self.backends = model.backends
         self.ident = "grouped:" + str(meta.get("dataset_hash") or "")[:16] + ":" + str(meta.get("trained_at"))
@@ -103,6 +104,6 @@ def for_problem(ranker, problem):
     grouped = getattr(ranker, "grouped", None)
     if grouped is not None:
         return grouped
-    if "grouped_mm" in (getattr(ranker, "ops", None) or ()) and hasattr(ranker, "table"):
+    if GROUPED_MM.name in (getattr(ranker, "ops", None) or ()) and hasattr(ranker, "table"):
         return ranker
     raise RankerUnavailable("grouped-unheld", "kselect: the ranker holds no grouped_mm model -- stock autotuning")

@@ -21,6 +21,7 @@ from kselect.selector.decide.policy import choose_kept, with_fusing_few
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.decide.switch_interval import short_switch_interval
 from kselect.selector.logs import log_decision
+from kselect.selector.ops import registry as op_kinds
 
 log = logging.getLogger("kselect.selector")
 
@@ -154,7 +155,7 @@ class DecisionPipeline:
         broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
-        price = self.compile_price(fingerprint, problem, candidates)
+        price = self.compile_price(fingerprint, problem, candidates, priced=op_kinds.of(problem).compile_priced)
         kept, why = choose_kept(
             candidates,
             scores,

@@ -14,7 +14,7 @@ A ranker may say which backends it has data for (`backends`); the policy does no
 candidates of any other backend by guesswork (decide/policy.py). It may say which ops it holds
 (`ops`: Problem ops; `scalings`: fp8 scaled_mm's scaling kinds; "grouped_mm" with a grouped model
 joined, decide/grouped_ranker.py): the op gate sends any other op to stock Inductor
-(selector/inductor/op_kind.py); without `ops` it holds mm, addmm and bmm.
+(selector/ops/gate.py); without `ops` it holds mm, addmm and bmm.
 """
 
 from __future__ import annotations
@@ -35,15 +35,8 @@ from kselect.selector.decide.candidate_sets import KEY_INDEX, backends_of, candi
 from kselect.selector.decide.nearest import NearestTableError, shape_kind
 from kselect.selector.decide.nearest import from_metadata as nearest_from_metadata
 from kselect.selector.model.held_ops import held_dtypes, held_ops, held_scalings, predict_dtypes
-
-
-class RankerUnavailable(RuntimeError):
-    """This ranker cannot score this device / dtype / problem; the message says why."""
-
-    def __init__(self, cause: str, message: str):
-        super().__init__(message)
-        self.cause = cause
-
+from kselect.selector.ops import registry as op_kinds
+from kselect.selector.unavailable import RankerUnavailable
 
 # Models whose metadata predates the `backends` field were all trained on the collector's
 # default backends.
@@ -166,15 +159,12 @@ class CostModelRanker:
         for joined in {id(r): r for r in self.by_dtype.values()}.values():  # each its own dtypes
             ranked += joined.warm_up(None if rows else [p for p in problems if p.dtype in joined.own_dtypes])
         for problem in problems:
-            if problem.dtype not in self.own_dtypes or problem.op == "scaled_mm":
+            templates = op_kinds.of(problem).warm_templates
+            if problem.dtype not in self.own_dtypes or not templates:
                 continue  # stock's anyway, or (fp8) a space of its own, ranked at its decision
             # a size class is its memoised tile tuples (one object per class) and decompose-k's use
-            tiles = tuple(
-                template_space(problem, t, "exhaustive")
-                for t in ("mm", "persistent_tma")
-                if problem.op != "bmm" or t == "mm"
-            )
-            key = (problem.dtype, problem.op == "bmm", tuple(map(id, tiles)), uses_decompose_k(problem))
+            tiles = tuple(template_space(problem, t, "exhaustive") for t in templates)
+            key = (problem.dtype, templates, tuple(map(id, tiles)), uses_decompose_k(problem))
             if key in warmed:
                 continue
             candidates = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")

@@ -9,6 +9,8 @@ import time
 from kselect.selector.compat import enumeration, inductor_settings, signatures
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
+from kselect.selector.ops import registry as op_kinds
+from kselect.selector.ops.naming import lowering_kind
 
 log = logging.getLogger("kselect.selector")
 
@@ -25,8 +27,9 @@ class EarlyDecision:
         enumerate, mapped; without it such a template means no early decision). None = the
         usual path (deciding over Inductor's generated choices), which also owns every warning
         and fallback: a GEMM this cannot decide is decided there, exactly as without it."""
-        if not self.early_decision or self.mode == "off" or op_name == "scaled_mm":
-            return None  # (kselect enumerates bf16 GEMMs' spaces; scaled_mm is decided over Inductor's)
+        kind = op_kinds.get(lowering_kind(op_name))
+        if not self.early_decision or self.mode == "off" or (kind is not None and not kind.early_decided):
+            return None  # (kselect enumerates the dense GEMMs' spaces; scaled_mm is decided over Inductor's)
         started = time.perf_counter(), time.thread_time()
         inductor_s = [0.0]  # Inductor generating a template kselect does not enumerate
 

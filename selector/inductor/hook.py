@@ -7,17 +7,17 @@ Two hook points, both in compat/ (the only package touching private Inductor API
 - a preprocessing function (compat/autotune.py) sees every backend's ChoiceCallers (CPP,
   CUTLASS, ... are appended outside the KTC path) after codegen; one choice left = nothing
   benchmarked.
-Before either decides, the op gate (op_kind.py) names the op Inductor is lowering: an op or
-dtype kselect does not model gets stock's own choices (one INFO line), not a fallback. An fp8
-`_scaled_mm` the ranker holds is read by its own signature and candidate mapping (its scaled
-templates), then decided by the same pipeline; so is a `_grouped_mm` the ranker holds (a grouped
-model joined to it), at the choices stage only, its kept few timed by Inductor's benchmark.
+Before either decides, the op gate (selector/ops/gate.py) names the op Inductor is lowering:
+an op without a module in selector/ops/, or a dtype or kind the serving model does not hold,
+gets stock's own choices (one INFO line), not a fallback. An op it lets through is read by its
+op kind (selector/ops/: mm.py, scaled_mm.py, grouped_mm.py): its signature, its candidate
+mapping, whether its epilogue is read; then decided by the same pipeline.
 Both ask the `Selector` (`select_ktcs`, `select_choices`), which reads the GEMM, maps choices to
 Candidates and decides: rank -> keep (decide/pipeline.py; per size for a dynamic M,
 decide/dynamic_sizes.py) -> measure -> pick (verify/orchestration.py). Any failure -> the stock
 list and one warning per cause: kselect can make a compile slower to tune, never wrong or
-crashed. On ROCm the handler also lets FlyDSL join mm/addmm (flydsl_join.py), ranked with the
-rest. Installing a Selector is inductor/lifecycle.py's.
+crashed. On ROCm the handler also lets FlyDSL join mm/addmm (selector/backends/flydsl.py),
+ranked with the rest. Installing a Selector is inductor/lifecycle.py's.
 
 The Selector's rooms, one concern each: the ranker per device (inductor/device_rankers.py),
 compile-cost pricing (model/compile_price.py), the decision (decide/pipeline.py), a dynamic M
@@ -34,7 +34,8 @@ import threading
 import time
 import weakref
 
-from kselect.selector.compat import choice_candidates, current_graph, signatures
+from kselect.selector.backends.registry import BackendJoins
+from kselect.selector.compat import current_graph
 from kselect.selector.config import SETTINGS, SelectorSettings
 from kselect.selector.decide.cache import DecisionCache
 from kselect.selector.decide.dynamic_sizes import DynamicSizes
@@ -43,10 +44,12 @@ from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
 from kselect.selector.inductor.device_rankers import DeviceRankers
 from kselect.selector.inductor.early_decision import EarlyDecision
-from kselect.selector.inductor.flydsl_join import FlyDSLJoin
-from kselect.selector.inductor.op_kind import OpGate, choices_kind, lowering_kind
 from kselect.selector.logs import log_decision
 from kselect.selector.model.compile_price import CompilePricing
+from kselect.selector.ops import registry as op_kinds
+from kselect.selector.ops.gate import OpGate
+from kselect.selector.ops.mm import MM as DENSE_DEFAULT  # an admitted name no module claims: read as before
+from kselect.selector.ops.naming import lowering_kind
 from kselect.selector.verify.fused_forms import FusedForms
 from kselect.selector.verify.orchestration import VerifyOrchestration
 from kselect.selector.verify.verified_winners import VerifiedWinners
@@ -99,9 +102,9 @@ class Selector(
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
-        self.flydsl = FlyDSLJoin()
+        self.joins = BackendJoins()  # the backends that join Inductor's choices (selector/backends/)
         # -- the op gate: the ops this selector decides; every other goes to stock Inductor under
-        # the user's own settings (selector/inductor/op_kind.py)
+        # the user's own settings (selector/ops/gate.py)
         self.op_gate = OpGate(self.holdings)
 
     @property
@@ -115,43 +118,22 @@ class Selector(
 
     # -- the two hook points --------------------------------------------------------
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
-        if lowering_kind(op_name) == "scaled_mm":  # one the op gate let through: its ranker holds it
-            return self._guarded(
-                "templates",
-                ktcs,
-                lambda: signatures.scaled_mm_signature(kernel_inputs, choice_candidates.scaled_fast_accum(ktcs)),
-                choice_candidates.scaled_ktc_candidates,
-                restock,
-            )
+        """Templates stage, for an op the gate let through (its op kind, selector/ops/)."""
+        kind = op_kinds.get(lowering_kind(op_name)) or DENSE_DEFAULT
         return self._guarded(
             "templates",
             ktcs,
-            lambda: signatures.ktc_signature(kernel_inputs, op_name),
-            choice_candidates.ktc_candidates,
+            lambda: kind.ktc_signature(kernel_inputs, op_name, ktcs),
+            kind.ktc_candidates,
             restock,
         )
 
     def select_choices(self, choices: list) -> list:
-        if self.op_gate.leaves_choices(choices):  # the op gate: not an op kselect decides
+        """Choices stage: the op gate names the op kind (None: not one kselect decides)."""
+        kind = self.op_gate.kind_of_choices(choices)
+        if kind is None:
             return choices
-        kind = choices_kind(choices)
-        if kind == "grouped_mm":  # one the op gate let through: its ranker holds it
-            return self._guarded(
-                "choices",
-                choices,
-                lambda: grouped_signature(choices),
-                choice_candidates.grouped_caller_candidates,
-            )
-        if kind == "scaled_mm":
-            return self._guarded(
-                "choices",
-                choices,
-                lambda: signatures.choices_scaled_signature(choices, choice_candidates.scaled_fast_accum(choices)),
-                choice_candidates.scaled_caller_candidates,
-            )
-        return self._guarded(
-            "choices", choices, lambda: signatures.choices_signature(choices), choice_candidates.caller_candidates
-        )
+        return self._guarded("choices", choices, lambda: kind.choices_signature(choices), kind.caller_candidates)
 
     def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
         """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
@@ -173,8 +155,10 @@ class Selector(
                 raise unavailable
             if any(c is None for c in cands):
                 raise RankerUnavailable("unmapped", f"kselect: a {stage} choice has no candidate mapping -- stock")
-            # a grouped GEMM is ranked bare: no epilogue block or fusing few for its template
-            gemm_epilogue, epilogue = self._read_epilogue(fingerprint) if problem.op != "grouped_mm" else (None, False)
+            # an op kind ranked bare (the grouped GEMM): no epilogue block or fusing few for its template
+            gemm_epilogue, epilogue = (
+                self._read_epilogue(fingerprint) if op_kinds.of(problem).reads_epilogue else (None, False)
+            )
             mapped = (time.perf_counter() - started[0] - load[0], time.thread_time() - started[1] - load[1])
             # what either decision gets besides the candidates: the epilogue (the object and whether
             # its few are handed over) and the time spent reading and mapping
@@ -263,17 +247,6 @@ class Selector(
         )
         decides = ":".join(f"{name}={value}" for name, value in self._decision_fields.items())
         return f"kselect:{decides}:{source}"
-
-
-def grouped_signature(choices):
-    """choices_grouped_signature, refusing what the grouped model cannot decide: a dynamic size
-    (its routing and tiles change with every size; RankerUnavailable -> stock, one warning)."""
-    problem, fields, device = signatures.choices_grouped_signature(choices)
-    if fields.get("dynamic"):
-        raise RankerUnavailable(
-            "grouped-dynamic", f"kselect: a grouped GEMM of dynamic {fields['dynamic']} is not modelled -- stock"
-        )
-    return problem, fields, device
 
 
 # each setting reads as a read-only attribute (`sel.k`, `sel.mode`) of the one SelectorSettings;

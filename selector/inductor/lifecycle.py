@@ -122,11 +122,11 @@ def _install(sel: Selector, search_space: str | None) -> None:
     """Make `sel` the active selector of this thread (nothing may be active). `search_space`:
     the GEMM space it ranks (None: the user's), in force only inside the templates stage of a
     GEMM it decides -- Inductor's own setting is never changed."""
-    sel.flydsl.prepare()
+    sel.joins.prepare()
     handler = template_configs.make_selecting_choices(
         sel.select_ktcs,
         sel.uuid(),
-        join=sel.flydsl,
+        join=sel.joins,
         plan_ktcs=sel.plan_ktcs,
         admit=sel.op_gate.admit,
         widen=search_space,

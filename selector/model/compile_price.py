@@ -67,11 +67,13 @@ class CompilePricing:
     verify decision's kept templates, and the predicted compiles a measurement record carries.
     Reads the Selector's `mode`, `compile_budget`, `_lock` and `_compile_models`."""
 
-    def compile_price(self, fingerprint: dict, problem, candidates) -> CompilePrice | None:
+    def compile_price(self, fingerprint: dict, problem, candidates, priced: bool = True) -> CompilePrice | None:
         """verify: the price on kept templates' compiles for this GEMM, or None (budget off, not
-        a CUDA GPU, or no compile-cost model for its target: verify keeps as before)."""
-        if self.mode != "verify" or not self.compile_budget or problem.op == "grouped_mm":
-            return None  # the compile-cost model knows mm's templates, not the grouped one
+        a CUDA GPU, no compile-cost model for its target, or an op kind it does not price
+        (`priced` False, selector/ops/: the grouped GEMM, whose template the model does not
+        know): verify keeps as before)."""
+        if self.mode != "verify" or not self.compile_budget or not priced:
+            return None
         model = self._compile_model(fingerprint)
         if model is None:
             return None

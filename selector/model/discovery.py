@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 from typing import Mapping
 
+from kselect.kernels.op_names import GROUPED_MM
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError, read_sidecar
 from kselect.selector.model.artifact import sidecar_path as meta_path
@@ -146,7 +147,7 @@ class Holdings:
         self.dtypes = tuple(dtypes)
         self.grouped = None if grouped_dtypes is None else SimpleNamespace(dtypes=tuple(grouped_dtypes))
         if self.grouped is not None:
-            self.ops = self.ops | {"grouped_mm"}
+            self.ops = self.ops | {GROUPED_MM}
 
 
 def serving_holdings(fingerprint: Mapping, meta: Mapping | None = None, grouped_dir: str | Path | None = None):

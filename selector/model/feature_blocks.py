@@ -12,6 +12,7 @@ import numpy as np
 
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.epilogue import NO_EPILOGUE, OP_KINDS, Epilogue, fuses_epilogue
+from kselect.kernels.op_names import SCALED_MM
 from kselect.selector.model.features import FEATURE_NAMES, FeatureError, device_constants
 from kselect.selector.model.scaled_features import SCALED_MM_FEATURE_NAMES, scaled_mm_problem_features
 
@@ -31,7 +32,7 @@ EPILOGUE_FEATURE_NAMES: tuple[str, ...] = (
 SCALED_MM_BLOCK_VERSION = 1
 FEATURE_BLOCKS = {
     "epilogue": (EPILOGUE_BLOCK_VERSION, EPILOGUE_FEATURE_NAMES),
-    "scaled_mm": (SCALED_MM_BLOCK_VERSION, SCALED_MM_FEATURE_NAMES),
+    SCALED_MM: (SCALED_MM_BLOCK_VERSION, SCALED_MM_FEATURE_NAMES),  # named for its op
 }
 
 

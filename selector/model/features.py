@@ -23,6 +23,7 @@ import numpy as np
 from kselect.kernels.aten.launched import ATEN_KERNEL_COLUMNS
 from kselect.kernels.backend import shared_knobs
 from kselect.kernels.candidate import KNOBS, Candidate
+from kselect.kernels.op_names import ADDMM, BMM
 from kselect.kernels.problem import DTYPE_BYTES, Problem
 from kselect.selector.fingerprint import device_peaks
 from kselect.selector.identity_memo import IdentityMemo
@@ -164,8 +165,8 @@ def problem_arrays(problem: Problem) -> dict:
         "dtype_bytes": float(problem.dtype_bytes),
         "a_t": float(problem.layout[0] == "t"),
         "b_t": float(problem.layout[1] == "t"),
-        "op_bmm": float(problem.op == "bmm"),
-        "op_addmm": float(problem.op == "addmm"),
+        "op_bmm": float(problem.op == BMM),
+        "op_addmm": float(problem.op == ADDMM),
         "dtype": problem.dtype,
     }
 
@@ -257,8 +258,8 @@ def frame_arrays(df) -> tuple[dict, dict]:
         "dtype_bytes": df["dtype"].astype(str).map(DTYPE_BYTES).to_numpy(dtype=np.float64),
         "a_t": np.char.startswith(layout.astype(str), "t").astype(np.float64),
         "b_t": np.char.endswith(layout.astype(str), "t").astype(np.float64),
-        "op_bmm": (op == "bmm").astype(np.float64),
-        "op_addmm": (op == "addmm").astype(np.float64),
+        "op_bmm": (op == BMM).astype(np.float64),
+        "op_addmm": (op == ADDMM).astype(np.float64),
         "dtype": dtype,
     }
     present = [c for c in ATEN_KERNEL_COLUMNS if c in df.columns]

@@ -18,13 +18,14 @@ from typing import Mapping
 
 import numpy as np
 
+from kselect.kernels.op_names import GROUPED_MM
 from kselect.selector.model import artifact
 from kselect.selector.model.artifact import ModelError
 from kselect.selector.model.checks import FeatureSchemaError, device_match
 from kselect.selector.model.grouped_features import GROUPED_FEATURE_NAMES, GROUPED_FEATURE_SCHEMA_VERSION
 
 KIND = "grouped-cost-model"
-OPS = ("grouped_mm",)
+OPS = (GROUPED_MM,)
 OBJECTIVE = "reg:aten-log2"  # log2(time / ATen's time of the same problem)
 
 
@@ -49,7 +50,7 @@ def check_grouped_schema(meta: Mapping, source: str = "grouped model") -> None:
             f"v{GROUPED_FEATURE_SCHEMA_VERSION}: retrain it with `kselect grouped-eval --out`"
         )
     ops = meta.get("ops")
-    if isinstance(ops, str) or not isinstance(ops, list) or "grouped_mm" not in ops or not set(ops) <= set(OPS):
+    if isinstance(ops, str) or not isinstance(ops, list) or GROUPED_MM not in ops or not set(ops) <= set(OPS):
         raise FeatureSchemaError(f"{source}: ops {ops!r} must hold 'grouped_mm' and nothing else")
 
 

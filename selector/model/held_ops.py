@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from kselect.kernels.op_names import ADDMM, BMM, MM, SCALED_MM
 from kselect.kernels.problem import OPS, SCALINGS
 from kselect.selector.model.artifact import ModelError
 
-DEFAULT_OPS = ("mm", "addmm", "bmm")  # what a model without `ops` holds
+DEFAULT_OPS = (MM, ADDMM, BMM)  # what a model without `ops` holds
 
 
 class HeldOpsError(ModelError):
@@ -51,7 +52,7 @@ def predict_dtypes(meta: Mapping) -> tuple[str, ...]:
 
 def held_scalings(meta: Mapping) -> frozenset:
     """The scaling kinds of a model's scaled_mm data (none when it holds no scaled_mm)."""
-    if "scaled_mm" not in held_ops(meta):
+    if SCALED_MM not in held_ops(meta):
         return frozenset()
     scalings = _field(meta, "scalings")
     return frozenset(SCALINGS if scalings is None else map(str, scalings))
@@ -64,7 +65,7 @@ def check_held_ops(meta: Mapping, blocks: Sequence[str], source: str = "model") 
         value = _field(meta, name)
         if value is not None and (isinstance(value, str) or not set(map(str, value)) <= set(known)):
             raise HeldOpsError(f"{source}: {name} {value!r} names something not in {list(known)}")
-    if "scaled_mm" in held_ops(meta) and "scaled_mm" not in blocks:
+    if SCALED_MM in held_ops(meta) and SCALED_MM not in blocks:  # the block is named for its op
         raise HeldOpsError(
             f"{source} claims scaled_mm but has no 'scaled_mm' feature block: it cannot tell an fp8 "
             "GEMM's scaling or output dtype apart; retrain it with `kselect train --feature-block scaled_mm`"

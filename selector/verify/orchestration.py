@@ -12,6 +12,7 @@ import time
 
 from kselect.selector.compat import autotune, choice_candidates, multi_template
 from kselect.selector.logs import log_decision
+from kselect.selector.ops import registry as op_kinds
 from kselect.selector.verify.pick import VerifyTimingUnavailable
 from kselect.selector.verify.timing import measure as measure_kept
 from kselect.selector.warn import warn_once
@@ -39,15 +40,15 @@ class VerifyOrchestration:
             handed = self._verify_fused(problem, entry, out, device_type)  # verify/fused_forms.py
             if handed is not None:
                 return handed  # else (one warning) the few go to Inductor's own benchmark, below
-        # a grouped GEMM's few go to Inductor's benchmark, on its own offsets: kselect's harness
-        # builds a plain GEMM's operands
-        grouped = problem.op == "grouped_mm"
-        if verifying_set and not epilogue and not grouped and self._times_itself(device_type):
+        # an op kind verify cannot time itself (a grouped GEMM: its few go to Inductor's
+        # benchmark, on its own offsets; kselect's harness builds a plain GEMM's operands)
+        own_harness = op_kinds.of(problem).verify_times_itself
+        if verifying_set and not epilogue and own_harness and self._times_itself(device_type):
             picked = self._measure_kept(problem, entry, out, device_type)
             if picked is not None:
                 return picked
         faithful = False
-        if verifying_set and device_type == "cuda" and not grouped:
+        if verifying_set and device_type == "cuda" and own_harness:
             try:
                 faithful = autotune.time_extern_under_cuda_graphs(out)
             except Exception as exc:  # noqa: BLE001 -- only timing quality is at stake

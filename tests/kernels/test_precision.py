@@ -11,7 +11,7 @@ from kselect.kernels import precision
 from kselect.kernels.operands import TOLERANCE, make_operands, reference
 from kselect.kernels.problem import Problem, ProblemError
 from kselect.selector.compat import signatures
-from kselect.selector.inductor import op_kind
+from kselect.selector.ops import gate as op_gate  # noqa: E402
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_the_selector_reads_a_cuda_fp32_gemm_as_tf32_and_keys_it_apart(tf32_sett
     assert tf32_fields != ieee_fields and "math" not in ieee_fields  # other keys stay as they were
 
     def gate_with(dtypes):
-        return op_kind.OpGate(lambda device: type("Ranker", (), {"dtypes": dtypes})())
+        return op_gate.OpGate(lambda device: type("Ranker", (), {"dtypes": dtypes})())
 
     inputs = ir_inputs(nodes)
     tf32_setting.fp32_precision = "tf32"

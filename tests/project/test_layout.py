@@ -134,6 +134,7 @@ SELECTOR_FLOORS = (
     ("the public face", ("kselect.selector", "kselect.selector.autoload", "kselect.selector.doctor")),
     ("the Inductor adapter", ("kselect.selector.inductor",)),
     ("verify and decide", ("kselect.selector.verify", "kselect.selector.decide")),
+    ("the op kinds and backend joins", ("kselect.selector.ops", "kselect.selector.backends")),
     ("model and warm-up", ("kselect.selector.model", "kselect.selector.warmup")),
     ("the private-Inductor surface", ("kselect.selector.compat",)),
     ("settings and small helpers", ("kselect.selector.",)),  # config, warn, logs, fingerprint, ...
@@ -155,7 +156,7 @@ def _floor(module: str) -> int | None:
 
 def test_selector_imports_run_down_its_floors():
     """Catches a module importing one of a higher floor (decide/ reaching up to the Inductor
-    adapter, compat/ to op_kind.py, model/ to decide/), at module level or inside a function."""
+    adapter, compat/ to an op module, model/ to decide/), at module level or inside a function."""
     graph = _graph()
     wrong = [
         f"{m} ({SELECTOR_FLOORS[_floor(m)][0]}) imports {d} ({SELECTOR_FLOORS[_floor(d)][0]})"
@@ -271,3 +272,135 @@ def test_every_module_docs_layout_names_exists():
             if not where.exists():
                 missing.append(str(where.relative_to(REPO)))
     assert not missing, missing
+
+
+# -- one room per op kind: only its own module spells its name -----------------------------------
+# the op kinds kselect decides, by the module that may spell their names (with ATen's underscored
+# spelling); selector/ops/registry.py may name any, kernels/ (kernels/op_names.py) holds the
+# spellings every lower floor reads
+OP_NAME_OWNERS = {
+    "selector/ops/mm.py": {"mm", "addmm", "bmm", "baddbmm"},
+    "selector/ops/scaled_mm.py": {"scaled_mm", "_scaled_mm"},
+    "selector/ops/grouped_mm.py": {"grouped_mm", "_grouped_mm"},
+}
+OP_NAME_FREE = {"selector/ops/registry.py"}
+# "mm" and "bmm" are also the names of Inductor's Triton templates and of ATen's kernels (the
+# candidate aten:mm): as such they stay where templates and kernels are meant
+TEMPLATE_TOO = {"mm", "bmm"}
+OP_READINGS = {"op", "op_name", "kind"}  # a name or attribute that holds an op's name
+
+
+def _op_name(value) -> str | None:
+    """The op kind a string constant names ("aten._scaled_mm.default" -> "_scaled_mm"), or None."""
+    if not isinstance(value, str):
+        return None
+    name = value.removeprefix("aten.").removesuffix(".default")
+    return name if any(name in names for names in OP_NAME_OWNERS.values()) else None
+
+
+def _reads_op(node) -> bool:
+    return (isinstance(node, ast.Name) and node.id in OP_READINGS) or (
+        isinstance(node, ast.Attribute) and node.attr in OP_READINGS
+    )
+
+
+def _op_names_spelt(source: str) -> list[tuple[int, str]]:
+    """(line, op name) for each string constant in `source` that names a decided op kind.
+
+    Which strings count: a constant equal to an op kind's name or ATen's spelling of it ("addmm",
+    "baddbmm", "scaled_mm", "_scaled_mm", "grouped_mm", "_grouped_mm"; with an "aten." prefix
+    or ".default" suffix alike) counts wherever it stands -- a comparison, a table, a keyword, a
+    feature block's or a candidate's name. A bare "mm" or "bmm" counts only where the code reads
+    an op with it: compared (==, !=, in, not in) with a name or attribute `op`, `op_name` or
+    `kind` (alone or in a literal so compared); passed as the keyword `op=`, `op_name=` or
+    `kind=`; assigned to such a name; or in a literal (tuple, list, set, dict) that also holds a
+    string counting wherever it stands. A docstring, a message or a regular expression that
+    mentions an op inside longer text does not count: it decides nothing."""
+    tree = ast.parse(source)
+    found = set()
+
+    def strings(node):
+        if isinstance(node, ast.Constant):
+            yield node
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            for element in node.elts:
+                yield from strings(element)
+        elif isinstance(node, ast.Dict):
+            for element in [*node.keys, *node.values]:
+                if element is not None:
+                    yield from strings(element)
+        elif isinstance(node, ast.IfExp):  # op = "bmm" if ... else "mm"
+            yield from strings(node.body)
+            yield from strings(node.orelse)
+        elif isinstance(node, ast.BoolOp):
+            for value in node.values:
+                yield from strings(value)
+
+    def note(constant, always_ok: bool):
+        name = _op_name(constant.value)
+        if name is not None and (always_ok or name not in TEMPLATE_TOO):
+            found.add((constant.lineno, name))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            note(node, always_ok=False)
+        elif isinstance(node, ast.Compare) and any(_reads_op(x) for x in [node.left, *node.comparators]):
+            for side in [node.left, *node.comparators]:
+                for constant in strings(side):
+                    note(constant, always_ok=True)
+        elif isinstance(node, ast.keyword) and node.arg in OP_READINGS:
+            for constant in strings(node.value):
+                note(constant, always_ok=True)
+        elif isinstance(node, ast.Assign) and any(_reads_op(t) for t in node.targets):
+            for constant in strings(node.value):
+                note(constant, always_ok=True)
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            held = list(strings(node))
+            if any(_op_name(c.value) not in (None, *TEMPLATE_TOO) for c in held):
+                for constant in held:
+                    note(constant, always_ok=True)
+    return sorted(found)
+
+
+def test_only_an_op_kinds_own_module_names_it():
+    """Each op kind kselect decides is one module in selector/ops/ (registry.py lists them): no
+    other selector file spells its name (see _op_names_spelt for which strings count). A lower
+    floor that needs an op's name reads kernels/op_names.py or takes it from the op module
+    through values passed down. Catches a hook, gate, pipeline, ranker, doctor or verify step
+    that dispatches by comparing op-name strings rather than asking the op kind, and an op's
+    name spelt again in compat/ or model/."""
+    wrong = []
+    for path in _sources("selector"):
+        rel = str(path.relative_to(REPO))
+        if rel in OP_NAME_FREE:
+            continue
+        own = OP_NAME_OWNERS.get(rel, set())
+        wrong += [f"{rel}:{line}: {name!r}" for line, name in _op_names_spelt(path.read_text()) if name not in own]
+    assert not wrong, wrong
+
+
+def test_the_op_name_check_sees_each_way_an_op_is_named():
+    """The check above finds an op name compared, tabled, passed and assigned, and leaves a
+    Triton template's "mm" and a docstring alone."""
+    source = (
+        '"""A docstring about scaled_mm."""\n'
+        'if problem.op == "bmm" or kind in ("mm",): pass\n'
+        'OPS = {"mm": 1, "addmm": 2}\n'
+        'Problem(op="mm")\n'
+        'op = "bmm" if batched else "mm"\n'
+        'make("aten", "_scaled_mm")\n'
+        'op_name == "aten._grouped_mm.default"\n'
+        'TEMPLATES = ("mm", "persistent_tma")\n'
+        'if t == "mm": pass\n'
+    )
+    assert _op_names_spelt(source) == [
+        (2, "bmm"),
+        (2, "mm"),
+        (3, "addmm"),
+        (3, "mm"),
+        (4, "mm"),
+        (5, "bmm"),
+        (5, "mm"),
+        (6, "_scaled_mm"),
+        (7, "_grouped_mm"),
+    ]

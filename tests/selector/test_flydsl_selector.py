@@ -106,7 +106,7 @@ def test_gate_off_in_a_cpu_max_autotune_compile_logs_once_and_compiles(caplog):
     off = [r for r in caplog.records if r.getMessage().startswith("FlyDSL off:")]
     assert len(off) == 1 and off[0].levelno == logging.DEBUG
     assert "not a ROCm build (torch.version.hip is None)" in off[0].getMessage()
-    assert sel.flydsl.off == off[0].getMessage()[len("FlyDSL off: ") :]
+    assert sel.joins["flydsl"].off == off[0].getMessage()[len("FlyDSL off: ") :]
     assert not any("FlyDSL choices unavailable" in r.getMessage() for r in caplog.records)
 
 
@@ -206,7 +206,7 @@ def test_open_gate_handler_adds_ranks_and_compiles_flydsl(graph, monkeypatch, tm
 
     table = {NT.key: {"aten:mm": 1.0}}  # no FlyDSL data: verify benchmarks the first two
     sel = ksi.Selector("verify", k=4, ranker=Recording(table))
-    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.flydsl)
+    handler = template_configs.make_selecting_choices(sel.select_ktcs, sel.uuid(), join=sel.joins)
     with torch._inductor.config.patch(max_autotune=True):
         choices = handler.get_template_configs(inputs, [aten_mm], "mm")
         other = handler.get_template_configs(MMKernelInputs([a, w_t]), [aten_mm], "bmm")
@@ -230,11 +230,11 @@ def test_open_gate_handler_adds_ranks_and_compiles_flydsl(graph, monkeypatch, tm
     bad = ktc(
         fly._extern("mm"), **{**fly_cands[0].kwargs, "TILE_M": 256, "TILE_N": 256, "TILE_K": 64, "STAGES": 3}
     )  # LDS over gfx942's 64 KiB
-    assert sel.flydsl.finalize([good, bad, aten], [aten, good, bad]) == [good, aten]
+    assert sel.joins["flydsl"].finalize([good, bad, aten], [aten, good, bad]) == [good, aten]
     with torch._inductor.config.patch(
         max_autotune=True, max_autotune_gemm_backends="ATEN", max_autotune_allow_flexible_layouts=True
     ):
         # all-extern lists may keep a flexible output layout; FlyDSL writes a contiguous one
         assert handler._need_to_fix_layout([aten, good], "mm")
         assert not handler._need_to_fix_layout([aten], "mm")
-    assert sel.flydsl.finalize([bad], [aten, good, bad]) == [aten]
+    assert sel.joins["flydsl"].finalize([bad], [aten, good, bad]) == [aten]

@@ -65,7 +65,7 @@ def compile_recording(tmp_path, kselect: dict | None):
     (output, the grouped candidates of every grouped choice list Inductor built, the Selector)."""
     from kselect.selector.compat import autotune, choice_candidates
     from kselect.selector.inductor import lifecycle as ksi
-    from kselect.selector.inductor.op_kind import choices_kind
+    from kselect.selector.ops.naming import choices_kind
 
     from inductor_sandbox import inductor_sandbox
 

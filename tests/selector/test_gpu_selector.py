@@ -785,7 +785,7 @@ def test_decompose_k_gemm_decides_early_and_late_alike(harness):
 
 # ---------------------------------------------------------------------------------------
 # fp32: the shipped model has bf16 data only -> stock Inductor in the user's space, told once
-# (selector/inductor/op_kind.py: refused before any widened list is built, not a fallback)
+# (selector/ops/gate.py: refused before any widened list is built, not a fallback)
 def test_fp32_mm_goes_to_stock_untouched_and_is_told_once(fp32):
     res, want = fp32
     assert res.warnings == [], res.warnings

@@ -1,5 +1,5 @@
 """kselect decides a `_grouped_mm` where its serving ranker holds a grouped model, and leaves it to
-stock otherwise (selector/inductor/op_kind.py, selector/decide/grouped_ranker.py).
+stock otherwise (selector/ops/gate.py, selector/decide/grouped_ranker.py).
 
 The choices are Inductor's own: the real `tuned_grouped_mm` under a GraphLowering, its operands
 on a "cuda" device, building ATen's `_grouped_mm` extern and every Triton `grouped_mm` config it

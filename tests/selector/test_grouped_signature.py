@@ -9,7 +9,7 @@ import torch
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.selector.compat import autotune
 from kselect.selector.compat.signatures import choices_grouped_signature
-from kselect.selector.inductor.op_kind import choices_kind
+from kselect.selector.ops.naming import choices_kind
 from tests.inductor_sandbox import inductor_sandbox
 
 G, ROWS, N, K = 4, 40, 24, 32

@@ -1,4 +1,4 @@
-"""Every op that reaches kselect's hooks is identified by what Inductor lowers (selector/inductor/op_kind.py).
+"""Every op that reaches kselect's hooks is identified by what Inductor lowers (selector/ops/naming.py, gate.py).
 
 Real lowerings on this CPU (torch 2.13, max-autotune): one compiled function holds an op of each
 kind kselect does not model -- `a @ b + c @ d` (mm_plus_mm), `_int_mm`, fp8 `_scaled_mm`
@@ -35,7 +35,8 @@ from torch._inductor.kernel_inputs import MMKernelInputs  # noqa: E402
 from kselect.selector.compat import autotune, choice_candidates, template_configs  # noqa: E402
 from kselect.selector.decide.rankers import RankerUnavailable  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor import op_kind  # noqa: E402
+from kselect.selector.ops import gate as op_gate  # noqa: E402
+from kselect.selector.ops import naming, registry  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
@@ -154,7 +155,7 @@ def compile_twice(fn, args, tmp, ranker, **inductor_config) -> tuple:
         run = state["run"]
         if run is not None:
             dtype = choices[0].input_nodes[0].get_dtype()
-            run.lists.append((_extern_name(choices), dtype, [_stem(c) for c in choices], op_kind.choices_kind(choices)))
+            run.lists.append((_extern_name(choices), dtype, [_stem(c) for c in choices], naming.choices_kind(choices)))
         return choices
 
     def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times):
@@ -399,8 +400,8 @@ def test_gpu_lowerings_left_to_stock_are_generated_in_the_users_space(case, fina
         assert got == in_default, (len(got), len(in_default))
         assert lines == [f"kselect: {logged} is not modelled; stock autotuning"]
         assert selected == [] and sel.stats["fallbacks"] == 0, sel.stats
-    kind = op_kind.lowering_kind(op_name)
-    assert choices and {op_kind.choice_vote(c) for c in choices} == {kind}  # stamped
+    kind = naming.lowering_kind(op_name)
+    assert choices and {naming.choice_vote(c) for c in choices} == {kind}  # stamped
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,7 +410,7 @@ def test_lowering_names_read_as_their_kind():
     """Inductor's op names at its templates stage (2.13, and the underscored spellings of the
     same lowerings). Catches: AutoHeuristic's "mm-ah" call read as another op, `_int_mm` /
     `_scaled_mm` spellings missed, an unknown op read as modelled."""
-    got = {n: op_kind.lowering_kind(n) for n in ("mm", "mm-ah", "addmm", "bmm", "baddbmm", "_int_mm", "int_mm")}
+    got = {n: naming.lowering_kind(n) for n in ("mm", "mm-ah", "addmm", "bmm", "baddbmm", "_int_mm", "int_mm")}
     assert got == {"mm": "mm", "mm-ah": "mm", "addmm": "addmm", "bmm": "bmm", "baddbmm": "baddbmm"} | {
         "_int_mm": "int_mm",
         "int_mm": "int_mm",
@@ -419,8 +420,8 @@ def test_lowering_names_read_as_their_kind():
         ("_scaled_mm", "scaled_mm"),
         ("aten._grouped_mm.default", "grouped_mm"),
     ]:
-        assert op_kind.lowering_kind(name) == kind
-    assert {op_kind.lowering_kind(n) for n in ("mm_plus_mm", "some_new_gemm")}.isdisjoint(op_kind.MODELLED)
+        assert naming.lowering_kind(name) == kind
+    assert {naming.lowering_kind(n) for n in ("mm_plus_mm", "some_new_gemm")}.isdisjoint(registry.KINDS)
 
 
 def _bound(extern, **kwargs):
@@ -467,13 +468,13 @@ def test_choices_name_their_op_by_their_own_identity():
         (["mm", "_int_mm"], "int_mm+mm"),
     ]
     for names, kind in cases:
-        assert op_kind.choices_kind([bound(n) for n in names]) == kind, names
+        assert naming.choices_kind([bound(n) for n in names]) == kind, names
     relu = _bound(ExternKernelChoice.lookup("_linear_pointwise"), attr="relu", scalars=[], algorithm="")
-    assert op_kind.choices_kind([relu]) == "linear+relu"  # its activation fused: not a bare GEMM
-    assert op_kind.choices_kind([bound("mm"), user]) == "mm"
-    assert op_kind.choices_kind([user]) == "unidentified op"
+    assert naming.choices_kind([relu]) == "linear+relu"  # its activation fused: not a bare GEMM
+    assert naming.choices_kind([bound("mm"), user]) == "mm"
+    assert naming.choices_kind([user]) == "unidentified op"
     stamped = choice_candidates.stamp([bound("mm"), user], "scaled_mm")  # built by the scaled_mm lowering
-    assert op_kind.choices_kind(stamped) == "scaled_mm"
+    assert naming.choices_kind(stamped) == "scaled_mm"
 
 
 class TritonTemplateCaller:
@@ -487,13 +488,13 @@ class TritonTemplateCaller:
 def test_triton_choices_built_outside_the_templates_stage_name_their_template():
     """Catches: the template shared by mm, addmm, _int_mm and _scaled_mm (triton_mm) naming an op;
     a grouped-GEMM, conv or flex-attention template read as a GEMM kselect models."""
-    vote = op_kind.choice_vote
+    vote = naming.choice_vote
     assert vote(TritonTemplateCaller("triton_mm_12")) is None
     assert vote(TritonTemplateCaller("triton_mm_persistent_tma_3")) is None
     assert vote(TritonTemplateCaller("triton_grouped_mm_0")) == "grouped_mm"
     assert vote(TritonTemplateCaller("triton_convolution2d_7")) == "conv"
     assert vote(TritonTemplateCaller("triton_flex_attention_2")) == "flex_attention"
-    assert op_kind.choices_kind([TritonTemplateCaller("triton_mm_1"), TritonTemplateCaller("triton_bmm_2")]) == (
+    assert naming.choices_kind([TritonTemplateCaller("triton_mm_1"), TritonTemplateCaller("triton_bmm_2")]) == (
         "unidentified op"
     )
 
@@ -507,18 +508,20 @@ def test_a_modelled_op_is_refused_only_for_a_dtype_its_ranker_lacks():
     def ranker_dtypes(known):
         return lambda: asked.append(1) or known
 
-    assert op_kind.unmodelled("int_mm", [torch.int8], ranker_dtypes(None)) == "int_mm" and not asked
-    assert op_kind.unmodelled("mm", [torch.float16] * 2, ranker_dtypes(("bf16",))) == "fp16 mm"
-    assert op_kind.unmodelled("bmm", [torch.bfloat16] * 2, ranker_dtypes(("bf16",))) is None
-    assert op_kind.unmodelled("mm", [torch.int8] * 2, ranker_dtypes(None)) == "int8 mm"
-    assert op_kind.unmodelled("addmm", [torch.float32, torch.bfloat16], ranker_dtypes(None)) == "bf16/fp32 addmm"
-    assert op_kind.unmodelled("mm", [torch.float32], ranker_dtypes(None)) is None  # any dtype it knows
-    assert op_kind.unmodelled("mm", [], ranker_dtypes(("bf16",))) is None  # nothing read: as before
+    assert registry.get("int_mm") is None  # no module: the gate names it and asks nothing
+    assert registry.KINDS["mm"].unheld_dtypes([torch.float16] * 2, ranker_dtypes(("bf16",))) == "fp16 mm"
+    assert registry.KINDS["bmm"].unheld_dtypes([torch.bfloat16] * 2, ranker_dtypes(("bf16",))) is None
+    assert registry.KINDS["mm"].unheld_dtypes([torch.int8] * 2, ranker_dtypes(None)) == "int8 mm"
+    assert (
+        registry.KINDS["addmm"].unheld_dtypes([torch.float32, torch.bfloat16], ranker_dtypes(None)) == "bf16/fp32 addmm"
+    )
+    assert registry.KINDS["mm"].unheld_dtypes([torch.float32], ranker_dtypes(None)) is None  # any dtype it knows
+    assert registry.KINDS["mm"].unheld_dtypes([], ranker_dtypes(("bf16",))) is None  # nothing read: as before
 
     def no_ranker(device):
         raise RankerUnavailable("no-gpu", "no ranker for this device")
 
-    gate = op_kind.OpGate(no_ranker)
+    gate = op_gate.OpGate(no_ranker)
     fp16 = MMKernelInputs([_cuda("a", [64, 96], torch.float16), _cuda("b", [96, 80], torch.float16)])
     assert gate.admit("mm", fp16) == ("mm", True)  # undecided here: the usual path warns, as before
     assert gate.admit("int_mm", fp16) == ("int_mm", False)
@@ -579,7 +582,7 @@ def test_an_op_the_gate_cannot_read_goes_to_stock_with_one_warning():
         raise RuntimeError("sidecar read failed")
 
     reset_warnings()
-    gate = op_kind.OpGate(broken)
+    gate = op_gate.OpGate(broken)
     f8 = [_cuda("a", [64, 96], F8), _cuda("b", [96, 80], F8, transposed=True)]
     scales = [_cuda("sa", [64, 1], torch.float32), _cuda("sb", [1, 80], torch.float32)]
 

@@ -1,5 +1,5 @@
 """kselect decides an fp8 `_scaled_mm` where its ranker holds the op and its scaling kind, and
-leaves every other one to stock Inductor (selector/inductor/op_kind.py).
+leaves every other one to stock Inductor (selector/ops/gate.py).
 
 The scaled GEMM is Inductor's own: fp8 operands and fp32 scales laid out on a "cuda" device
 under a real GraphLowering, whose scaled templates' KTCs Inductor's heuristics generate on this

@@ -12,7 +12,7 @@ from torch._inductor.virtualized import V  # noqa: E402
 
 from kselect.kernels.problem import Problem  # noqa: E402
 from kselect.selector.compat.signatures import scaled_mm_signature, scaled_scaling  # noqa: E402
-from kselect.selector.inductor import op_kind  # noqa: E402
+from kselect.selector.ops import naming  # noqa: E402
 
 F8 = torch.float8_e4m3fn
 
@@ -25,7 +25,7 @@ class SignatureSpy(InductorChoices):
         self.read = []
 
     def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-        if op_kind.lowering_kind(op_name) == "scaled_mm":
+        if naming.lowering_kind(op_name) == "scaled_mm":
             overrides = [o for o in (kwarg_overrides or {}).values() if "use_fast_accum" in o]
             self.read.append(scaled_mm_signature(kernel_inputs, overrides[0]["use_fast_accum"] if overrides else False))
         return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)

@@ -32,8 +32,8 @@ from kselect.models import shipped_model_path  # noqa: E402
 from kselect.selector.compat import autotune, signatures  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
-from kselect.selector.inductor.op_kind import STAMP, choices_kind  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
+from kselect.selector.ops.naming import STAMP, choices_kind  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
 from kselect.training.bench import e2e_worker, real_models  # noqa: E402
 from kselect.training.bench.common import GemmCounter  # noqa: E402

@@ -136,7 +136,7 @@ def enable_keywords(spec: dict) -> dict:
 
 class SelectorLog(logging.Handler):
     """kselect's own log: decisions (candidates seen, kept, ms), the ops its gate left to stock
-    Inductor (op_kind's INFO line, once per kind: "scaled_mm", "rowwise scaled_mm", ...) and
+    Inductor (the op gate's INFO line, once per kind: "scaled_mm", "rowwise scaled_mm", ...) and
     fallback warnings."""
 
     STOCK = re.compile(r"^kselect: (.+) is not modelled; stock autotuning$")

@@ -1,4 +1,5 @@
-"""FlyDSL joins mm/addmm max-autotune on ROCm gfx942/gfx950, through the selector's handler.
+"""FlyDSL joins mm/addmm max-autotune on ROCm gfx942/gfx950, through the selector's handler
+(a backend join: registry.py lists it).
 
 `templates` is asked (by compat/template_configs.py, where ATen's mm/addmm is built) for extra templates:
 FlyDSL's ExternKernelChoice, whose configs then reach the templates stage as KTCs and are
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from kselect.kernels.flydsl.space import OPS
 from kselect.selector.compat import choice_candidates
 from kselect.selector.warn import warn_once
 
@@ -20,6 +22,9 @@ log = logging.getLogger("kselect.selector")
 
 class FlyDSLJoin:
     """One per Selector: remembers the gate's answer, so a refusal is logged once."""
+
+    name = "flydsl"
+    ops = OPS  # the ops (Inductor's op names at get_template_configs) it joins
 
     def __init__(self):
         self.off: str | None = None  # the gate's reason once it refused
