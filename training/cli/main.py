@@ -47,6 +47,10 @@ SUBCOMMANDS = {
     "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
     "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
     "report": ("kselect.training.cli.report", "write an accuracy report with plots"),
+    "write-figures": (
+        "kselect.training.cli.write_figures",
+        "write the README's and model cards' figures from committed raw files",
+    ),
     "retrain": ("kselect.training.cli.retrain", "a cost model for a new GPU in one resumable command"),
     "amd": ("kselect.training.cli.amd", "AMD backend-winner model over tuned-GEMM tables"),
     "flydsl": ("kselect.training.cli.flydsl", "compile FlyDSL GEMM candidates for gfx942/gfx950"),

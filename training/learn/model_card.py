@@ -110,8 +110,16 @@ def _pct(x) -> str:
 def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     """Render the Markdown model card from the sidecar (re-run after evaluation adds metrics)."""
     model_path = Path(model_path)
-    meta = json.loads(meta_path(model_path).read_text())
     card_path = card_path or model_path.with_suffix(".md")
+    card_path.write_text(card_text(model_path))
+    return card_path
+
+
+def card_text(model_path: Path) -> str:
+    """The model card as its sidecar gives it (`kselect write-figures` writes the same text
+    into a card that goes on with hand-written sections)."""
+    model_path = Path(model_path)
+    meta = json.loads(meta_path(model_path).read_text())
     fp = meta.get("fingerprint", {})
     tr = meta.get("training", {})
     lines = [
@@ -209,8 +217,7 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
         "(name or SM count) unless `force=True`.",
         "",
     ]
-    card_path.write_text("\n".join(lines))
-    return card_path
+    return "\n".join(lines)
 
 
 def update_card(model_path: Path, result: dict) -> None:
