@@ -9,17 +9,22 @@ from pathlib import Path
 
 import pytest
 
-# One Inductor compile thread in every test process and the processes it starts: CI runs two
-# test processes on two cores, so Inductor's compile-worker pool (a sidecar and one worker per
-# core, each importing torch, per process that compiles) buys no parallelism there and costs a
-# pool start in every bench, collect and retime worker. Compiles are the same, in-process. A
-# test about the pool itself asks for it back with `with_inductor_pool`.
+# One Inductor compile thread in every test process and the processes it starts, on a host of a
+# few cores: CI runs two test processes on two cores, so Inductor's compile-worker pool (a
+# sidecar and one worker per core, each importing torch, per process that compiles) buys no
+# parallelism there and costs a pool start in every bench, collect and retime worker. Compiles
+# are the same, in-process. A test about the pool itself asks for it back with
+# `with_inductor_pool`. A GPU host (16 cores and more) keeps Inductor's pool, as its users do:
+# there the pool is what the GPU tests of verify's compile workers exercise, and the
+# max-autotune compiles of the GPU suite need it.
+SMALL_HOST_CORES = 4
 INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
 # the user's own setting ("" for none), kept where the xdist workers, which start with this
 # process's environment, read it too
 _USERS_THREADS_ENV = "KSELECT_TESTS_USERS_COMPILE_THREADS"
 os.environ.setdefault(_USERS_THREADS_ENV, os.environ.get(INDUCTOR_THREADS_ENV, ""))
-os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
+if (os.cpu_count() or 1) <= SMALL_HOST_CORES:
+    os.environ.setdefault(INDUCTOR_THREADS_ENV, "1")
 # Inductor proves each vector ISA the CPU lists (avx2, avx512, ...) by compiling and loading a
 # small C++ program, once per process and cache directory: ~5-10 s of g++ in every fresh
 # process, and the bench, collect and retime workers each start with a cold cache by design.
@@ -52,7 +57,7 @@ def with_inductor_pool(env: dict[str, str]) -> dict[str, str]:
     """`env` with Inductor's compile threads as the user's environment had them (its own
     default, a pool on this machine, where the user set none)."""
     env = {k: v for k, v in env.items() if k != INDUCTOR_THREADS_ENV}
-    if os.environ[_USERS_THREADS_ENV]:
+    if os.environ.get(_USERS_THREADS_ENV):
         env[INDUCTOR_THREADS_ENV] = os.environ[_USERS_THREADS_ENV]
     return env
 

@@ -1,15 +1,24 @@
 # The GPU suite (reports/device/rules.md, "GPU suite"): every `gpu` test but the never-widen
-# check (its own calls), then the mutation check on the GPU when SUITE=mutate.
+# check (its own calls), in two parts of under 10 minutes each (PART=selector: tests/selector;
+# PART=rest: tests/kernels and tests/training), then the mutation check on the GPU (PART=mutate).
+# The fused-forms test's JSONs go to $OUT/epi (judge_fused.py judges rule E's step 1 on them).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/card.txt
 python3 -c "import torch, triton, xgboost; print(torch.__version__, triton.__version__, xgboost.__version__)" | tee -a $OUT/card.txt
-if [ "${SUITE:-tests}" = tests ]; then
-  timeout ${LIMIT:-540} python3 -m pytest -m gpu tests/ -q -p no:cacheprovider -rs --durations=15 \
-    --deselect tests/selector/test_gpu_never_widen.py --junitxml=$OUT/junit.xml > $OUT/pytest.txt 2>&1
-  echo "pytest rc=$?"; tail -45 $OUT/pytest.txt
+case "${PART:-selector}" in
+  selector) where="tests/selector" ;;
+  rest) where="tests/kernels tests/training" ;;
+  all) where="tests" ;;  # the first call ran all of it in one (it ran out of time)
+  mutate) where="" ;;
+esac
+if [ -n "$where" ]; then
+  KSELECT_EPILOGUE_OUT=$OUT/epi timeout ${LIMIT:-540} python3 -m pytest -m gpu $where -q -p no:cacheprovider -p no:logging \
+    -rfEs --tb=short --durations=15 --deselect tests/selector/test_gpu_never_widen.py --junitxml=$OUT/junit.xml > $OUT/pytest.txt 2>&1
+  echo "pytest rc=$?"; grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" $OUT/pytest.txt | tail -30
+  [ -d $OUT/epi ] && (cd $OUT && tar czf epi.tgz epi && rm -rf epi)
 else
   timeout ${LIMIT:-540} python3 reports/2026-12-06-mutation-check/mutate.py --device gpu > $OUT/mutate.txt 2>&1
   echo "mutate rc=$?"; tail -40 $OUT/mutate.txt

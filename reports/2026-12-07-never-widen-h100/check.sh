@@ -1,8 +1,9 @@
 # The never-widen check (reports/device/plan.md, "Never widen"), after the fix: 3 repeats of the
-# three arms (stock, verify, predict), one cold process each (~150 s a process on the H100, so
-# one repeat a call). Records made by earlier calls sit in check/records (carried in the tree).
-# STEP=1 runs the repeats named in R (default 1) with the worker; STEP=2 runs the GPU test, which
-# reads the records there, runs what is missing and judges all three repeats.
+# three arms (stock, verify, predict), one cold process each (~135 s a process on the H100, so
+# one repeat a call), the arms' order turned by one each repeat (as the GPU test's arm_order).
+# Records made by earlier calls sit in check/records (carried in the tree). STEP=1 runs the
+# repeats named in R (default 1) with the worker; STEP=2 runs the GPU test, which reads the
+# records there, runs what is missing and judges all three repeats.
 set -u
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/card.txt
@@ -10,13 +11,16 @@ python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" 
 REC=$OUT/records
 mkdir -p $REC && cp -r reports/2026-12-07-never-widen-h100/check/records/. $REC/
 if [ "${STEP:-1}" = 1 ]; then
-  for r in ${R:-1}; do for arm in stock verify predict; do
-    [ -f $REC/$arm-$r/result.json ] && continue
-    d=$(mktemp -d); mkdir -p $REC/$arm-$r
-    TORCHINDUCTOR_CACHE_DIR=$d/inductor TRITON_CACHE_DIR=$d/triton timeout 250 python3 tests/selector/never_widen_worker.py \
-      --arm $arm --out $REC/$arm-$r/result.json > $OUT/$arm-$r.log 2>&1
-    echo "$arm-$r rc=$?"
-  done; done
+  for r in ${R:-1}; do
+    arms="stock verify predict"; [ $((r % 3)) = 1 ] && arms="verify predict stock"; [ $((r % 3)) = 2 ] && arms="predict stock verify"
+    for arm in $arms; do
+      [ -f $REC/$arm-$r/result.json ] && continue
+      d=$(mktemp -d); mkdir -p $REC/$arm-$r
+      TORCHINDUCTOR_CACHE_DIR=$d/inductor TRITON_CACHE_DIR=$d/triton timeout 250 python3 tests/selector/never_widen_worker.py \
+        --arm $arm --out $REC/$arm-$r/result.json > $OUT/$arm-$r.log 2>&1
+      echo "$arm-$r rc=$?"
+    done
+  done
 else
   KSELECT_NEVER_WIDEN_RECORDS=$REC timeout 560 python3 -m pytest -q -m gpu -p no:cacheprovider tests/selector/test_gpu_never_widen.py > $OUT/pytest.txt 2>&1
   echo "pytest rc=$?"; tail -15 $OUT/pytest.txt

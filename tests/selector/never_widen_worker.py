@@ -11,7 +11,9 @@ op so that the process's one-time set-up lands on no GEMM. Recorded per op, from
 hooks: every choice list Inductor built (a preprocessing fn ahead of kselect's), the list it went
 on with (one behind kselect's), the choices it benchmarked (a feedback saver), the GEMM search
 space in force at each template-config generation (a spy on InductorChoices.get_ktc), the
-function serving the op's lowering, the compile's wall time and the output's error against eager.
+function serving the op's lowering, the compile's wall time and the parts of it Inductor spent
+precompiling and benchmarking the choices, the output's error against eager, and the card's
+state (temperature, SM clock, power, throttling) before and after the compile.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import time
 
 import torch
@@ -62,6 +65,20 @@ def _operands(op: str):
         return torch._int_mm, (a, b)
     dtype = torch.float32 if op == "fp32_mm" else BF
     return torch.mm, (r(m, k, dtype=dtype), r(k, n, dtype=dtype))
+
+
+def _gpu_state() -> str | None:
+    """The card's temperature, SM clock, power draw and active throttle reasons (nvidia-smi): a
+    compile's benchmarking runs at the card's clocks, so a hot or capped card reads as a slower
+    compile."""
+    query = "temperature.gpu,clocks.sm,power.draw,clocks_throttle_reasons.active"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
 def _stem(choice) -> str:
@@ -129,6 +146,36 @@ def main(argv=None) -> int:
 
     InductorChoices.get_ktc = spy_get_ktc
 
+    # where a compile's time goes: Inductor's precompilation of the choices and its benchmarking
+    # of them (wall seconds, summed per op); the rest is lowering, code generation and kselect
+    cache_cls = select_algorithm.AlgorithmSelectorCache
+    autotune, make_precompile_fn = cache_cls.autotune, cache_cls.make_precompile_fn
+
+    def _add(field: str, seconds: float) -> None:
+        if state["op"]:
+            rows[state["op"]][field] = rows[state["op"]].get(field, 0.0) + seconds
+
+    def timed_autotune(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return autotune(self, *args, **kwargs)
+        finally:
+            _add("benchmark_s", time.perf_counter() - t0)
+
+    def timed_make_precompile_fn(self, *args, **kwargs):
+        precompile = make_precompile_fn(self, *args, **kwargs)
+
+        def timed_precompile():
+            t0 = time.perf_counter()
+            try:
+                return precompile()
+            finally:
+                _add("precompile_s", time.perf_counter() - t0)
+
+        return timed_precompile
+
+    cache_cls.autotune, cache_cls.make_precompile_fn = timed_autotune, timed_make_precompile_fn
+
     # the process's one-time set-up (CUDA context, Triton's target, the compile workers) on no GEMM
     x = torch.randn(1024, device="cuda")
     torch.compile(lambda t: (t * 2).relu(), mode="max-autotune-no-cudagraphs")(x)
@@ -141,6 +188,7 @@ def main(argv=None) -> int:
         torch._dynamo.reset()
         rows[op] = {"built": [], "handed_on": [], "benchmarked": [], "spaces": []}
         state["op"] = op
+        rows[op]["gpu_before"] = _gpu_state()
         started = time.perf_counter()
         try:
             with torch.no_grad():
@@ -154,6 +202,7 @@ def main(argv=None) -> int:
             rows[op]["error"] = f"{type(exc).__name__}: {exc}"
         finally:
             state["op"] = None
+        rows[op]["gpu_after"] = _gpu_state()
         rows[op]["lowering"] = _lowering_name(op)
         rows[op]["search_space"] = str(inductor_config.max_autotune_gemm_search_space)
 
