@@ -62,6 +62,10 @@ SUBCOMMANDS = {
         "kselect.training.cli.lookup_import",
         "read an Inductor lookup table's timed configs into a dataset",
     ),
+    "export-measured-picks": (
+        "kselect.training.cli.measured_picks",
+        "write a card's measured picks per GEMM from its datasets (predict's exact hits)",
+    ),
     "bench": ("kselect.training.cli.bench", "stock max-autotune vs kselect: tuning time and kernel speed"),
 }
 

@@ -260,11 +260,12 @@ def export_from_cache(cache_dir, device: str | None = None, device_key: str | No
             continue
         best = max(decisions, key=lambda d: (d.verified, d.mtime, d.path))
         out.conflicts += any(d.kept != best.kept for d in decisions)
-        _add(out, op_name, list(inputs), best.kept, uids, device_key)
+        add_entry(out, op_name, list(inputs), best.kept, uids, device_key)
     return out
 
 
-def _add(out: Export, op_name: str, inputs: list, kept: list, uids: dict, device_key: str | None) -> None:
+def add_entry(out: Export, op_name: str, inputs: list, kept: list, uids: dict, device_key: str | None) -> None:
+    """One GEMM's kept candidates as a table entry of `out` (or a reason in its `skipped`)."""
     if op_name not in FAMILY:
         out.skipped[f"op {op_name!r} is not an mm/addmm/bmm/baddbmm"] += 1
         return
@@ -313,7 +314,7 @@ def export_from_model(
         if not kept:
             out.skipped["the selector kept nothing it could name"] += 1
             continue
-        _add(out, problem.op, problem_inputs(problem), [cands[i].key for i in kept], uids, device_key)
+        add_entry(out, problem.op, problem_inputs(problem), [cands[i].key for i in kept], uids, device_key)
     return out
 
 
