@@ -34,11 +34,9 @@ def run(args) -> int:
     if not 0 <= args.min_gain < 1:
         raise ValueError(f"--min-gain must be in [0, 1), got {args.min_gain}")
     summary = write_tables(args.data, args.out, min_gain=args.min_gain, device_key=args.device_key)
-    if args.json:
-        print(json.dumps(summary, indent=2, sort_keys=True))
-    else:
-        print(
-            f"{summary['problems']} GEMMs, {summary['template_picks']} picked a template "
-            f"(median gain over ATen {summary['median_template_gain']}): {', '.join(summary['out'])}"
-        )
+    text = (
+        f"{summary['problems']} GEMMs, {summary['template_picks']} picked a template "
+        f"(median gain over ATen {summary['median_template_gain']}): {', '.join(summary['out'])}"
+    )
+    print(json.dumps(summary, indent=2, sort_keys=True) if args.json else text)
     return 0
