@@ -21,6 +21,10 @@ VERBS = {
         "kselect.training.cli.bench_e2e_pool",
         "pool the processes of several `bench e2e` runs: medians, targets, how sure",
     ),
+    "e2e-plot": (
+        "kselect.training.cli.bench_e2e_plot",
+        "per model and workload: each variant's step speed-up over plain and its compile, one picture",
+    ),
     "rank": ("kselect.training.cli.bench_rank", "time ranking one GEMM's whole space (featurise + predict)"),
 }
 
