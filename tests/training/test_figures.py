@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from kselect.training.cli.main import main
-from kselect.training.figures import cards, status_table
-from kselect.training.figures.raw import _json
+from kselect.training.figures import amd, cards, gpu_runs, raw, status_table
 from kselect.training.figures.registry import FIGURES
 from kselect.training.figures.spans import spans, substitute
 from kselect.training.figures.write import write_figures
@@ -23,23 +22,23 @@ RAW = [
     status_table.H200_EVALUATION,
     status_table.TRANSFER,
     status_table.STRICT_DTYPES,
-    status_table.AMD_README,
-    status_table.FAITHFUL_README,
+    amd.README,
     cards.DTYPES_RULE,
+    *gpu_runs.RAW,
 ]
 
 
 @pytest.fixture
 def copy(tmp_path) -> Path:
     """The docs, the sidecars and the raw files the figures read, in a scratch repository."""
-    _json.cache_clear()
+    raw.clear()
     docs = {doc for doc, _ in FIGURES.values()}
     sidecars = [str(p.relative_to(REPO)) for p in (REPO / "models").glob("*.meta.json")]
     for rel in [*docs, *sidecars, *RAW]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     yield tmp_path
-    _json.cache_clear()
+    raw.clear()
 
 
 def test_the_committed_docs_hold_what_the_raw_files_give():
@@ -77,10 +76,49 @@ def test_a_changed_sidecar_fails_the_card_check(copy):
 
 
 def test_a_report_that_stops_saying_a_quoted_figure_fails_the_check(copy):
-    readme = copy / status_table.AMD_README
-    readme.write_text(readme.read_text().replace("66.5 %", "66.4 %"))
+    readme = copy / amd.README
+    readme.write_text(readme.read_text().replace("(3.7 %)", "(3.8 %)"))
     problems = write_figures(copy, check=True)
-    assert any("status.amd-top1: cannot be computed" in line and "no longer says" in line for line in problems)
+    assert any("amd.not-fastest: cannot be computed" in line and "no longer says" in line for line in problems)
+
+
+def test_a_changed_report_table_fails_the_amd_figures(copy):
+    readme = copy / amd.README
+    text = readme.read_text().replace("| gfx950 | 1800 | 59.7 |", "| gfx950 | 1800 | 58.7 |")
+    readme.write_text(text.replace("| **66.5** | **83.1** |", "| **66.4** | **83.1** |"))
+    problems = write_figures(copy, check=True)
+    assert "README.md: status.amd-top1: written '66.5', its raw files give '66.4'" in problems
+    assert any(
+        line.startswith("models/amd-backend-winner.md: amd.per-arch: written 'gfx950 59.7 %") for line in problems
+    )
+    assert any(
+        line.startswith("models/amd-backend-winner.md: amd.metrics: written '| **this model") for line in problems
+    )
+
+
+def test_a_changed_bench_row_fails_the_gpu_rows(copy):
+    """One verify time of the unseen run, 1.3x slower, moves its speed; one row of the
+    faithful-kernels CSV moves that row's median."""
+    path = copy / gpu_runs.UNSEEN_VERIFY
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        if row["variant"] == "kselect-verify" and row["problem"] == "mm:2x3584x3584:bf16:nt":
+            row["kernel_ms"] *= 1.3
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    problems = write_figures(copy, check=True)
+    named = {line.split(": ")[1] for line in problems}
+    assert named == {"status.unseen.verify"}, problems
+
+    raw.clear()
+    path = copy / gpu_runs.DECODE_WARM_START
+    pooled = json.loads(path.read_text())
+    for comparison in pooled["setups"][0]["comparisons"]:
+        if comparison["comparison"] == "verify compile / plain's":
+            comparison["ratio"] = 1.3
+    path.write_text(json.dumps(pooled))
+    assert "README.md: status.decode1.verify: written '1.147', its raw files give '1.300'" in write_figures(
+        copy, check=True
+    )
 
 
 def test_a_lost_span_and_an_unregistered_one_fail_the_check(copy):
@@ -101,3 +139,29 @@ def test_spans_are_found_and_replaced_inline_and_as_blocks():
         new == "a <!-- figure: x -->2.5<!-- /figure --> b\n<!-- figures:begin t -->\nnew line\n<!-- figures:end -->\n"
     )
     assert substitute(text, {}) == text
+
+
+def test_retraining_rewrites_only_the_cards_own_block(tmp_path):
+    """write_card keeps a card's hand-written sections and their figures' marks; a new card
+    is its block alone, so the next retraining keeps what is written around it."""
+    from kselect.training.learn.model_card import write_card
+
+    shutil.copy(REPO / "models/hopper-bf16.meta.json", tmp_path / "hopper-bf16.meta.json")
+    shutil.copy(REPO / "models/hopper-bf16.md", tmp_path / "hopper-bf16.md")
+    before = (tmp_path / "hopper-bf16.md").read_text()
+    meta = json.loads((tmp_path / "hopper-bf16.meta.json").read_text())
+    meta["training"]["dataset_rows"] += 1
+    (tmp_path / "hopper-bf16.meta.json").write_text(json.dumps(meta))
+
+    write_card(tmp_path / "hopper-bf16.json")
+    after = (tmp_path / "hopper-bf16.md").read_text()
+    tail = before.split("<!-- figures:end -->", 1)[1]
+    assert after != before and after.split("<!-- figures:end -->", 1)[1] == tail
+    assert "<!-- figure: hopper-bf16.strict-h100 -->" in after
+    assert str(meta["training"]["dataset_rows"]) in dict(spans(after))["card.hopper-bf16"]
+
+    (tmp_path / "fresh.meta.json").write_text(json.dumps(meta))
+    fresh = write_card(tmp_path / "fresh.json").read_text()
+    assert fresh.startswith("<!-- figures:begin card.fresh -->\n# Model card") and fresh.endswith(
+        "<!-- figures:end -->\n"
+    )

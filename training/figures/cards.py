@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kselect.training.figures.raw import load_json, pct, quoted, seed_range, times
+from kselect.training.figures.raw import load_json, pct, seed_range, times
 from kselect.training.figures.status_table import (
-    AMD_README,
     STRICT_DTYPES,
     TRANSFER,
     strict_dtype,
@@ -139,11 +138,4 @@ FIGURES = {
         FP16_TF32,
         lambda r: times(_dtype(r, "tf32", "combined predict", DTYPES_RULE)["seed_0"]["worst_pick_over_aten"], 2),
     ),
-    # AMD backend winner: the sidecar's training rows; its metrics only its report's README states
-    "amd.training-rows": (
-        "models/amd-backend-winner.md",
-        lambda r: str(load_json(r, "models/amd-backend-winner.meta.json")["training_rows"]),
-    ),
-    "amd.top1": ("models/amd-backend-winner.md", lambda r: quoted(r, AMD_README, "66.5 %").split()[0]),
-    "amd.top2": ("models/amd-backend-winner.md", lambda r: quoted(r, AMD_README, "83.1 %").split()[0]),
 }

@@ -1,10 +1,11 @@
 """Reading a figure's committed raw file and writing its number as the docs do.
 
-Raw files are JSON (a report's results, a model's sidecar) and a report's README for the
-figures only it states; nothing is unpickled, re-measured or retrained here."""
+Raw files are JSON, JSON lines and CSV (a report's results, a model's sidecar) and a report's
+README for the figures only it states; nothing is unpickled, re-measured or retrained here."""
 
 from __future__ import annotations
 
+import csv
 import json
 from functools import cache
 from pathlib import Path
@@ -42,3 +43,30 @@ def quoted(root: Path, readme: str, text: str) -> str:
     if " ".join(text.split()) not in said:
         raise ValueError(f"{readme} no longer says {text!r}")
     return text
+
+
+@cache
+def _lines(path: Path) -> tuple:
+    return tuple(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+
+
+def load_jsonl(root: Path, rel: str) -> tuple:
+    """A committed JSON-lines file's rows (a bench's results.jsonl), read once per process."""
+    return _lines(Path(root) / rel)
+
+
+@cache
+def _csv(path: Path) -> tuple:
+    with path.open(newline="") as f:
+        return tuple(csv.DictReader(f))
+
+
+def load_csv(root: Path, rel: str) -> tuple:
+    """A committed CSV file's rows as dicts of strings, read once per process."""
+    return _csv(Path(root) / rel)
+
+
+def clear() -> None:
+    """Forget every file read (a test that edits raw files in a scratch copy calls it)."""
+    for reader in (_json, _lines, _csv):
+        reader.cache_clear()

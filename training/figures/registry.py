@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from kselect.training.figures import cards, status_table
+from kselect.training.figures import amd, cards, gpu_runs, status_table
 
-FIGURES = {**status_table.FIGURES, **cards.FIGURES}
+FIGURES = {**status_table.FIGURES, **gpu_runs.FIGURES, **cards.FIGURES, **amd.FIGURES}

@@ -17,21 +17,23 @@ def spans(text: str) -> list[tuple[str, str]]:
     return [(m["name"], m["text"]) for pattern in (_BLOCK, _INLINE) for m in pattern.finditer(text)]
 
 
+def block(name: str, body: str) -> str:
+    """A block span named `name` holding the lines `body`, ending in a newline."""
+    return f"<!-- figures:begin {name} -->\n{body}{'' if body.endswith(chr(10)) else chr(10)}<!-- figures:end -->\n"
+
+
 def substitute(text: str, values: dict[str, str]) -> str:
     """`text` with each marked span named in `values` holding that value (a block's value is
     whole lines, ending in a newline); spans of other names are left as they are."""
 
-    def block(m: re.Match) -> str:
+    def replace_block(m: re.Match) -> str:
         if m["name"] not in values:
             return m[0]
-        body = values[m["name"]]
-        return (
-            f"<!-- figures:begin {m['name']} -->\n{body}{'' if body.endswith(chr(10)) else chr(10)}<!-- figures:end -->"
-        )
+        return block(m["name"], values[m["name"]]).removesuffix("\n")
 
     def inline(m: re.Match) -> str:
         if m["name"] not in values:
             return m[0]
         return f"<!-- figure: {m['name']} -->{values[m['name']]}<!-- /figure -->"
 
-    return _INLINE.sub(inline, _BLOCK.sub(block, text))
+    return _INLINE.sub(inline, _BLOCK.sub(replace_block, text))

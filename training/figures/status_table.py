@@ -1,21 +1,17 @@
-"""The README status table's figures ("Where it stands"), each from its report's raw files.
-
-Rows whose report keeps only a README (no raw rows the figure can be re-derived from) quote
-that README through `raw.quoted`, which fails once the README stops saying it."""
+"""The README status table's CPU-study figures ("Where it stands"), each from its report's raw
+files; its GPU runs' figures are in gpu_runs.py, the AMD row's in amd.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kselect.training.figures.raw import load_json, pct, quoted, seed_range, times
+from kselect.training.figures.raw import load_json, pct, seed_range, times
 
 DOC = "README.md"
 POOLED_BENCH = "reports/2026-12-05-headroom-h200-bf16/pooled-bench.json"
 H200_EVALUATION = "reports/2026-12-05-headroom-h200-bf16/evaluation.json"
 TRANSFER = "reports/2026-12-06-transfer-hopper/transfer.json"
 STRICT_DTYPES = "reports/2026-12-07-dtypes-strict-family/dtypes.json"
-AMD_README = "reports/2026-12-02-amd-backend-winner/README.md"
-FAITHFUL_README = "reports/2026-12-05-faithful-kernels/README.md"
 
 
 def _pooled_kernels(root: Path, pair: str) -> float:
@@ -77,9 +73,8 @@ FIGURES = {
     "status.fp16-default": (DOC, lambda r: pct(_strict_mean(r, "fp16", "default"))),
     "status.tf32-default": (DOC, lambda r: pct(_strict_mean(r, "tf32", "default"))),
     "status.fp32-verify": (DOC, lambda r: pct(_strict_mean(r, "fp32", "combined verify"))),
-    # faithful timing: only its README states the pooled figures
-    "status.faithful-pairs": (DOC, lambda r: quoted(r, FAITHFUL_README, "42 tile pairs").split()[0]),
-    # AMD backend-winner: its report keeps no raw rows (the aiter tables live outside the repo)
-    "status.amd-top1": (DOC, lambda r: quoted(r, AMD_README, "66.5 %").split()[0]),
-    "status.amd-top2": (DOC, lambda r: quoted(r, AMD_README, "83.1 %").split()[0]),
+    **{
+        f"status.{d}-shapes": (DOC, lambda r, d=d: str(load_json(r, STRICT_DTYPES)["dtypes"][d]["shapes"]))
+        for d in ("fp16", "tf32", "fp32")
+    },
 }

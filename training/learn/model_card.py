@@ -10,6 +10,7 @@ from pathlib import Path
 from kselect.selector.jsonable import json_default
 from kselect.selector.model import artifact
 from kselect.selector.model.cost_model import meta_path
+from kselect.training.figures.spans import block, spans, substitute
 from kselect.training.learn.train import dataset_hash
 
 
@@ -108,10 +109,21 @@ def _pct(x) -> str:
 
 
 def write_card(model_path: Path, card_path: Path | None = None) -> Path:
-    """Render the Markdown model card from the sidecar (re-run after evaluation adds metrics)."""
+    """Render the Markdown model card from the sidecar (re-run after evaluation adds metrics).
+
+    The rendered part sits in the card's block `card.<model name>` (the one `kselect
+    write-figures` checks). A card that already holds that block keeps everything around it:
+    only the block is replaced, so the hand-written sections and their figures' marks survive
+    retraining. A new card, or an old one without the block, is the block alone."""
     model_path = Path(model_path)
     card_path = card_path or model_path.with_suffix(".md")
-    card_path.write_text(card_text(model_path))
+    name = f"card.{model_path.stem}"
+    text = card_text(model_path)
+    old = card_path.read_text() if card_path.exists() else ""
+    if name in dict(spans(old)):
+        card_path.write_text(substitute(old, {name: text}))
+    else:
+        card_path.write_text(block(name, text))
     return card_path
 
 
