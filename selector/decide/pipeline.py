@@ -115,12 +115,9 @@ class DecisionPipeline:
         if epilogue:  # True: the few handed over; "fused": picked on the fused forms
             key_fields["epilogue"] = epilogue
         if self.mode == "verify":
-            if self.compile_budget:  # and which compile-cost model priced it (None: unpriced)
-                model = self._compile_model(fingerprint)
-                key_fields["compile_budget"] = [
-                    self.compile_budget,
-                    (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None,
-                ]
+            priced = self.pricing.key_field(fingerprint)  # the budget and the model that priced it
+            if priced is not None:
+                key_fields["compile_budget"] = priced
             if as_planned:
                 key_fields["as_planned"] = True
         return key_fields
@@ -155,7 +152,7 @@ class DecisionPipeline:
         broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
-        price = self.compile_price(fingerprint, problem, candidates, priced=op_kinds.of(problem).compile_priced)
+        price = self.pricing.price(fingerprint, problem, candidates, priced=op_kinds.of(problem).compile_priced)
         kept, why = choose_kept(
             candidates,
             scores,

@@ -27,12 +27,10 @@ verify/verified_winners.py), the early decision (inductor/early_decision.py).
 
 from __future__ import annotations
 
-import collections
 import logging
 import operator
 import threading
 import time
-import weakref
 
 from kselect.selector.backends.registry import BackendJoins
 from kselect.selector.compat import current_graph
@@ -50,6 +48,7 @@ from kselect.selector.ops import registry as op_kinds
 from kselect.selector.ops.gate import OpGate
 from kselect.selector.ops.mm import MM as DENSE_DEFAULT  # an admitted name no module claims: read as before
 from kselect.selector.ops.naming import lowering_kind
+from kselect.selector.record import SelectorRecord
 from kselect.selector.verify.fused_forms import FusedForms
 from kselect.selector.verify.orchestration import VerifyOrchestration
 from kselect.selector.verify.verified_winners import VerifiedWinners
@@ -60,8 +59,6 @@ log = logging.getLogger("kselect.selector")
 
 
 class Selector(
-    DeviceRankers,
-    CompilePricing,
     DecisionPipeline,
     DynamicSizes,
     VerifyOrchestration,
@@ -83,29 +80,46 @@ class Selector(
             and (config.warm_start or (config.compile_in == "workers" and config.mode == "verify"))
             else None
         )
-        self._compile_models: dict = {}
-        self._named_model = None  # the model file `model` names, once load_named_model read it
         self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
         self._decision_fields = config.decision_fields()  # in every decision's cache key
-        self._rankers: dict = {}
-        self._holdings: dict = {}  # what each card's serving model holds, from its sidecars (the op gate's)
+        self.rankers = DeviceRankers(config, self.warm_start)  # the ranker per device
+        self.pricing = CompilePricing(config.mode, config.compile_budget)  # verify's price on compiles
+        self.record = SelectorRecord()  # what this selector did: stats, decisions, measurements
         self._lock = threading.Lock()
-        self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
-        self._warmed_default = False  # the graph-less warm-up ran (once per process)
-        self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
-        # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
-        self.decisions: collections.deque = collections.deque(maxlen=1024)
-        # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
-        self.measurements: collections.deque = collections.deque(maxlen=1024)
-        # dynamic-M GEMMs: the picks per size and the union kept (stage, problem, per_size, kept)
-        self.dynamic_picks: collections.deque = collections.deque(maxlen=1024)
         # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
         self._pending: dict = {}
         self._local = threading.local()
         self.joins = BackendJoins()  # the backends that join Inductor's choices (selector/backends/)
         # -- the op gate: the ops this selector decides; every other goes to stock Inductor under
         # the user's own settings (selector/ops/gate.py)
-        self.op_gate = OpGate(self.holdings)
+        self.op_gate = OpGate(self.rankers.holdings)
+
+    # what this selector did, read by benches and tests (selector/record.py)
+    stats = property(lambda self: self.record.stats)
+    decisions = property(lambda self: self.record.decisions)
+    measurements = property(lambda self: self.record.measurements)
+    dynamic_picks = property(lambda self: self.record.dynamic_picks)
+
+    def load_named_model(self) -> None:
+        """Read the model file the `model` setting names, at enable() (DeviceRankers.load_named_model)."""
+        self.rankers.load_named_model()
+
+    def ranker_for(self, fingerprint: dict):
+        """The ranker for this device (DeviceRankers.ranker_for); raises RankerUnavailable."""
+        return self.rankers.ranker_for(fingerprint)
+
+    def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
+        """Load this device's ranker and warm it for the graph being lowered (DeviceRankers.prepare),
+        and in verify the compile-cost model (~20 ms once); returns the (wall, thread CPU) seconds
+        that took, which are not the decision's: like the model load, they are reported apart (the
+        decision records them as `setup_ms`). Raises RankerUnavailable."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        self.rankers.prepare(fingerprint)
+        if self.pricing.on:
+            self.pricing.model_for(fingerprint)
+        took = time.perf_counter() - t0, time.thread_time() - c0
+        self._local.setup_ms = getattr(self._local, "setup_ms", 0.0) + took[0] * 1e3
+        return took
 
     @property
     def warm_start_on(self) -> bool:

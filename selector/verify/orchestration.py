@@ -125,7 +125,7 @@ class VerifyOrchestration:
             "stats": {keys[i]: st for i, st in got.stats.items()},
             "rounds": {keys[i]: r for i, r in got.rounds.items()},
         }
-        predicted = self._predicted_compile_ms(problem, cands)
+        predicted = self.pricing.predicted_ms(problem, cands)
         if predicted:  # what the price expected, beside the compiles measured above
             record["predicted_compile_ms"] = predicted
         self.measurements.append(record)
