@@ -45,7 +45,7 @@ class Mutation:
 MUTATIONS = [
     Mutation(
         "cache-key-without-model",
-        "selector/decide/pipeline.py",
+        "selector/decide/decider.py",
         '"ranker": getattr(ranker, "ident", type(ranker).__name__),',
         '"ranker": type(ranker).__name__,',
         ("tests/selector/test_selector_settings.py::test_decision_cache_key_holds_the_rankers_identity_not_its_class",),
@@ -108,7 +108,7 @@ MUTATIONS = [
     ),
     Mutation(
         "predict-takes-the-worst",
-        "selector/decide/pipeline.py",
+        "selector/decide/decider.py",
         "return np.array(ranker.rank(problem, candidates), dtype=np.float64)",
         "return -np.array(ranker.rank(problem, candidates), dtype=np.float64)",
         ("tests/selector/test_gpu_pick_timing.py::test_no_pick_is_slower_than_plains_cublas",),

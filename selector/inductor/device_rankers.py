@@ -2,12 +2,14 @@
 grouped model of the card joined where one sits beside it, loaded once per process (or the
 ranker enable() was given), and warmed for the GEMMs of each graph Inductor
 lowers. A model file the user names is read once, at enable() (`load_named_model`), and serves
-any card, with one warning when it was made for another."""
+any card, with one warning when it was made for another. One object, owned by the Selector; the
+decider asks it for a device's ranker, the op gate for what that ranker holds."""
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
+import weakref
 from pathlib import Path
 
 from kselect.selector.compat import choice_candidates, current_graph
@@ -21,9 +23,17 @@ log = logging.getLogger("kselect.selector")
 
 class DeviceRankers:
     """A ranker per device fingerprint (a RankerUnavailable remembered too) and the warm-up per
-    graph. Reads the Selector's `ranker`, `model`, `mode`, `compile_budget`, `warm_start`,
-    `_named_model`, `_lock`, `_local`, `_rankers`, `_holdings`, `_warmed_graphs` and
-    `_warmed_default`."""
+    graph, for one configuration: its `ranker`, `model`, and `warm_start` (the Triton set-up
+    begun as a compile starts, or None)."""
+
+    def __init__(self, config, warm_start=None):
+        self.ranker, self.model, self.warm_start = config.ranker, config.model, warm_start
+        self.loaded: dict = {}  # {fingerprint_id: ranker, or the RankerUnavailable it raised}
+        self._named_model = None  # the model file `model` names, once load_named_model read it
+        self._holdings: dict = {}  # what each card's serving model holds, from its sidecars (the op gate's)
+        self._lock = threading.Lock()
+        self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
+        self._warmed_default = False  # the graph-less warm-up ran (once per process)
 
     def load_named_model(self) -> None:
         """Read the model file the `model` setting names (nothing for the shipped model, a
@@ -40,12 +50,12 @@ class DeviceRankers:
             return self.ranker
         fid = fingerprint["fingerprint_id"]
         with self._lock:
-            if fid not in self._rankers:
+            if fid not in self.loaded:
                 try:
-                    self._rankers[fid] = self._load_model_ranker(fingerprint)
+                    self.loaded[fid] = self._load_model_ranker(fingerprint)
                 except RankerUnavailable as exc:
-                    self._rankers[fid] = exc
-            got = self._rankers[fid]
+                    self.loaded[fid] = exc
+            got = self.loaded[fid]
         if isinstance(got, Exception):
             raise got
         return got
@@ -64,7 +74,7 @@ class DeviceRankers:
             return self.ranker
         fingerprint = device_fingerprint(device)
         with self._lock:
-            loaded = self._rankers.get(fingerprint["fingerprint_id"])
+            loaded = self.loaded.get(fingerprint["fingerprint_id"])
         if loaded is not None:
             return None if isinstance(loaded, Exception) else loaded
         if not fingerprint.get("gpu_name") and not self.model:
@@ -138,23 +148,15 @@ class DeviceRankers:
         named = isinstance(self.model, str) or hasattr(self.model, "__fspath__")
         return grouped_beside(fingerprint, self.model if named else None)
 
-    def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
+    def prepare(self, fingerprint: dict) -> None:
         """Load this device's ranker if not yet (once per process; raises RankerUnavailable) and
-        warm it for the graph being lowered (once per graph); returns the (wall, thread CPU)
-        seconds that took, which are not the decision's: like the model load, they are reported
-        apart (the decision records them as `setup_ms`). Called before the candidates are mapped
-        or enumerated, since the warm-up also fills the memos those use -- the first decision of
-        a process otherwise enumerated cold (map 17.6 ms on the H200, reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels). Verify's
-        compile-cost model loads here too (~20 ms once), not in a decision."""
-        t0, c0 = time.perf_counter(), time.thread_time()
+        warm it for the graph being lowered (once per graph). Called before the candidates are
+        mapped or enumerated, since the warm-up also fills the memos those use -- the first
+        decision of a process otherwise enumerated cold (map 17.6 ms on the H200,
+        reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels)."""
         if self.warm_start is not None and not self.warm_start.started:
             self.warm_start.start()  # the last chance: CUDA was not in use as the compile began
         self._warm_for_graph(self.ranker_for(fingerprint))
-        if self.mode == "verify" and self.compile_budget:
-            self._compile_model(fingerprint)
-        took = time.perf_counter() - t0, time.thread_time() - c0
-        self._local.setup_ms = getattr(self._local, "setup_ms", 0.0) + took[0] * 1e3
-        return took
 
     def _warm_for_graph(self, ranker) -> None:
         """Warm `ranker` (CostModelRanker.warm_up) for the GEMMs of the graph Inductor is lowering,

@@ -1,5 +1,7 @@
 """The early decision: decide a GEMM over kselect's own enumeration of its space before Inductor
-generates it, so Inductor converts only what is kept (compat/enumeration.py)."""
+generates it, so Inductor converts only what is kept (compat/enumeration.py). The same decider
+decides, and the verifier awaits the kept set's benchmark, as for a decision over Inductor's
+choices."""
 
 from __future__ import annotations
 
@@ -16,10 +18,16 @@ log = logging.getLogger("kselect.selector")
 
 
 class EarlyDecision:
-    """`plan_ktcs`, the selecting handler's call before Inductor generates a GEMM's template
-    configs. Reads the Selector's `early_decision` and `mode` settings."""
+    """The selecting handler's call before Inductor generates a GEMM's template configs
+    (`Selector.plan_ktcs`), for one configuration (its `early_decision` and `mode` settings).
+    `prepare(fingerprint)` loads and warms the device's ranker (Selector._load_ranker);
+    `read_epilogue(fingerprint)` reads the GEMM's epilogue (Selector._read_epilogue)."""
 
-    def plan_ktcs(self, kernel_inputs, templates, op_name: str, generate=None):
+    def __init__(self, config, decider, verifier, prepare, read_epilogue):
+        self.config, self.decider, self.verifier = config, decider, verifier
+        self.prepare, self.read_epilogue = prepare, read_epilogue
+
+    def plan(self, kernel_inputs, templates, op_name: str, generate=None):
         """The early decision: the template choices to keep, decided over kselect's own
         enumeration of the space (enumeration.template_candidates) before Inductor generates
         it -- Inductor then converts only what is kept, not ~2,400 configs per GEMM
@@ -28,7 +36,7 @@ class EarlyDecision:
         usual path (deciding over Inductor's generated choices), which also owns every warning
         and fallback: a GEMM this cannot decide is decided there, exactly as without it."""
         kind = op_kinds.get(lowering_kind(op_name))
-        if not self.early_decision or self.mode == "off" or (kind is not None and not kind.early_decided):
+        if not self.config.early_decision or self.config.mode == "off" or (kind is not None and not kind.early_decided):
             return None  # (kselect enumerates the dense GEMMs' spaces; scaled_mm is decided over Inductor's)
         started = time.perf_counter(), time.thread_time()
         inductor_s = [0.0]  # Inductor generating a template kselect does not enumerate
@@ -44,14 +52,14 @@ class EarlyDecision:
             problem, fields, device = signatures.ktc_signature(kernel_inputs, op_name)
             if getattr(device, "type", None) != "cuda":  # the enumeration is CUDA's space
                 return None
-            if fields.get("dynamic"):  # decided per size over Inductor's choices (_select_per_size)
+            if fields.get("dynamic"):  # decided per size over Inductor's choices (Decider.decide_per_size)
                 return None
             t_sig = time.perf_counter()
             fingerprint = device_fingerprint(device)
             t_dev = time.perf_counter()
-            load = self._load_ranker(fingerprint)  # before enumerating: its warm-up primes the memos
+            load = self.prepare(fingerprint)  # before enumerating: its warm-up primes the memos
             t_load = time.perf_counter()
-            gemm_epilogue, epilogue = self._read_epilogue(fingerprint)  # the loaded ranker may read it
+            gemm_epilogue, epilogue = self.read_epilogue(fingerprint)  # the loaded ranker may read it
             t_enum = time.perf_counter()
             cands = enumeration.template_candidates(
                 problem,
@@ -80,7 +88,7 @@ class EarlyDecision:
                 "map_enumerate": (t_mapped - t_enum - inductor_s[0]) * 1e3,
                 "map_inductor_generate": inductor_s[0] * 1e3,
             }
-            kept, entry = self.select(
+            kept, entry = self.decider.decide(
                 "templates",
                 problem,
                 fields,
@@ -104,6 +112,6 @@ class EarlyDecision:
             )
             return None
         out = [cands[i] for i in kept]
-        if (self.mode == "verify" or epilogue) and entry is not None and len(out) > 1:
-            self._await_verification("templates", problem.key, (*entry, False), out)
+        if (self.config.mode == "verify" or epilogue) and entry is not None and len(out) > 1:
+            self.verifier.await_verification("templates", problem.key, (*entry, False), out)
         return out

@@ -12,34 +12,32 @@ an op without a module in selector/ops/, or a dtype or kind the serving model do
 gets stock's own choices (one INFO line), not a fallback. An op it lets through is read by its
 op kind (selector/ops/: mm.py, scaled_mm.py, grouped_mm.py): its signature, its candidate
 mapping, whether its epilogue is read; then decided by the same pipeline.
-Both ask the `Selector` (`select_ktcs`, `select_choices`), which reads the GEMM, maps choices to
-Candidates and decides: rank -> keep (decide/pipeline.py; per size for a dynamic M,
-decide/dynamic_sizes.py) -> measure -> pick (verify/orchestration.py). Any failure -> the stock
+Both ask the `Selector`, a thin adapter that wires the parts, each a value-passing object in its
+own room: the op kind reads the GEMM and maps its choices to Candidates (selector/ops/); the
+rankers per device (inductor/device_rankers.py) give the ranker; the decider
+(decide/decider.py) ranks, keeps and records, returning a `Decision` (per size for a dynamic M);
+the verifier (verify/verifier.py) takes the decision and the choices and returns what Inductor
+gets: the measured winner, or the kept set for Inductor's benchmark. Any failure -> the stock
 list and one warning per cause: kselect can make a compile slower to tune, never wrong or
 crashed. On ROCm the handler also lets FlyDSL join mm/addmm (selector/backends/flydsl.py),
 ranked with the rest. Installing a Selector is inductor/lifecycle.py's.
 
-The Selector's rooms, one concern each: the ranker per device (inductor/device_rankers.py),
-compile-cost pricing (model/compile_price.py), the decision (decide/pipeline.py), a dynamic M
-(decide/dynamic_sizes.py), verify's measurement and cached verdicts (verify/orchestration.py,
-verify/verified_winners.py), the early decision (inductor/early_decision.py).
+What the parts share is handed to them, never reached for: the settings (config.SelectorSettings),
+the decision cache, verify's compile pricing (model/compile_price.py) and the record of what
+was done (selector/record.py: `stats`, `decisions`, `measurements`, `dynamic_picks`).
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import operator
-import threading
 import time
-import weakref
 
 from kselect.selector.backends.registry import BackendJoins
 from kselect.selector.compat import current_graph
 from kselect.selector.config import SETTINGS, SelectorSettings
 from kselect.selector.decide.cache import DecisionCache
-from kselect.selector.decide.dynamic_sizes import DynamicSizes
-from kselect.selector.decide.pipeline import DecisionPipeline
+from kselect.selector.decide.decider import Decider, Decision
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.fingerprint import device_fingerprint
 from kselect.selector.inductor.device_rankers import DeviceRankers
@@ -50,26 +48,17 @@ from kselect.selector.ops import registry as op_kinds
 from kselect.selector.ops.gate import OpGate
 from kselect.selector.ops.mm import MM as DENSE_DEFAULT  # an admitted name no module claims: read as before
 from kselect.selector.ops.naming import lowering_kind
-from kselect.selector.verify.fused_forms import FusedForms
-from kselect.selector.verify.orchestration import VerifyOrchestration
-from kselect.selector.verify.verified_winners import VerifiedWinners
+from kselect.selector.record import SelectorRecord
+from kselect.selector.verify.verifier import Verifier
 from kselect.selector.warmup.triton_setup import WarmStart
 from kselect.selector.warn import warn_once
 
 log = logging.getLogger("kselect.selector")
 
 
-class Selector(
-    DeviceRankers,
-    CompilePricing,
-    DecisionPipeline,
-    DynamicSizes,
-    VerifyOrchestration,
-    FusedForms,
-    VerifiedWinners,
-    EarlyDecision,
-):
-    """One configuration (mode, k, ranker source, cache). Holds no Inductor state itself."""
+class Selector:
+    """One configuration (mode, k, ranker source, cache), wired from its parts. Holds no Inductor
+    state itself."""
 
     def __init__(self, mode: str = "verify", **settings):
         """`mode` and the other keywords of config.SelectorSettings, checked there (SettingError
@@ -83,29 +72,69 @@ class Selector(
             and (config.warm_start or (config.compile_in == "workers" and config.mode == "verify"))
             else None
         )
-        self._compile_models: dict = {}
-        self._named_model = None  # the model file `model` names, once load_named_model read it
         self.cache = DecisionCache(config.cache_dir) if config.cache_dir else None
-        self._decision_fields = config.decision_fields()  # in every decision's cache key
-        self._rankers: dict = {}
-        self._holdings: dict = {}  # what each card's serving model holds, from its sidecars (the op gate's)
-        self._lock = threading.Lock()
-        self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
-        self._warmed_default = False  # the graph-less warm-up ran (once per process)
-        self.stats = {"decisions": 0, "cache_hits": 0, "fallbacks": 0, "verified": 0, "measured": 0}
-        # the latest decisions (stage, problem, kept keys, ms), for benchmarks and debugging
-        self.decisions: collections.deque = collections.deque(maxlen=1024)
-        # verify mode: kselect's own measurements of kept sets (problem, {key: ms}, winner, wall ms)
-        self.measurements: collections.deque = collections.deque(maxlen=1024)
-        # dynamic-M GEMMs: the picks per size and the union kept (stage, problem, per_size, kept)
-        self.dynamic_picks: collections.deque = collections.deque(maxlen=1024)
-        # verify mode: the cache entries waiting for Inductor's benchmark of the kept set
-        self._pending: dict = {}
-        self._local = threading.local()
+        self.record = SelectorRecord()  # what this selector did: stats, decisions, measurements
+        self.rankers = DeviceRankers(config, self.warm_start)  # the ranker per device
+        self.pricing = CompilePricing(config.mode, config.compile_budget)  # verify's price on compiles
+        self.decider = Decider(config, self.rankers, self.pricing, self.cache, self.record)
+        self.verifier = Verifier(config, self.cache, self.record, self.pricing, self.warm_start)
+        self.early = EarlyDecision(config, self.decider, self.verifier, self._load_ranker, self._read_epilogue)
         self.joins = BackendJoins()  # the backends that join Inductor's choices (selector/backends/)
         # -- the op gate: the ops this selector decides; every other goes to stock Inductor under
         # the user's own settings (selector/ops/gate.py)
-        self.op_gate = OpGate(self.holdings)
+        self.op_gate = OpGate(self.rankers.holdings)
+
+    # what this selector did, read by benches and tests (selector/record.py)
+    stats = property(lambda self: self.record.stats)
+    decisions = property(lambda self: self.record.decisions)
+    measurements = property(lambda self: self.record.measurements)
+    dynamic_picks = property(lambda self: self.record.dynamic_picks)
+
+    def load_named_model(self) -> None:
+        """Read the model file the `model` setting names, at enable() (DeviceRankers.load_named_model)."""
+        self.rankers.load_named_model()
+
+    def ranker_for(self, fingerprint: dict):
+        """The ranker for this device (DeviceRankers.ranker_for); raises RankerUnavailable."""
+        return self.rankers.ranker_for(fingerprint)
+
+    # -- the decider's and the verifier's calls, as benches and the golden record make them ----
+    def select(self, *args, **kwargs) -> Decision:
+        """One decision over a GEMM's candidates (Decider.decide)."""
+        return self.decider.decide(*args, **kwargs)
+
+    def _select_per_size(self, *args, **kwargs) -> Decision:
+        """A dynamic M's decision (Decider.decide_per_size)."""
+        return self.decider.decide_per_size(*args, **kwargs)
+
+    def _planned_covers(self, problem, cands) -> bool:
+        """The choices are what this GEMM's templates stage kept (Decider.planned_covers)."""
+        return self.decider.planned_covers(problem, cands)
+
+    def _await_verification(self, *args, **kwargs) -> None:
+        """Which cache entries a benchmark of a kept set settles (Verifier.await_verification)."""
+        self.verifier.await_verification(*args, **kwargs)
+
+    def record_verified(self, kept_items: list, timings: dict, device_type: str, winner=None) -> None:
+        """Inductor benchmarked a kept set: its winner cached (Verifier.record_verified)."""
+        self.verifier.record_verified(kept_items, timings, device_type, winner=winner)
+
+    def record_fusion_pick(self, choices: list, chosen, device_type: str) -> None:
+        """Inductor's scheduler picked after its epilogue benchmark: cached (Verifier.record_fusion_pick)."""
+        self.verifier.record_fusion_pick(choices, chosen, device_type)
+
+    def _load_ranker(self, fingerprint: dict) -> tuple[float, float]:
+        """Load this device's ranker and warm it for the graph being lowered (DeviceRankers.prepare),
+        and in verify the compile-cost model (~20 ms once); returns the (wall, thread CPU) seconds
+        that took, which are not the decision's: like the model load, they are reported apart (the
+        decision records them as `setup_ms`). Raises RankerUnavailable."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        self.rankers.prepare(fingerprint)
+        if self.pricing.on:
+            self.pricing.model_for(fingerprint)
+        took = time.perf_counter() - t0, time.thread_time() - c0
+        self.decider.spent_setup(took[0] * 1e3)
+        return took
 
     @property
     def warm_start_on(self) -> bool:
@@ -116,11 +145,15 @@ class Selector(
         """The keywords that make this configuration again (enable(**settings()))."""
         return self.config.keywords()
 
-    # -- the two hook points --------------------------------------------------------
+    # -- the hook points ----------------------------------------------------------------
+    def plan_ktcs(self, kernel_inputs, templates, op_name: str, generate=None):
+        """Before Inductor generates a GEMM's template configs: the early decision's (EarlyDecision.plan)."""
+        return self.early.plan(kernel_inputs, templates, op_name, generate)
+
     def select_ktcs(self, ktcs: list, kernel_inputs, op_name: str, restock=None) -> list:
         """Templates stage, for an op the gate let through (its op kind, selector/ops/)."""
         kind = op_kinds.get(lowering_kind(op_name)) or DENSE_DEFAULT
-        return self._guarded(
+        return self.select_items(
             "templates",
             ktcs,
             lambda: kind.ktc_signature(kernel_inputs, op_name, ktcs),
@@ -133,10 +166,12 @@ class Selector(
         kind = self.op_gate.kind_of_choices(choices)
         if kind is None:
             return choices
-        return self._guarded("choices", choices, lambda: kind.choices_signature(choices), kind.caller_candidates)
+        return self.select_items("choices", choices, lambda: kind.choices_signature(choices), kind.caller_candidates)
 
-    def _guarded(self, stage: str, items, signature, to_candidates, restock=None):
-        """Run one decision over `items`; any failure -> the user's own choices (`_stock_items`),
+    def select_items(self, stage: str, items, signature, to_candidates, restock=None):
+        """One GEMM at one stage, top to bottom: `signature()` reads it (problem, key fields,
+        device), the device's ranker loads, `to_candidates(items)` maps its choices, the decider
+        decides, the verifier hands back what Inductor gets. Any failure -> the user's own choices (`_stock_items`),
         one warning per cause. `restock(space)`: the templates stage's choices as stock Inductor
         builds them in the user's own space (compat/template_configs.Restock), for narrowing a fallback."""
         if self.mode == "off" or len(items) <= 1:
@@ -163,18 +198,20 @@ class Selector(
             # what either decision gets besides the candidates: the epilogue (the object and whether
             # its few are handed over) and the time spent reading and mapping
             given = {"epilogue": epilogue, "gemm_epilogue": gemm_epilogue, "mapped": mapped}
-            as_planned = stage == "choices" and self._planned_covers(problem, cands)
+            as_planned = stage == "choices" and self.decider.planned_covers(problem, cands)
             if "M" in fields.get("dynamic", ()) and not as_planned:
                 stock_size = (
                     (lambda: len(restock.build()))
                     if stage == "templates" and restock is not None
                     else (lambda: len(items))
                 )
-                kept, entry = self._select_per_size(
+                decision = self.decider.decide_per_size(
                     stage, problem, fields, fingerprint, cands, items, stock_size=stock_size, **given
                 )
             else:
-                kept, entry = self.select(stage, problem, fields, fingerprint, cands, as_planned=as_planned, **given)
+                decision = self.decider.decide(
+                    stage, problem, fields, fingerprint, cands, as_planned=as_planned, **given
+                )
         except RankerUnavailable as exc:
             self.stats["fallbacks"] += 1
             warn_once(exc.cause, str(exc))
@@ -187,9 +224,7 @@ class Selector(
             )
             log.debug("kselect %s failure", stage, exc_info=True)
             return self._stock_items(stage, items, restock)
-        return self._verify_kept(
-            stage, problem, entry, [items[i] for i in kept], str(getattr(device, "type", device)), epilogue
-        )
+        return self.verifier.verify(stage, problem, decision, items, str(getattr(device, "type", device)), epilogue)
 
     def _read_epilogue(self, fingerprint: dict) -> tuple:
         """(the GEMM's Epilogue, read from the graph being lowered (compat/current_graph.py) when
@@ -202,7 +237,7 @@ class Selector(
         (`reads_epilogue`) ranks with it. Call after the ranker loaded (`_load_ranker`)."""
         few = self.epilogue_fusion and self.mode in ("verify", "predict")
         fused = self.time_fused and self.mode == "verify"
-        if not (few or fused or getattr(self.ranker_for(fingerprint), "reads_epilogue", False)):
+        if not (few or fused or getattr(self.rankers.ranker_for(fingerprint), "reads_epilogue", False)):
             return None, False
         gemm_epilogue = current_graph.current_epilogue()
         if fused and gemm_epilogue.fusable and gemm_epilogue.kind_count("activation"):
@@ -245,7 +280,7 @@ class Selector(
                 else type(self.model).__name__
             )
         )
-        decides = ":".join(f"{name}={value}" for name, value in self._decision_fields.items())
+        decides = ":".join(f"{name}={value}" for name, value in self.config.decision_fields().items())
         return f"kselect:{decides}:{source}"
 
 

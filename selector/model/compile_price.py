@@ -7,6 +7,7 @@ Held out: docs/selector-design.md, "What a kept template costs to compile".
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -63,25 +64,43 @@ def passed_over_note(candidates: Sequence[Candidate], passed: Sequence[int]) -> 
 
 
 class CompilePricing:
-    """The Selector's compile-cost models, one per CUDA target, loaded once: the price on a
-    verify decision's kept templates, and the predicted compiles a measurement record carries.
-    Reads the Selector's `mode`, `compile_budget`, `_lock` and `_compile_models`."""
+    """The compile-cost models, one per CUDA target, loaded once, for one configuration (its
+    `mode` and `compile_budget`): the price on a verify decision's kept templates (the decider's),
+    and the predicted compiles a measurement record carries (the verifier's)."""
 
-    def compile_price(self, fingerprint: dict, problem, candidates, priced: bool = True) -> CompilePrice | None:
+    def __init__(self, mode: str, budget: float):
+        self.mode, self.budget = mode, budget
+        self._models: dict = {}  # {sm_XY: the compile-cost model, or None}
+        self._lock = threading.Lock()
+
+    @property
+    def on(self) -> bool:
+        """Whether verify prices kept templates' compiles at all (mode and budget)."""
+        return self.mode == "verify" and bool(self.budget)
+
+    def price(self, fingerprint: dict, problem, candidates, priced: bool = True) -> CompilePrice | None:
         """verify: the price on kept templates' compiles for this GEMM, or None (budget off, not
         a CUDA GPU, no compile-cost model for its target, or an op kind it does not price
         (`priced` False, selector/ops/: the grouped GEMM, whose template the model does not
         know): verify keeps as before)."""
-        if self.mode != "verify" or not self.compile_budget or not priced:
+        if not self.on or not priced:
             return None
-        model = self._compile_model(fingerprint)
+        model = self.model_for(fingerprint)
         if model is None:
             return None
         return CompilePrice(
-            lambda idx: model.predict_for(problem, [candidates[i] for i in idx]), model.typical_ms, self.compile_budget
+            lambda idx: model.predict_for(problem, [candidates[i] for i in idx]), model.typical_ms, self.budget
         )
 
-    def _compile_model(self, fingerprint: dict):
+    def key_field(self, fingerprint: dict) -> list | None:
+        """What a verify decision's cache key holds of its pricing: the budget and which
+        compile-cost model priced it (None: unpriced); None without pricing."""
+        if not self.on:
+            return None
+        model = self.model_for(fingerprint)
+        return [self.budget, (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None]
+
+    def model_for(self, fingerprint: dict):
         """The shipped compile-cost model for the GPU's CUDA target, loaded once (None: none;
         a broken one warns once and is not used)."""
         cc = fingerprint.get("compute_capability")
@@ -89,25 +108,25 @@ class CompilePricing:
             return None
         arch = "sm_" + str(cc).replace(".", "")
         with self._lock:
-            if arch not in self._compile_models:
+            if arch not in self._models:
                 from kselect.selector.model.compile_time_model import shipped_compile_cost
                 from kselect.selector.model.cost_model import ModelError
 
                 try:
-                    self._compile_models[arch] = shipped_compile_cost(arch)
+                    self._models[arch] = shipped_compile_cost(arch)
                 except ModelError as exc:
                     warn_once(
                         f"compile-cost:{arch}",
                         f"kselect: compile-cost model unusable ({exc}); "
                         "verify keeps templates without pricing their compiles",
                     )
-                    self._compile_models[arch] = None
-            return self._compile_models[arch]
+                    self._models[arch] = None
+            return self._models[arch]
 
-    def _predicted_compile_ms(self, problem, cands) -> dict:
+    def predicted_ms(self, problem, cands) -> dict:
         """{key: ms} the loaded compile-cost model predicts for the kept templates ({} without a
         model), recorded so every GPU run also checks the price against the measured compiles."""
-        model = next((m for m in self._compile_models.values() if m is not None), None)
+        model = next((m for m in self._models.values() if m is not None), None)
         if model is None:
             return {}
         try:

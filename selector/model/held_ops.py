@@ -8,7 +8,7 @@ Sidecar fields (top level, or in its `training` card):
 - `dtypes`: the dtypes it decides (unsaid: bf16); a card's models of other dtypes join the one
   that serves it, each deciding its own (model/discovery.py dtype_models);
 - `predict_dtypes`: of those, the ones predict mode may take a template for (unsaid: all); for
-  the others predict keeps cuBLAS, plain's kernel (decide/pipeline.py).
+  the others predict keeps cuBLAS, plain's kernel (decide/decider.py).
 A model holding scaled_mm must declare the "scaled_mm" feature block (feature_blocks.py): without
 its columns an fp8 row reads as a bf16 GEMM of one-byte operands, blind to scaling and output.
 """

@@ -12,10 +12,11 @@ checked, a wrong or failed choice dropped) and handed to Inductor as its multi-t
 with those times (compat/fused_timing.py); Inductor generates each template's fused form and
 the epilogue's own kernel, and kselect times each generated module (`time_generated`: CUDA-graph
 replay over rotating argument sets, as the collector). Inductor's scheduler applies its rule to
-those readings; its pick is cached (VerifiedWinners.record_fusion_pick), so the next compile
+those readings; its pick is cached (Verifier.record_fusion_pick), so the next compile
 builds that one choice and benchmarks nothing. A set kselect cannot measure goes to Inductor's
 own benchmark as epilogue_fusion hands it (one warning); one left with a single choice, or no
-template (nothing to fuse), is settled by the bare measurement.
+template (nothing to fuse), is settled by the bare measurement. The verifier (verify/verifier.py)
+measures and hands over; this module times what Inductor generates.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from __future__ import annotations
 import functools
 import math
 
-from kselect.selector.compat import choice_candidates, fused_timing, multi_template
-from kselect.selector.warn import warn_once
+from kselect.selector.compat import choice_candidates
 
 ARG_SETS_CAP = 8  # argument sets rotated through, at most (L2-cold reads, selector/verify/timing.py)
 
@@ -85,39 +85,7 @@ def time_generated(mod, n_spills_threshold: int = 8) -> float:
     return time_runners(runners, device=device.type).median_ms
 
 
-class FusedForms:
-    """The Selector's side: measure the kept set bare, hand it over with its times, record what
-    the fused readings were. Reads the Selector's `measurements` and the VerifyOrchestration
-    methods `_measure_set`, `_settle_measured`."""
-
-    def _verify_fused(self, problem, entry, kept_items: list, device_type: str) -> list | None:
-        """The choices to hand Inductor for a GEMM with an activation epilogue, or None (one
-        warning: Inductor's own benchmark picks among them)."""
-        if not fused_timing.available():
-            warn_once(
-                "fused-timing:unavailable",
-                "kselect: this torch lacks the fused-form hooks; Inductor's epilogue benchmark picks",
-            )
-            return None
-        got = self._measure_set(problem, kept_items, device_type)
-        if got is None:
-            return None
-        measured, record = got
-        ok = [c for c, t in zip(kept_items, measured.ms) if math.isfinite(t)]
-        if not multi_template.defers_to_fusion_benchmark(ok, device_type):  # one left, or no template
-            return self._settle_measured(problem, entry, kept_items, measured, device_type)
-        record["fused_ms"] = readings = {}  # filled as the scheduler reads them, after the lowering
-        fused_timing.hand_over(
-            ok,
-            {id(c): t for c, t in zip(kept_items, measured.ms) if math.isfinite(t)},
-            functools.partial(_read_fused, readings, device_type),
-        )
-        if entry is not None:
-            self._await_verification("choices", problem.key, (*entry, True), ok, by_fusion=True)
-        return ok
-
-
-def _read_fused(readings: dict, device_type: str, mod, caller, n_spills_threshold: int) -> float:
+def read_fused(readings: dict, device_type: str, mod, caller, n_spills_threshold: int) -> float:
     """One fused-form reading for compat/fused_timing.py, recorded by candidate key ("epilogue":
     the epilogue alone); the GPU idled through the compiles, so it is warmed before the first."""
     from kselect.kernels.timing import warm_gpu

@@ -3,7 +3,6 @@ bf16 and hopper-fp16-tf32 fp16 and TF32, each GEMM ranked by the model of its dt
 which no shipped model holds, goes to stock."""
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
+from kselect.selector.config import SelectorSettings
 from kselect.selector.decide.grouped_ranker import for_problem
 from kselect.selector.decide.rankers import RankerUnavailable
 from kselect.selector.inductor.device_rankers import DeviceRankers
@@ -22,14 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 H100 = json.loads((REPO / "data" / "h100-dtypes" / "data" / "fingerprint.json").read_text())
 
 
-class _Rankers(DeviceRankers):
-    """DeviceRankers with the fields a Selector gives it: the shipped models, no warm start."""
-
-    ranker = model = warm_start = None
-    mode, compile_budget = "verify", 0
-
-    def __init__(self):
-        self._lock, self._rankers, self._named_model = threading.Lock(), {}, None
+def _Rankers(**settings) -> DeviceRankers:
+    """The rankers a verify Selector holds: the shipped models (or the one `model` gives), no warm start."""
+    return DeviceRankers(SelectorSettings.from_keywords(mode="verify", compile_budget=0, **settings))
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +63,7 @@ def test_each_dtype_is_ranked_by_its_own_model_and_fp32_goes_to_stock(ranker):
 
 def test_a_named_model_decides_its_own_dtypes_alone():
     """Fails if the dtype models join a model the user gave: it decides what it holds, no more."""
-    rankers = _Rankers()
-    rankers.model = load_shipped("hopper-bf16.json", fingerprint=H100)
+    rankers = _Rankers(model=load_shipped("hopper-bf16.json", fingerprint=H100))
     got = rankers.ranker_for(dict(H100, device_type="cuda"))
     assert got.dtypes == ("bf16",) and got.by_dtype == {}
 

@@ -148,7 +148,7 @@ def test_no_pick_is_slower_than_plains_cublas(timed, index):
     cuBLAS beyond the noise measured here.
 
     Fails on the mutation: the ranker's scores negated in the decision's
-    ranking step (selector/decide/pipeline.py), so that predict takes the template the model ranks worst."""
+    ranking step (selector/decide/decider.py), so that predict takes the template the model ranks worst."""
     res = timed[index]
     for v in VARIANTS:
         assert res["errors"][v] < TOLERANCE["bf16"], (v, res["errors"][v], _row(res))

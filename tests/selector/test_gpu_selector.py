@@ -590,7 +590,7 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu(served):
     problem = Problem(16, 128256, 4096, "bf16", "nt")
     cands = [Candidate.make("aten", "mm")] + triton_space(problem, "exhaustive")
     sel = ksi.Selector("verify")
-    price = sel.compile_price(fingerprint, problem, cands)
+    price = sel.pricing.price(fingerprint, problem, cands)
     assert price is not None, f"no compile-cost model for sm {fingerprint.get('compute_capability')}"
     ranker = sel.ranker_for(fingerprint)
     scores = ranker.rank(problem, cands)

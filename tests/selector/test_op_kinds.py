@@ -556,19 +556,19 @@ def test_the_gate_reads_sidecars_and_loads_no_model_for_an_op_it_leaves(monkeypa
     sel = ksi.Selector("verify", cache_dir=None)
     f8 = [_cuda("a", [64, 96], F8), _cuda("b", [96, 80], F8, transposed=True)]
     scales = [_cuda("sa", [64, 1], torch.float32), _cuda("sb", [1, 80], torch.float32)]
-    held = sel.holdings(torch.device("cuda"))
+    held = sel.rankers.holdings(torch.device("cuda"))
     assert held.ops == {"mm", "addmm", "bmm"} and held.scalings == frozenset() and held.grouped is None
     assert set(held.dtypes) == {"bf16", "fp16", "tf32"}
     assert sel.op_gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", False)
     assert sel.op_gate.admit(
         "mm", MMKernelInputs([_cuda("a", [64, 96], torch.bfloat16), _cuda("b", [96, 80], torch.bfloat16)])
     ) == ("mm", True)
-    assert loads == [] and sel._rankers == {}  # nothing loaded to answer
+    assert loads == [] and sel.rankers.loaded == {}  # nothing loaded to answer
 
     class Loaded:
         ops, scalings, dtypes = frozenset({"mm", "scaled_mm"}), frozenset({"rowwise"}), ("bf16", "fp8e4m3")
 
-    sel._rankers["h100-test"] = Loaded()
+    sel.rankers.loaded["h100-test"] = Loaded()
     assert sel.op_gate.admit("scaled_mm", MMKernelInputs(f8 + scales)) == ("scaled_mm", True)
 
 

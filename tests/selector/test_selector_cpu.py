@@ -859,9 +859,9 @@ def _gpu_gemm_compile(cache_dir, op: str, compile_no: int, measured: dict, own_w
     extern = [_FakeChoice(op, "extern")]
     if op == "mm":
         templates = extern + templates
-    kept_t = sel._guarded("templates", templates, signature, choice_candidates.caller_candidates)
+    kept_t = sel.select_items("templates", templates, signature, choice_candidates.caller_candidates)
     choices = (extern if op == "addmm" else []) + list(kept_t)
-    kept = sel._guarded("choices", choices, signature, choice_candidates.caller_candidates)
+    kept = sel.select_items("choices", choices, signature, choice_candidates.caller_candidates)
     benchmarked = []
     if len(kept) > 1:  # Inductor's benchmark, then its feedback saver
         timings = {c: measured[choice_candidates.caller_candidate(c).key] for c in kept}
@@ -1030,7 +1030,7 @@ def test_verify_measures_the_set_its_templates_stage_kept_without_deciding_again
     cpu = torch.device("cpu")
 
     def run(sel, stage, cands):
-        return sel._guarded(stage, list(cands), lambda: (problem, {"m": 8}, cpu), lambda items: list(items))
+        return sel.select_items(stage, list(cands), lambda: (problem, {"m": 8}, cpu), lambda items: list(items))
 
     sel = ksi.Selector("verify", k=4, ranker=ranker)
     planned = run(sel, "templates", space)

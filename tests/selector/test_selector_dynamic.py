@@ -191,7 +191,7 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
     problem = Problem(M=16, N=4096, K=4096, dtype="fp16", layout="nn")
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("predict", ranker=_BlockForSize())
-    kept = sel._guarded(
+    kept = sel.select_items(
         "templates", ktcs, lambda: (problem, fields, torch.device("cpu")), choice_candidates.ktc_candidates
     )
     assert kept == [ktcs[0], ktcs[7]]  # BLOCK_M 16 at the hint 16, 128 for M=512
@@ -202,7 +202,7 @@ def test_choices_inductor_built_per_size_are_decided_at_their_size():
     static = {k: v for k, v in fields.items() if k != "dynamic"}
     assert (
         len(
-            sel._guarded(
+            sel.select_items(
                 "templates", ktcs, lambda: (problem, static, torch.device("cpu")), choice_candidates.ktc_candidates
             )
         )
@@ -305,7 +305,7 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
     fields = {"op": "mm", "out": [16, 4096], "dynamic": ["M"]}
     sel = ksi.Selector("verify", k=4, adaptive_k=False, ranker=_BlockForSize())
     stock = items[:3]
-    kept = sel._guarded(
+    kept = sel.select_items(
         "templates",
         items,
         lambda: (problem, fields, torch.device("cpu")),
@@ -313,7 +313,7 @@ def test_per_size_union_is_never_larger_than_the_stock_list():
         restock=template_configs.Restock("DEFAULT", lambda: stock),
     )
     assert len(kept) == len(stock) and kept[-1] is items[-1]  # capped; ATen kept
-    assert dynamic_sizes._round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
+    assert dynamic_sizes.round_robin([[1, 2], [3], [1, 4]]) == [1, 3, 2, 4]
     cands = [Candidate.make("cpp", f"gemm{i}") for i in range(9)] + [Candidate.make("aten", "mm")]
-    assert dynamic_sizes._within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and dynamic_sizes._within([1, 9], 1, cands) == [1]
-    assert dynamic_sizes._within([1, 2], 3, cands) == [1, 2]
+    assert dynamic_sizes.within([1, 2, 3, 9], 3, cands) == [1, 2, 9] and dynamic_sizes.within([1, 9], 1, cands) == [1]
+    assert dynamic_sizes.within([1, 2], 3, cands) == [1, 2]

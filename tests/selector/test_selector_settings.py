@@ -124,7 +124,7 @@ def test_decision_cache_key_holds_the_rankers_identity_not_its_class(tmp_path):
     model's decision.
 
     Fails on the mutation: the key's "ranker" field as `type(ranker).__name__` instead of the
-    ranker's `ident` (selector/decide/pipeline.py, the key built around `_decision_fields`)."""
+    ranker's `ident` (selector/decide/decider.py, the key built around `_decision_fields`)."""
     from kselect.models import shipped_model_path
     from kselect.selector.model.cost_model import CostModel
 

@@ -837,7 +837,7 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
             "method": "cuda_graph",
             "stats": {},
             "dropped": {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"},
-            "predicted_compile_ms": sel._predicted_compile_ms(lm_head, [cands[i] for i in kept]),
+            "predicted_compile_ms": sel.pricing.predicted_ms(lm_head, [cands[i] for i in kept]),
         }
     )
     got = e2e_worker.selector_picks(sel)

@@ -229,17 +229,17 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
 
     h200 = {"device_type": "cuda", "compute_capability": "9.0", "fingerprint_id": "x"}
     cands = [_lm_head_candidate(k) for k in LM_HEAD_KEPT]
-    price = ksi.Selector("verify").compile_price(h200, LM_HEAD, cands)
+    price = ksi.Selector("verify").pricing.price(h200, LM_HEAD, cands)
     assert price.budget == COMPILE_BUDGET and float(price.predict([3])[0]) > float(price.predict([0])[0])
-    assert ksi.Selector("predict").compile_price(h200, LM_HEAD, cands) is None
+    assert ksi.Selector("predict").pricing.price(h200, LM_HEAD, cands) is None
     sel = ksi.Selector("verify")
-    assert sel._predicted_compile_ms(LM_HEAD, cands) == {}  # no model loaded yet: no record
-    sel.compile_price(h200, LM_HEAD, cands)
-    recorded = sel._predicted_compile_ms(LM_HEAD, cands)  # what a measurement then records
+    assert sel.pricing.predicted_ms(LM_HEAD, cands) == {}  # no model loaded yet: no record
+    sel.pricing.price(h200, LM_HEAD, cands)
+    recorded = sel.pricing.predicted_ms(LM_HEAD, cands)  # what a measurement then records
     assert list(recorded) == list(LM_HEAD_KEPT) and max(recorded, key=recorded.get) == LM_HEAD_KEPT[3]
-    assert ksi.Selector("verify", compile_budget=0).compile_price(h200, LM_HEAD, cands) is None
-    assert ksi.Selector("verify").compile_price({"device_type": "cpu"}, LM_HEAD, cands) is None
-    assert ksi.Selector("verify").compile_price({**h200, "hip_version": "6.4"}, LM_HEAD, cands) is None
+    assert ksi.Selector("verify", compile_budget=0).pricing.price(h200, LM_HEAD, cands) is None
+    assert ksi.Selector("verify").pricing.price({"device_type": "cpu"}, LM_HEAD, cands) is None
+    assert ksi.Selector("verify").pricing.price({**h200, "hip_version": "6.4"}, LM_HEAD, cands) is None
     with pytest.raises(ValueError, match="compile_budget"):
         ksi.Selector("verify", compile_budget=-1)
     broken = tmp_path / "models"
@@ -250,6 +250,6 @@ def test_selector_prices_cuda_verify_only_and_survives_a_broken_model(tmp_path, 
     reset_warnings()
     sel = ksi.Selector("verify")
     with caplog.at_level(logging.WARNING), pytest.warns(KselectFallbackWarning, match="compile-cost model"):
-        assert sel.compile_price(h200, LM_HEAD, cands) is None
-        assert sel.compile_price(h200, LM_HEAD, cands) is None
+        assert sel.pricing.price(h200, LM_HEAD, cands) is None
+        assert sel.pricing.price(h200, LM_HEAD, cands) is None
     assert sum("compile-cost model unusable" in r.getMessage() for r in caplog.records) == 1

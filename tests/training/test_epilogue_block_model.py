@@ -238,7 +238,7 @@ def test_a_model_declaring_an_unknown_block_goes_stock_with_one_warning(block_mo
         warnings.simplefilter("always")
         for m in (64, 256):  # two GEMMs: one warning
             p = Problem(m, 4096, 4096, "bf16", "nt")
-            kept = sel._guarded("templates", CANDIDATES, lambda p=p: (p, {"m": m}, cpu), list)
+            kept = sel.select_items("templates", CANDIDATES, lambda p=p: (p, {"m": m}, cpu), list)
             assert kept == CANDIDATES  # stock: every choice left to Inductor
     ours = [str(w.message) for w in caught if issubclass(w.category, KselectFallbackWarning)]
     assert len(ours) == 1 and why in ours[0] and "stock" in ours[0], ours

@@ -1,20 +1,24 @@
-"""One GEMM's decision, as named steps: the cache key -> a decision cached before -> rank ->
-keep (the policy) -> record. Measuring what is kept, and picking the winner, are verify's
-(selector/verify/orchestration.py); a dynamic M repeats this decision per size
-(decide/dynamic_sizes.py)."""
+"""The decider: one GEMM's decision, as named steps -- the cache key -> a decision cached before ->
+rank -> keep (the policy, with verify's price on compiles) -> record -- returned as a `Decision`.
+A dynamic M repeats it per size and keeps the union (`decide_per_size`, its rules in
+decide/dynamic_sizes.py). Measuring what is kept, and picking the winner, are the verifier's
+(selector/verify/verifier.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import threading
 import time
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from kselect.kernels.epilogue import NO_EPILOGUE
-from kselect.selector.compat import torch_release
+from kselect.selector.compat import choice_candidates, torch_release
 from kselect.selector.decide.cache import decision_key
 from kselect.selector.decide.candidate_sets import aten_indices, candidate_keys, unseen_backends
+from kselect.selector.decide.dynamic_sizes import dynamic_m_sizes, round_robin, within
 from kselect.selector.decide.gap_policy import nearest_candidates
 from kselect.selector.decide.grouped_ranker import for_problem
 from kselect.selector.decide.policy import choose_kept, with_fusing_few
@@ -26,12 +30,33 @@ from kselect.selector.ops import registry as op_kinds
 log = logging.getLogger("kselect.selector")
 
 
-class DecisionPipeline:
-    """`select`: one decision over a GEMM's candidates, and what the templates stage kept for the
-    choices stage to come. Reads the Selector's settings, `cache`, `stats`, `decisions`,
-    `_decision_fields` and `_local`, and its ranker and compile price per device."""
+class Decision(NamedTuple):
+    """One GEMM's decision: the indices of its candidates kept, and its decision-cache entry
+    ((key, key fields, candidate keys); None without a cache, or for a dynamic M's union,
+    whose one measured size cannot settle the others)."""
 
-    def select(
+    kept: list[int]
+    entry: tuple | None
+
+
+class Decider:
+    """Decisions for one configuration (config.SelectorSettings), each a value: `decide` over a
+    GEMM's candidates, `decide_per_size` for a dynamic M. Asks `rankers` (DeviceRankers) for a
+    device's ranker and `pricing` (CompilePricing) for verify's price on compiles; reads and
+    writes `cache` (a DecisionCache, or None); writes what it decided into `record`
+    (selector/record.py). Remembers, per thread, what a GEMM's templates stage kept for its
+    choices stage to come."""
+
+    def __init__(self, config, rankers, pricing, cache, record):
+        self.config, self.rankers, self.pricing, self.cache, self.record = config, rankers, pricing, cache, record
+        self._decision_fields = config.decision_fields()  # in every decision's cache key
+        self._local = threading.local()
+
+    def spent_setup(self, ms: float) -> None:
+        """This thread loaded or warmed a ranker before deciding (`setup_ms` of its next record)."""
+        self._local.setup_ms = getattr(self._local, "setup_ms", 0.0) + ms
+
+    def decide(
         self,
         stage: str,
         problem,
@@ -44,20 +69,20 @@ class DecisionPipeline:
         map_parts: dict | None = None,
         as_planned: bool = False,
         gemm_epilogue=None,
-    ):
-        """(indices of `candidates` to keep, cache entry or None); raises RankerUnavailable
+    ) -> Decision:
+        """The Decision over `candidates` (the indices kept, the cache entry); raises RankerUnavailable
         when this GEMM must go to stock Inductor. `epilogue` (True, or "fused":
-        hook._read_epilogue): the kept set holds the epilogue's few (policy.with_fusing_few).
+        hook.Selector._read_epilogue): the kept set holds the epilogue's few (policy.with_fusing_few).
         `gemm_epilogue`: the Epilogue read from the lowering (None:
         not read, or none follows the GEMM), which a ranker that `reads_epilogue` ranks with and
         its decision's cache key then holds. `as_planned`: the candidates are the set this GEMM's templates
-        stage kept, so all are kept (see _planned_covers). The recorded ms is the whole decision (keys, cache lookup,
+        stage kept, so all are kept (see planned_covers). The recorded ms is the whole decision (keys, cache lookup,
         ranking, policy; not the one-time model load) plus `mapped` (wall, thread CPU seconds
         the hook spent before: reading the GEMM and mapping Inductor's choices to candidates,
         or enumerating them for an `early` decision: map_ms; `map_parts`, that time taken apart, joins
         the recorded phases); cpu_ms is this thread's CPU time."""
         # the first call loads the model: not timed; a grouped GEMM's is the grouped model joined to it
-        ranker = for_problem(self.ranker_for(fingerprint), problem)
+        ranker = for_problem(self.rankers.ranker_for(fingerprint), problem)
         t0, c0 = time.perf_counter(), time.thread_time()
         map_s, map_cpu_s = mapped
         keys = candidate_keys(candidates)  # a tuple; the same object per size class (early)
@@ -71,7 +96,7 @@ class DecisionPipeline:
             entry = (key, key_fields, keys)
             kept = self._cache_hit(stage, problem, key, keys)
             if kept is not None:
-                return kept, entry
+                return Decision(kept, entry)
         t_rank = time.perf_counter()
         scores = None
         if as_planned:
@@ -98,7 +123,7 @@ class DecisionPipeline:
         self._record(stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_s * 1e3, phases)
         if self.cache is not None:
             self.cache.put_later(key, [keys[i] for i in kept], key_fields)
-        return kept, entry
+        return Decision(kept, entry)
 
     def _key_fields(self, stage: str, fields: dict, fingerprint: dict, keys, ranker, epilogue, as_planned) -> dict:
         """What the decision depends on: its decision-cache key's fields."""
@@ -114,13 +139,10 @@ class DecisionPipeline:
         }
         if epilogue:  # True: the few handed over; "fused": picked on the fused forms
             key_fields["epilogue"] = epilogue
-        if self.mode == "verify":
-            if self.compile_budget:  # and which compile-cost model priced it (None: unpriced)
-                model = self._compile_model(fingerprint)
-                key_fields["compile_budget"] = [
-                    self.compile_budget,
-                    (getattr(model, "metadata_", None) or {}).get("dataset_hash") if model else None,
-                ]
+        if self.config.mode == "verify":
+            priced = self.pricing.key_field(fingerprint)  # the budget and the model that priced it
+            if priced is not None:
+                key_fields["compile_budget"] = priced
             if as_planned:
                 key_fields["as_planned"] = True
         return key_fields
@@ -129,7 +151,7 @@ class DecisionPipeline:
         """The indices a cached decision kept (all still among the candidates), or None."""
         cached = self.cache.get(key)
         if cached is not None and set(cached) <= set(keys):
-            self.stats["cache_hits"] += 1
+            self.record.stats["cache_hits"] += 1
             log_decision("kselect %s %s: decision cache hit -> kept %s", stage, problem.key, cached)
             kept = [keys.index(k) for k in cached]
             self._plan(stage, problem, keys, kept)
@@ -149,32 +171,33 @@ class DecisionPipeline:
     def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool):
         """(kept indices, the reason): the policy over the scores; templates this torch cannot run
         are never kept (their scores become NaN in place)."""
-        if self.mode == "predict" and problem.dtype not in getattr(ranker, "predict_dtypes", (problem.dtype,)):
+        config = self.config
+        if config.mode == "predict" and problem.dtype not in getattr(ranker, "predict_dtypes", (problem.dtype,)):
             return self._cublas_only(problem, candidates)
         bad = torch_release.broken_templates(problem)
         broken = [i for i, c in enumerate(candidates) if c.template in bad] if bad else []
         scores[broken] = np.nan  # never kept
         unseen = [i for i in unseen_backends(candidates, ranker) if i not in broken]
-        price = self.compile_price(fingerprint, problem, candidates, priced=op_kinds.of(problem).compile_priced)
+        price = self.pricing.price(fingerprint, problem, candidates, priced=op_kinds.of(problem).compile_priced)
         kept, why = choose_kept(
             candidates,
             scores,
-            self.mode,
-            self.k,
-            self.keep_aten,
+            config.mode,
+            config.k,
+            config.keep_aten,
             bool(getattr(ranker, "log_time_scores", False)),
             unseen,
-            fusion_candidate=epilogue and self.mode == "verify",
-            adaptive=self.adaptive_k,
-            min_k=self.min_k,
-            aten_margin=self.aten_margin,
+            fusion_candidate=epilogue and config.mode == "verify",
+            adaptive=config.adaptive_k,
+            min_k=config.min_k,
+            aten_margin=config.aten_margin,
             compile_price=price,
             aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
-            nearest=nearest_candidates(ranker, self.mode, problem, candidates),
+            nearest=nearest_candidates(ranker, config.mode, problem, candidates),
         )
         # the epilogue's few, picked on their fused forms: Inductor's benchmark (epilogue_fusion) or kselect's
-        if epilogue == "fused" or (epilogue and self.epilogue_fusion):
-            return with_fusing_few(candidates, scores, kept, why, self.keep_aten)
+        if epilogue == "fused" or (epilogue and config.epilogue_fusion):
+            return with_fusing_few(candidates, scores, kept, why, config.keep_aten)
         return kept, why
 
     @staticmethod
@@ -190,13 +213,13 @@ class DecisionPipeline:
         return [int(aten[0])], f"predict: {problem.dtype} is decided in verify only by its model -> ATen (cuBLAS)"
 
     def _record(self, stage, problem, keys, kept, why, scores, early, ms, cpu_ms, map_ms, phases) -> None:
-        """The decision in the Selector's stats and `decisions`, and in the log (the scores too
+        """The decision in the record's stats and `decisions`, and in the log (the scores too
         at debug level; `scores` None: kept as planned, nothing ranked)."""
-        self.stats["decisions"] += 1
+        self.record.stats["decisions"] += 1
         # cpu_ms: this thread's CPU time; wall well above it = the thread waited (GIL, preemption)
         # the model load and graph warm-up this thread did before deciding (not in ms; once each)
         setup_ms, self._local.setup_ms = getattr(self._local, "setup_ms", 0.0), 0.0
-        self.decisions.append(
+        self.record.decisions.append(
             {
                 "stage": stage,
                 "problem": problem.key,
@@ -231,7 +254,7 @@ class DecisionPipeline:
         if stage == "templates":
             self._local.planned = (problem.key, frozenset(keys[i] for i in kept))
 
-    def _planned_covers(self, problem, cands) -> bool:
+    def planned_covers(self, problem, cands) -> bool:
         """Verify's choices stage over exactly what its templates stage kept (no choice added
         outside the KTC path): that set is decided, so it is measured as is.
 
@@ -244,8 +267,78 @@ class DecisionPipeline:
         planned = getattr(self._local, "planned", None)
         self._local.planned = None
         return (
-            self.mode == "verify"
+            self.config.mode == "verify"
             and planned is not None
             and planned[0] == problem.key
             and {c.key for c in cands} <= planned[1]
         )
+
+    def decide_per_size(
+        self,
+        stage: str,
+        problem,
+        fields: dict,
+        fingerprint: dict,
+        candidates,
+        items,
+        epilogue: bool = False,
+        mapped: tuple[float, float] = (0.0, 0.0),
+        stock_size=None,
+        gemm_epilogue=None,
+    ) -> Decision:
+        """A GEMM whose M is dynamic: the ranker decides at each size of `dynamic_m_sizes` (no
+        benchmark: scores only), and what is kept is the union of those picks: each size's
+        first pick, then each size's second, ...; never more than `stock_size()` (how many
+        choices stock Inductor would tune), the ATen safety net kept if any size kept it.
+
+        Where Inductor generated choices per size (multi-kernel dispatch: each choice carries
+        the size it was built for, `hint_override`), each size's choices are decided at that
+        size and Inductor's dispatch picks among them per size; otherwise the union is the list
+        Inductor tunes at its hint. `gemm_epilogue`: as `decide`'s, the same at every size. Verify measures that list once, as any kept set, and caches
+        no verified winner (one measured size cannot settle the others)."""
+        groups: dict = {}
+        for i, item in enumerate(items):
+            groups.setdefault(choice_candidates.hint_override_of(item), []).append(i)
+        at = lambda m: dataclasses.replace(problem, M=int(m))  # noqa: E731
+        if set(groups) != {None}:  # Inductor's own per-size choices: each decided at its size
+            plan = [(problem.M if h is None else h, idx) for h, idx in groups.items()]
+        else:
+            plan = [(m, list(range(len(candidates)))) for m in dynamic_m_sizes(problem.M)]
+        per_size, picks = {}, []
+        for n, (m, idx) in enumerate(plan):
+            sub = [candidates[i] for i in idx]
+            picked, _ = self.decide(
+                stage,
+                at(m),
+                {**fields, "m_size": m},
+                fingerprint,
+                sub,
+                epilogue=epilogue,
+                mapped=mapped if n == 0 else (0.0, 0.0),
+                gemm_epilogue=gemm_epilogue,
+            )
+            per_size[m] = [sub[i].key for i in picked]
+            picks.append([idx[i] for i in picked])
+        kept = round_robin(picks)
+        if len(kept) > 1 and stock_size is not None:
+            kept = within(kept, stock_size(), candidates)
+        keys = candidate_keys(candidates)
+        self._plan(stage, problem, keys, kept)
+        self.record.dynamic_picks.append(
+            {
+                "stage": stage,
+                "problem": problem.key,
+                "per_size": per_size,
+                "by_inductor_size": set(groups) != {None},
+                "kept": [keys[i] for i in kept],
+            }
+        )
+        log_decision(
+            "kselect %s %s: dynamic M, picks per size %s -> kept %d of %d",
+            stage,
+            problem.key,
+            per_size,
+            len(kept),
+            len(candidates),
+        )
+        return Decision(kept, None)
