@@ -252,6 +252,17 @@ class SelectorSettings(declared.Settings):
             "(selector/model/compile_time_model.py; 0 = off)"
         ),
     )
+    measured_picks: bool = setting(
+        True,
+        Flag(),
+        env="KSELECT_MEASURED_PICKS",
+        decides=PREDICT,
+        help=(
+            "predict mode, the shipped models: a GEMM its card's datasets measured takes the measured "
+            "pick (models/picks/<card>.json: the fastest candidate where it beat ATen beyond noise, else "
+            "ATen) with no benchmark; every other GEMM is ranked by the model (off: the model ranks all)"
+        ),
+    )
     warm_start: bool = setting(
         True,
         Flag(),

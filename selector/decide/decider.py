@@ -90,6 +90,9 @@ class Decider:
         # its scores (a ranker that reads it) or its pick (timed fused) depend on the epilogue: so does the key
         if getattr(ranker, "reads_epilogue", False) or epilogue == "fused":
             key_fields["gemm_epilogue"] = (gemm_epilogue or NO_EPILOGUE).as_dict()
+        measured = self._measured_pick(fingerprint, problem, candidates, epilogue, as_planned)
+        if measured is not None:
+            key_fields["measured_picks"] = measured[0]  # the table it came from
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
         if self.cache is not None:
             key = decision_key(key_fields)
@@ -102,6 +105,9 @@ class Decider:
         if as_planned:
             t_ranked = time.perf_counter()
             kept, why = list(range(len(candidates))), "verify: the templates stage's kept set, as is"
+        elif measured is not None and measured[1] is not None:
+            t_ranked = time.perf_counter()
+            kept, why = [measured[1]], f"predict: measured on this card -> {keys[measured[1]]} (models/picks)"
         else:
             scores = self._rank(ranker, problem, candidates, gemm_epilogue)
             t_ranked = time.perf_counter()
@@ -124,6 +130,25 @@ class Decider:
         if self.cache is not None:
             self.cache.put_later(key, [keys[i] for i in kept], key_fields)
         return Decision(kept, entry)
+
+    def _measured_pick(self, fingerprint: dict, problem, candidates, epilogue, as_planned) -> tuple | None:
+        """Predict with the card's measured picks (the `measured_picks` setting): (the table's
+        digest, the index of the measured pick among `candidates`, or None where the table does
+        not hold this GEMM or its pick is not a candidate here). None where they do not apply: another
+        mode, the setting off, no table for this card, a GEMM with an epilogue (the table
+        measured it bare) or the templates stage's set as planned."""
+        config = self.config
+        if config.mode != "predict" or not config.measured_picks or epilogue or as_planned:
+            return None
+        digest, picks = self.rankers.measured_picks(fingerprint)
+        if not picks:
+            return None
+        pick = picks.get(problem.key)
+        bad = torch_release.broken_templates(problem) if pick is not None else ()
+        for i, cand in enumerate(candidates):
+            if cand.key == pick and cand.template not in bad:
+                return digest, i
+        return digest, None
 
     def _key_fields(self, stage: str, fields: dict, fingerprint: dict, keys, ranker, epilogue, as_planned) -> dict:
         """What the decision depends on: its decision-cache key's fields."""

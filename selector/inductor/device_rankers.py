@@ -31,6 +31,7 @@ class DeviceRankers:
         self.loaded: dict = {}  # {fingerprint_id: ranker, or the RankerUnavailable it raised}
         self._named_model = None  # the model file `model` names, once load_named_model read it
         self._holdings: dict = {}  # what each card's serving model holds, from its sidecars (the op gate's)
+        self._picks: dict = {}  # {fingerprint_id: (digest, {problem key: candidate key})}, the card's measured picks
         self._lock = threading.Lock()
         self._warmed_graphs = weakref.WeakSet()  # graphs whose GEMMs the ranker was warmed for
         self._warmed_default = False  # the graph-less warm-up ran (once per process)
@@ -59,6 +60,21 @@ class DeviceRankers:
         if isinstance(got, Exception):
             raise got
         return got
+
+    def measured_picks(self, fingerprint: dict) -> tuple[str, dict]:
+        """(a digest of the table, {problem key: candidate key}) of this card's shipped measured
+        picks (model/measured_picks.py), read once per card; empty where a ranker or a model was
+        given: the user's choice ranks every GEMM."""
+        if self.ranker is not None or self.model:
+            return "", {}
+        fid = fingerprint["fingerprint_id"]
+        with self._lock:
+            if fid not in self._picks:
+                from kselect.selector.model.measured_picks import card_picks, table_digest
+
+                picks = card_picks(fingerprint)
+                self._picks[fid] = (table_digest(picks), picks)
+            return self._picks[fid]
 
     def holdings(self, device):
         """What the ranker for `device` decides (its `ops`, `scalings`, `dtypes`, `grouped`), for

@@ -10,6 +10,7 @@ file that cannot be read, or of another format, serves nothing, with one warning
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Mapping
@@ -55,3 +56,11 @@ def card_picks(fingerprint: Mapping, directory: str | Path | None = None) -> dic
             if isinstance(entry, Mapping) and isinstance(entry.get("pick"), str):
                 picks.setdefault(str(problem_key), entry["pick"])
     return picks
+
+
+def table_digest(picks: Mapping[str, str]) -> str:
+    """A short digest of a card's picks ("" for none): a decision taken with them keys on it, so
+    a new table is not served a decision cached under the old one."""
+    if not picks:
+        return ""
+    return hashlib.sha256(json.dumps(sorted(picks.items())).encode()).hexdigest()[:16]

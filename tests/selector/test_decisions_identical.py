@@ -5,6 +5,8 @@ GEMMs -- shapes of data/h200-bf16 and data/shapes/ -- ranked by the shipped mode
 model on its own card (the fingerprint is the model's: this CPU ranks as the H200 would, with
 the ATen-kernel columns missing, as wherever no probe can run). It covers:
 
+- predict as shipped: the card's measured picks (models/picks/h200.json) where the GEMM is in
+  the card's datasets, the model elsewhere;
 - predict and verify over kselect's enumeration of each GEMM's space (the boundary's
   `template_candidates`), with the shipped model's gap scores, the same scores read as plain
   ranking scores (the adaptive-k and prefer-ATen rules), and the measured times of
@@ -203,11 +205,12 @@ def decisions(cache_root: Path) -> dict:
     measured = _measured()
     table = {p.key: measured[p.key] for p in problems if p.key in measured}
     model = {  # the shipped model, found by the fingerprint as enable() finds it
-        "predict": Selector("predict"),
+        "predict": Selector("predict", measured_picks=False),  # the model's own picks
         "verify": Selector("verify"),
         "verify k=2 min_k=2 unpriced": Selector("verify", k=2, min_k=2, compile_budget=0),
         "verify fixed k=3 no ATen": Selector("verify", k=3, adaptive_k=False, keep_aten=False),
     }
+    measured_picks = Selector("predict")
     shipped = model["predict"].ranker_for(fingerprint)
     ranking = _RankingScores(shipped)
     scores = {
@@ -231,6 +234,8 @@ def decisions(cache_root: Path) -> dict:
         got: dict = {"space": len(cands)}
         got["model"] = {name: _decide(sel, problem, fingerprint, cands) for name, sel in model.items()}
         got["model"]["verify epilogue"] = _decide(model["verify"], problem, fingerprint, cands, epilogue=True)
+        # predict as shipped: the card's measured picks (models/picks) where its datasets hold the GEMM
+        got["model"]["predict, measured picks"] = _decide(measured_picks, problem, fingerprint, cands)
         got["ranking"] = {name: _decide(sel, problem, fingerprint, cands) for name, sel in scores.items()}
         got["ranking"]["verify epilogue"] = _decide(scores["verify"], problem, fingerprint, cands, epilogue=True)
         if problem.op != "bmm":  # FlyDSL joins mm/addmm; neither ranker has data for it

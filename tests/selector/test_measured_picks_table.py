@@ -47,3 +47,58 @@ def test_the_shipped_tables_serve_their_cards():
     for card in (H100, H200):
         got = picks.card_picks(card)
         assert len(got) > 100 and any(v.startswith("triton:") for v in got.values()), (card, len(got))
+
+
+# -- predict with the card's measured picks (decide/decider.py) -------------------------------
+H200_ROW = "mm:1x128256x4096:bf16:nt"  # in data/h200-bf16; its measured pick is a template
+
+
+def _h200():
+    from kselect.models import shipped_model_path
+
+    fingerprint = json.loads(shipped_model_path("h200-bf16.meta.json").read_text())["fingerprint"]
+    return {**fingerprint, "device_type": "cuda"}
+
+
+def _candidates(pick: str, with_pick: bool = True):
+    from kselect.training.data.lookup_table import candidate_of_key
+
+    other = "triton:mm:BK64-BM16-BN64-G8-S4-W4"
+    keys = ["aten:mm", other] + ([pick] if with_pick else [])
+    return [candidate_of_key(k) for k in keys]
+
+
+def test_predict_serves_the_measured_pick_with_no_ranking(tmp_path):
+    from kselect.kernels.problem import Problem
+    from kselect.selector.inductor.hook import Selector
+
+    fingerprint, problem = _h200(), Problem(1, 128256, 4096)
+    pick = picks.card_picks(fingerprint)[H200_ROW]
+    assert pick.startswith("triton:"), pick
+    cands = _candidates(pick)
+    sel = Selector("predict", cache_dir=str(tmp_path / "cache"))
+    kept, entry = sel.select("templates", problem, {}, fingerprint, cands)
+    assert [cands[i].key for i in kept] == [pick] and "models/picks" in sel.decisions[-1]["why"]
+    assert entry[1]["measured_picks"] == picks.table_digest(picks.card_picks(fingerprint))  # keyed on the table
+    for off in (
+        dict(mode="predict", measured_picks=False),  # the setting off
+        dict(mode="verify"),  # verify measures for itself
+    ):
+        other = Selector(**off)
+        other.select("templates", problem, {}, fingerprint, cands)
+        assert "models/picks" not in other.decisions[-1]["why"], off
+    bare = Selector("predict")
+    bare.select("templates", problem, {}, fingerprint, cands, epilogue=True)  # measured bare: not with an epilogue
+    assert "models/picks" not in bare.decisions[-1]["why"]
+    bare.select("templates", problem, {}, fingerprint, _candidates(pick, with_pick=False))  # not a choice here
+    assert "models/picks" not in bare.decisions[-1]["why"]
+
+
+def test_a_given_ranker_or_model_ranks_every_gemm():
+    from kselect.selector.config import SelectorSettings
+    from kselect.selector.inductor.device_rankers import DeviceRankers
+
+    fingerprint = _h200()
+    assert DeviceRankers(SelectorSettings.from_keywords(mode="predict")).measured_picks(fingerprint)[1]
+    given = DeviceRankers(SelectorSettings.from_keywords(mode="predict", model="models/h200-bf16.json"))
+    assert given.measured_picks(fingerprint) == ("", {})
