@@ -645,9 +645,11 @@ def test_options_env_and_help():
         "warm_while_compiling": True,
         "compile_in": "threads",
         "compile_budget": COMPILE_BUDGET,
+        "measured_picks": True,
         "warm_start": True,
     }
     assert options.read({"KSELECT_WARM_START": "off"})["warm_start"] is False
+    assert options.read({"KSELECT_MEASURED_PICKS": "off"})["measured_picks"] is False
     assert options.read({"KSELECT_ATEN_MARGIN": "0"})["aten_margin"] == 0.0
     assert options.read({"KSELECT_COMPILE_BUDGET": "0"})["compile_budget"] == 0.0
     assert options.read({"KSELECT_EARLY_DECISION": "off"})["early_decision"] is False

@@ -105,6 +105,7 @@ def test_decision_cache_key_changes_with_the_settings_that_decide_and_no_other(t
         "warm_while_compiling": False,
         "compile_in": "workers",
         "warm_start": False,
+        "measured_picks": False,
         "search_space": "DEFAULT",
     }
     assert set(other) | {"mode", "ranker", "model", "cache_dir"} == set(FIELDS)  # every setting tried
