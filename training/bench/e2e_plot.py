@@ -84,6 +84,8 @@ def draw(rows: list[dict], out: str | Path, title: str = "") -> Path:
     variants += sorted({r["variant"] for r in shown} - set(variants))
     if not labels:
         raise ValueError("no pooled setup holds plain and a variant with step samples: nothing to draw")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     width = 0.8 / len(variants)
     fig, (speed, compile_) = plt.subplots(1, 2, figsize=(12, 1.6 + 1.1 * len(labels)), sharey=True)
     for i, variant in enumerate(variants):
@@ -112,8 +114,6 @@ def draw(rows: list[dict], out: str | Path, title: str = "") -> Path:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)
     plt.close(fig)
     return out
