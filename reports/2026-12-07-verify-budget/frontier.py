@@ -1,0 +1,73 @@
+"""Verify's budget against its capture, held out by model family, for the shipped models on their
+cards' data: how many templates verify times (gap tiers on the best template's predicted gap to
+ATen) against the share of the measured gain over cuBLAS it keeps. The shipped tiers time 4
+wherever the gap is <= 0.30, the training target's clip, so on every GEMM; the question
+(issue "trusted on every Hopper card", run 8) is whether a budget that follows the prediction
+keeps capture within 1 point while timing fewer templates. The nearest-shape slot is left out on
+both sides (the model's own picks only), so the comparison is tier against tier.
+
+    python reports/2026-12-07-verify-budget/frontier.py > reports/2026-12-07-verify-budget/frontier.json
+"""
+
+import json
+import sys
+
+import numpy as np
+
+from kselect.selector.model.cost_model import CostModel
+from kselect.selector.model.features import featurize_frame
+from kselect.training.learn.headroom import best_template_gaps, shape_table, split_stats, templates_plus_aten
+from kselect.training.learn.held_out import load_data
+from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
+from kselect.training.learn.train import ModelRanker
+
+CASES = (("models/h200-bf16.json", "data/h200-bf16"), ("models/hopper-bf16.json", "data/h100-bf16-retrain/data"))
+TIERS = (
+    ((9, 4),),  # the shipped budget in effect: 4 everywhere
+    ((0.25, 4), (9, 1)),
+    ((0.20, 4), (9, 2)),
+    ((0.20, 4), (9, 1)),
+    ((0.15, 4), (0.25, 2), (9, 1)),
+    ((0.10, 4), (0.20, 2), (9, 1)),
+    ((0.15, 4), (9, 1)),
+    ((9, 2),),
+    ((9, 1),),
+)
+
+
+def frontier(model_path: str, data: str) -> dict:
+    df, fp = load_data(data)
+    shapes = ShapeSet.from_frame(df)
+    X = featurize_frame(shapes.rows, fp)
+    params = CostModel.load(model_path, fingerprint=fp, force=True).get_params()
+    cost = held_out_costs(shapes, X, lambda: ModelRanker(params), "family")
+    table = shape_table(shapes)
+    real = ~table["decision_free"]
+    _, gap = best_template_gaps(shapes, cost)
+    rows = []
+    for tiers in TIERS:
+        n = np.zeros(shapes.n_shapes, dtype=np.int64)
+        for bound, k in reversed(tiers):
+            n[gap <= bound] = k
+        stats = split_stats(shapes, templates_plus_aten(shapes, cost, n), table)["realistic"]
+        rows.append(
+            {
+                "tiers": tiers,
+                "capture": round(float(stats["capture"]), 4),
+                "templates_mean": round(float(n[real].mean()), 3),
+                "templates_total": int(n[real].sum()),
+            }
+        )
+    finite = gap[real & np.isfinite(gap)]
+    return {
+        "model": model_path,
+        "data": data,
+        "shapes": int(real.sum()),
+        "gap_quantiles": {q: round(float(np.quantile(finite, q)), 3) for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
+        "tiers": rows,
+    }
+
+
+if __name__ == "__main__":
+    cases = CASES if len(sys.argv) == 1 else [tuple(sys.argv[1:3])]
+    print(json.dumps([frontier(m, d) for m, d in cases], indent=1))
