@@ -25,6 +25,7 @@ class Report:
     settings_error: str | None
     cache_dir: str | None
     decides: dict = field(default_factory=dict)  # {"ops": [...], "dtypes": [...]}: empty when nothing
+    measured_picks: dict = field(default_factory=dict)  # predict's exact hits on this card: counts
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -48,6 +49,12 @@ class Report:
             out.append(f"decides:     {', '.join(self.decides['ops'])} in {', '.join(self.decides['dtypes'])}")
         else:
             out.append("decides:     nothing here: every GEMM gets stock autotuning")
+        if self.measured_picks:
+            got = self.measured_picks
+            out.append(
+                f"predict:     {got['gemms']} GEMMs measured on this card take their measured pick "
+                f"({got['templates']} a template; KSELECT_MEASURED_PICKS)"
+            )
         return out
 
 
@@ -119,6 +126,17 @@ def decided(ranker) -> dict:
     return {"ops": registry.decided(ranker), "dtypes": list(ranker.dtypes)}
 
 
+def measured_picks(fingerprint: dict) -> dict:
+    """How many GEMMs this card's shipped measured picks hold, and how many of them pick a
+    template ({} for none: model/measured_picks.py)."""
+    from kselect.selector.model.measured_picks import card_picks
+
+    picks = card_picks(fingerprint) if fingerprint.get("gpu_name") else {}
+    if not picks:
+        return {}
+    return {"gemms": len(picks), "templates": sum(not key.startswith("aten:") for key in picks.values())}
+
+
 def diagnose(device: str | None = None, environ=None) -> Report:
     """What kselect would do in a process started with `environ` (default os.environ)."""
     from kselect.selector.compat.torch_release import torch_support_problem
@@ -146,4 +164,5 @@ def diagnose(device: str | None = None, environ=None) -> Report:
         settings_error=settings_error,
         cache_dir=options.get("cache_dir"),
         decides=decides,
+        measured_picks=measured_picks(fp) if decides and options.get("measured_picks", True) else {},
     )

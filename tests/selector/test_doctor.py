@@ -39,6 +39,13 @@ def test_a_card_with_its_own_model_is_served_by_it():
     assert doctor.decided(ranker) == {"ops": ["addmm", "baddbmm", "bmm", "mm"], "dtypes": ["bf16", "fp16", "tf32"]}
 
 
+def test_the_cards_measured_picks_are_counted():
+    """Fails if the doctor counts another card's table, or none for a card that has one."""
+    got = doctor.measured_picks(_card("h200-bf16.json"))
+    assert got["gemms"] > 100 and 0 < got["templates"] < got["gemms"], got
+    assert doctor.measured_picks(dict(_card("h200-bf16.json"), gpu_name="NVIDIA GH200 480GB")) == {}
+
+
 def test_another_hopper_card_is_served_by_its_architecture():
     fp = dict(_card("h200-bf16.json"), gpu_name="NVIDIA GH200 480GB", fingerprint_id="x")
     path, why, _ = doctor._model(fp, None)
