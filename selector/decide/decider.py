@@ -90,7 +90,7 @@ class Decider:
         # its scores (a ranker that reads it) or its pick (timed fused) depend on the epilogue: so does the key
         if getattr(ranker, "reads_epilogue", False) or epilogue == "fused":
             key_fields["gemm_epilogue"] = (gemm_epilogue or NO_EPILOGUE).as_dict()
-        measured = self._measured_pick(fingerprint, problem, candidates, epilogue, as_planned)
+        measured = self._measured_pick(fingerprint, problem, keys, candidates, epilogue, as_planned)
         if measured is not None:
             key_fields["measured_picks"] = measured[0]  # the table it came from
         key = entry = None  # without a cache nothing reads the key (~0.5 ms of hashing saved)
@@ -131,7 +131,7 @@ class Decider:
             self.cache.put_later(key, [keys[i] for i in kept], key_fields)
         return Decision(kept, entry)
 
-    def _measured_pick(self, fingerprint: dict, problem, candidates, epilogue, as_planned) -> tuple | None:
+    def _measured_pick(self, fingerprint: dict, problem, keys, candidates, epilogue, as_planned) -> tuple | None:
         """Predict with the card's measured picks (the `measured_picks` setting): (the table's
         digest, the index of the measured pick among `candidates`, or None where the table does
         not hold this GEMM or its pick is not a candidate here). None where they do not apply: another
@@ -144,11 +144,10 @@ class Decider:
         if not picks:
             return None
         pick = picks.get(problem.key)
-        bad = torch_release.broken_templates(problem) if pick is not None else ()
-        for i, cand in enumerate(candidates):
-            if cand.key == pick and cand.template not in bad:
-                return digest, i
-        return digest, None
+        if pick is None or pick not in keys:  # `keys`: the candidates' keys, made once per size class
+            return digest, None
+        i = keys.index(pick)
+        return digest, (None if candidates[i].template in torch_release.broken_templates(problem) else i)
 
     def _key_fields(self, stage: str, fields: dict, fingerprint: dict, keys, ranker, epilogue, as_planned) -> dict:
         """What the decision depends on: its decision-cache key's fields."""
