@@ -11,7 +11,7 @@ reports/2026-12-06-unseen-flagged-h100). One process, the candidate causes apart
 4. plain's again after kselect's `release_gpu_memory` (cuBLAS workspaces cleared);
 5. the kernels each compiled function launches, read once each at the end under torch.profiler
    (CUPTI attached last, so no timing above runs under it).
-The card's clocks, temperature and power are read around every timing. The generated wrappers
+The card's SM clock, temperature and power are read around every timing (NVML). The generated wrappers
 (plain.py, verify.py) show whether the two compiled functions call cuBLAS alike (the output's
 layout, the call, padding). Run it in separate processes per CUBLAS_WORKSPACE_CONFIG to see the
 workspace's share (probe.sh).
@@ -24,19 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 from pathlib import Path
-
-
-def gpu_state() -> str | None:
-    query = "temperature.gpu,clocks.sm,clocks.mem,power.draw,clocks_throttle_reasons.active"
-    try:
-        got = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return got.stdout.strip() or None
 
 
 def kernels_launched(fn, device: str) -> list[str]:
@@ -70,6 +58,7 @@ def main(argv=None) -> int:
     from kselect.kernels.timing import time_runners, warm_gpu
     from kselect.selector.inductor import lifecycle
     from kselect.selector.verify.timing import release_gpu_memory
+    from kselect.training.bench.gpu_state import nvml_readings
 
     m, n, k = (int(x) for x in args.shape.split("x"))
     device = args.device
@@ -84,6 +73,9 @@ def main(argv=None) -> int:
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "steps": [],
     }
+
+    def gpu_state() -> dict | None:  # SM clock, temperature, power (NVML), as the e2e bench reads them
+        return nvml_readings(torch.device("cuda")) if device == "cuda" else None
 
     def timed(name: str, fn) -> None:
         before = gpu_state()

@@ -13,7 +13,7 @@ on with (one behind kselect's), the choices it benchmarked (a feedback saver), t
 space in force at each template-config generation (a spy on InductorChoices.get_ktc), the
 function serving the op's lowering, the compile's wall time and the parts of it Inductor spent
 precompiling and benchmarking the choices, the output's error against eager, and the card's
-state (temperature, SM clock, power, throttling) before and after the compile.
+state (SM clock, temperature, power) before and after the compile.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import time
 
 import torch
@@ -67,18 +66,13 @@ def _operands(op: str):
     return torch.mm, (r(m, k, dtype=dtype), r(k, n, dtype=dtype))
 
 
-def _gpu_state() -> str | None:
-    """The card's temperature, SM clock, power draw and active throttle reasons (nvidia-smi): a
-    compile's benchmarking runs at the card's clocks, so a hot or capped card reads as a slower
-    compile."""
-    query = "temperature.gpu,clocks.sm,power.draw,clocks_throttle_reasons.active"
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+def _gpu_state() -> dict:
+    """The card's SM clock, temperature and power now (NVML, training/bench/gpu_state.py, as the
+    e2e bench reads them): a compile's benchmarking runs at the card's clocks, so a hot or capped
+    card reads as a slower compile."""
+    from kselect.training.bench.gpu_state import nvml_readings
+
+    return nvml_readings(torch.device("cuda"))
 
 
 def _stem(choice) -> str:
