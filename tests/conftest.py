@@ -84,7 +84,7 @@ def repo() -> Path:
     return REPO
 
 
-def pytest_collection_modifyitems(session, config, items):
+def pytest_collection_modifyitems(items):
     """The modules that hold a `slow` test run first, each module's tests kept together and in
     their order (module fixtures set up once): on CI's two workers a long module collected last
     ran alone at the end, the other worker idle."""
