@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# every collected test's fixtures exist, GPU tests included (tests/fixture_guard.py)
+pytest_plugins = ("fixture_guard",)
+
 # One Inductor compile thread in every test process and the processes it starts, on a host of a
 # few cores: CI runs two test processes on two cores, so Inductor's compile-worker pool (a
 # sidecar and one worker per core, each importing torch, per process that compiles) buys no

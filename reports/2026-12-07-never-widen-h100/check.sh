@@ -2,8 +2,10 @@
 # three arms (stock, verify, predict), one cold process each (~135 s a process on the H100, so
 # one repeat a call), the arms' order turned by one each repeat (as the GPU test's arm_order).
 # Records made by earlier calls sit in check/records (carried in the tree). STEP=1 runs the
-# repeats named in R (default 1) with the worker; STEP=2 runs the GPU test, which reads the
-# records there, runs what is missing and judges all three repeats.
+# repeats named in R (default 1) with the worker; STEP=3 runs the side-by-side process of each
+# repeat in R (every op under the three arms in one process, the order turned by the repeat;
+# ~6 min a process on the H100); STEP=2 runs the GPU test, which reads the records there, runs
+# what is missing and judges all three repeats.
 set -u
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/card.txt
@@ -20,6 +22,16 @@ if [ "${STEP:-1}" = 1 ]; then
         --arm $arm --out $REC/$arm-$r/result.json > $OUT/$arm-$r.log 2>&1
       echo "$arm-$r rc=$?"
     done
+  done
+elif [ "${STEP}" = 3 ]; then
+  for r in ${R:-0}; do
+    [ -f $REC/side-by-side-$r/result.json ] && continue
+    d=$(mktemp -d); mkdir -p $REC/side-by-side-$r
+    TORCHINDUCTOR_CACHE_DIR=$d/inductor TRITON_CACHE_DIR=$d/triton timeout 560 python3 tests/selector/never_widen_worker.py \
+      --arms stock,verify,predict --shift $r --ops scaled_mm_rowwise,scaled_mm_tensorwise,grouped_mm,int_mm,fp32_mm \
+      --out $REC/side-by-side-$r/result.json > $OUT/side-by-side-$r.log 2>&1
+    echo "side-by-side-$r rc=$?"
+    python3 reports/2026-12-07-never-widen-h100/split.py $REC | tail -12
   done
 else
   KSELECT_NEVER_WIDEN_RECORDS=$REC timeout 560 python3 -m pytest -q -m gpu -p no:cacheprovider tests/selector/test_gpu_never_widen.py > $OUT/pytest.txt 2>&1

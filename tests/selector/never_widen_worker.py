@@ -4,10 +4,21 @@ compile took (tests/selector/test_gpu_never_widen.py runs it; so did the GPU pro
 reports/2026-12-07-never-widen-h100).
 
     python tests/selector/never_widen_worker.py --arm stock|verify|predict --out FILE [--ops a,b]
+    python tests/selector/never_widen_worker.py --arms stock,verify,predict --shift R --out FILE
 
 Each op is compiled cold in this process (its own Dynamo state; the caller gives every process a
 fresh TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR), after a warm-up compile of an elementwise
-op so that the process's one-time set-up lands on no GEMM. Recorded per op, from Inductor's own
+op so that the process's one-time set-up lands on no GEMM.
+
+`--arms` compiles each op once under every arm named, in this one process, one after another:
+stock with kselect off (`disable()`), verify and predict inside `selecting()`, each compile in a
+fresh Inductor and Triton cache (Inductor's `fresh_cache`, which its compile workers follow) and
+a fresh Dynamo state, the arms' order turned by one per op and by `--shift` per process. The
+compile seconds of a cold process spread 1.3-1.6x from one process to the next on the H100, all
+ops of a process together (reports/2026-12-07-never-widen-h100, section 6); compiles of the arms
+side by side in one process share that process's state, so their ratio reads kselect's cost.
+Here kselect's global hooks are registered in every compile (stock's too, where they act on
+nothing): the choices a fully stock process builds are held by the one-arm processes. Recorded per op, from Inductor's own
 hooks: every choice list Inductor built (a preprocessing fn ahead of kselect's), the list it went
 on with (one behind kselect's), the choices it benchmarked (a feedback saver), the GEMM search
 space in force at each template-config generation (a spy on InductorChoices.get_ktc), the
@@ -39,40 +50,57 @@ SHAPES = {
 }
 
 
-def _operands(op: str):
-    g = torch.Generator(device="cuda").manual_seed(0)
+def _operands(op: str, device: str = "cuda"):
+    g = torch.Generator(device=device).manual_seed(0)
     m, n, k = SHAPES[op]
 
     def r(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=g, device="cuda").to(dtype)
+        return torch.randn(*shape, generator=g, device=device).to(dtype)
 
     if op.startswith("scaled_mm"):
         a, b = r(m, k, dtype=F8), r(n, k, dtype=F8).t()  # B column-major, as _scaled_mm needs
         if op.endswith("rowwise"):
-            sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+            sa, sb = torch.rand(m, 1, device=device) + 0.5, torch.rand(1, n, device=device) + 0.5
         else:
-            sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+            sa, sb = torch.tensor(0.5, device=device), torch.tensor(2.0, device=device)
         return (lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=BF)), (a, b, sa, sb)
     if op == "grouped_mm":
         groups = 8
         a, b = r(m, k, dtype=BF), r(groups, n, k, dtype=BF).transpose(-2, -1)  # (G, K, N), K-major
-        offs = torch.arange(1, groups + 1, device="cuda", dtype=torch.int32) * (m // groups)
+        offs = torch.arange(1, groups + 1, device=device, dtype=torch.int32) * (m // groups)
         return (lambda a, b, offs: torch._grouped_mm(a, b, offs)), (a, b, offs)
     if op == "int_mm":
-        a = torch.randint(-8, 8, (m, k), generator=g, device="cuda", dtype=torch.int8)
-        b = torch.randint(-8, 8, (k, n), generator=g, device="cuda", dtype=torch.int8)
+        a = torch.randint(-8, 8, (m, k), generator=g, device=device, dtype=torch.int8)
+        b = torch.randint(-8, 8, (k, n), generator=g, device=device, dtype=torch.int8)
         return torch._int_mm, (a, b)
     dtype = torch.float32 if op == "fp32_mm" else BF
     return torch.mm, (r(m, k, dtype=dtype), r(k, n, dtype=dtype))
 
 
-def _gpu_state() -> dict:
+def _gpu_state(device: str) -> dict:
     """The card's SM clock, temperature and power now (NVML, training/bench/gpu_state.py, as the
     e2e bench reads them): a compile's benchmarking runs at the card's clocks, so a hot or capped
     card reads as a slower compile."""
     from kselect.training.bench.gpu_state import nvml_readings
 
-    return nvml_readings(torch.device("cuda"))
+    return nvml_readings(torch.device(device)) if device == "cuda" else {}
+
+
+ARMS = ("stock", "verify", "predict")
+
+
+def _arms(text: str) -> tuple[str, ...]:
+    arms = tuple(a.strip() for a in text.split(",") if a.strip())
+    bad = [a for a in arms if a not in ARMS]
+    if bad or len(set(arms)) != len(arms) or "stock" not in arms:
+        raise SystemExit(f"--arms: distinct arms of {', '.join(ARMS)}, stock among them; got {text!r}")
+    return arms
+
+
+def turned(arms: tuple[str, ...], shift: int) -> tuple[str, ...]:
+    """`arms` in the order a process with this shift runs them: turned by one per shift."""
+    shift %= len(arms)
+    return arms[shift:] + arms[:shift]
 
 
 def _stem(choice) -> str:
@@ -95,11 +123,18 @@ def _lowering_name(op: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arm", choices=("stock", "verify", "predict"), required=True)
+    arms = ap.add_mutually_exclusive_group(required=True)
+    arms.add_argument("--arm", choices=ARMS, help="one arm for the whole process")
+    arms.add_argument("--arms", help="arms compiled side by side in this process, comma-separated")
+    ap.add_argument("--shift", type=int, default=0, help="--arms: turn the arms' order by this much (the repeat)")
     ap.add_argument("--ops", default=",".join(SHAPES))
     ap.add_argument("--out", required=True)
+    ap.add_argument(
+        "--device", default="cuda", help="cpu: the mechanics alone, for the ops a CPU lowers (fp32_mm, bf16_mm)"
+    )
     ap.add_argument("--off", default="", help="kselect settings turned off, comma-separated (e.g. warm_start)")
     args = ap.parse_args(argv)
+    side_by_side = _arms(args.arms) if args.arms else None
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 as IEEE fp32: an op kselect leaves to stock
 
     from torch._inductor import config as inductor_config
@@ -115,10 +150,16 @@ def main(argv=None) -> int:
         return choices
 
     select_algorithm.add_preprocessing_fn(built)
-    if args.arm != "stock":
+    off = {name: False for name in filter(None, args.off.split(","))}
+    if side_by_side:
+        from kselect.selector import disable, enable
+
+        enable("verify", **off)  # kselect's global hooks registered between `built` and `handed_on`
+        disable()
+    elif args.arm != "stock":
         from kselect.selector import enable
 
-        enable(args.arm, **{name: False for name in filter(None, args.off.split(","))})
+        enable(args.arm, **off)
 
     def handed_on(choices):  # behind kselect's: what Inductor goes on with
         if state["op"]:
@@ -171,45 +212,65 @@ def main(argv=None) -> int:
     cache_cls.autotune, cache_cls.make_precompile_fn = timed_autotune, timed_make_precompile_fn
 
     # the process's one-time set-up (CUDA context, Triton's target, the compile workers) on no GEMM
-    x = torch.randn(1024, device="cuda")
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    x = torch.randn(1024, device=args.device)
     torch.compile(lambda t: (t * 2).relu(), mode="max-autotune-no-cudagraphs")(x)
-    torch.cuda.synchronize()
+    sync()
 
-    for op in args.ops.split(","):
-        fn, operands = _operands(op)
+    def compile_op(op: str) -> dict:
+        """Compile `op` cold under whatever kselect configuration is in force; its row."""
+        fn, operands = _operands(op, args.device)
         with torch.no_grad():
             want = fn(*operands)
         torch._dynamo.reset()
-        rows[op] = {"built": [], "handed_on": [], "benchmarked": [], "spaces": []}
+        row = rows[op] = {"built": [], "handed_on": [], "benchmarked": [], "spaces": []}
         state["op"] = op
-        rows[op]["gpu_before"] = _gpu_state()
+        row["gpu_before"] = _gpu_state(args.device)
         started = time.perf_counter()
         try:
             with torch.no_grad():
                 got = torch.compile(fn, mode="max-autotune-no-cudagraphs")(*operands)
-            torch.cuda.synchronize()
-            rows[op]["compile_s"] = time.perf_counter() - started
+            sync()
+            row["compile_s"] = time.perf_counter() - started
             diff = (got.float() - want.float()).abs().max().item()
             scale = want.float().abs().max().item() or 1.0
-            rows[op]["max_rel_error"] = diff / scale
+            row["max_rel_error"] = diff / scale
         except Exception as exc:  # noqa: BLE001 -- recorded: the test names it
-            rows[op]["error"] = f"{type(exc).__name__}: {exc}"
+            row["error"] = f"{type(exc).__name__}: {exc}"
         finally:
             state["op"] = None
-        rows[op]["gpu_after"] = _gpu_state()
-        rows[op]["lowering"] = _lowering_name(op)
-        rows[op]["search_space"] = str(inductor_config.max_autotune_gemm_search_space)
+        row["gpu_after"] = _gpu_state(args.device)
+        row["lowering"] = _lowering_name(op)
+        row["search_space"] = str(inductor_config.max_autotune_gemm_search_space)
+        return rows.pop(op)
 
     from kselect.selector.inductor import lifecycle
 
-    sel = lifecycle.current()
-    result = {
-        "arm": args.arm,
-        "torch": torch.__version__,
-        "card": torch.cuda.get_device_name(),
-        "ops": rows,
-        "stats": dict(sel.stats) if sel is not None else None,
-    }
+    ops = args.ops.split(",")
+    if side_by_side:
+        from torch._inductor.utils import fresh_cache
+
+        by_op: dict = {}
+        for index, op in enumerate(ops):
+            order = turned(side_by_side, index + args.shift)
+            by_op[op] = {"order": list(order)}
+            for arm in order:
+                with fresh_cache():
+                    if arm == "stock":
+                        row = compile_op(op)
+                    else:
+                        with lifecycle.selecting(arm, **off) as sel:
+                            row = compile_op(op)
+                            row["stats"] = dict(sel.stats) if sel is not None else None
+                by_op[op][arm] = row
+        result = {"arms": list(side_by_side), "shift": args.shift, "ops": by_op}
+    else:
+        result = {"arm": args.arm, "ops": {op: compile_op(op) for op in ops}}
+        sel = lifecycle.current()
+        result["stats"] = dict(sel.stats) if sel is not None else None
+    result.update(
+        {"torch": torch.__version__, "card": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
+    )
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=1)
     return 0

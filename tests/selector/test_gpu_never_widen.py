@@ -1,17 +1,24 @@
 """On an sm_90 GPU: an op kselect does not decide compiles exactly as stock -- the same choices
-built and benchmarked, correct, and no slower to compile (median of 3 cold processes per arm).
+built and benchmarked, correct, and no slower to compile (median of 3 processes).
 
-Each arm runs tests/selector/never_widen_worker.py in its own cold process (fresh Inductor and
-Triton cache folders, Inductor's compile threads as the user's environment has them, not the
-test run's one thread), compiling as a user would (`torch.compile(mode="max-autotune-no-cudagraphs")`,
-Inductor's settings untouched: the user's DEFAULT space). The arms' order turns each repeat
-(stock, verify, predict; verify, predict, stock; predict, stock, verify), so that no arm always
-runs on a card its predecessors heated: a compile's benchmarking runs at the card's clocks, and
-on the H100 a process run third read up to 1.4x slower than one run first
-(reports/2026-12-07-never-widen-h100). Each process is held against the stock process of its own
-repeat. The ops: fp8 `_scaled_mm` rowwise and tensorwise and `_grouped_mm`
-(no shipped model holds them), `_int_mm`, an IEEE fp32 mm (no shipped model decides fp32), and a
-bf16 mm, which kselect decides (the contrast). The CPU half: tests/selector/test_op_kinds.py.
+The choices: each arm runs tests/selector/never_widen_worker.py in its own cold process (fresh
+Inductor and Triton cache folders, Inductor's compile threads as the user's environment has
+them, not the test run's one thread), compiling as a user would
+(`torch.compile(mode="max-autotune-no-cudagraphs")`, Inductor's settings untouched: the user's
+DEFAULT space), the arms' order turned each repeat (stock, verify, predict; verify, predict,
+stock; predict, stock, verify). Each process is held against the stock process of its own repeat.
+
+The compile time: cold processes of one arm spread 1.3-1.6x on the H100, every op of a process
+moving together, the arm whichever it was (reports/2026-12-07-never-widen-h100, section 6), so
+separate processes cannot resolve a 1.1x rule in three repeats. Each repeat also runs one process
+that compiles every op under all three arms side by side (the worker's `--arms`: each compile in
+a fresh cache, kselect off for stock, the order turned per op and per repeat); kselect's cost is
+the ratio of its compile to stock's in the same process, and its median over the repeats is
+judged.
+
+The ops: fp8 `_scaled_mm` rowwise and tensorwise and `_grouped_mm` (no shipped model holds
+them), `_int_mm`, an IEEE fp32 mm (no shipped model decides fp32), and a bf16 mm, which kselect
+decides (the contrast). The CPU half: tests/selector/test_op_kinds.py.
 """
 
 from __future__ import annotations
@@ -43,44 +50,56 @@ def arm_order(repeat: int) -> tuple[str, ...]:
     return ARMS[shift:] + ARMS[:shift]
 
 
-COMPILE_RATIO = 1.1  # kselect's median compile against stock's, per op and arm
-# a folder of records made earlier (ARM-REPEAT/result.json, by this fixture or by running the
-# worker so): those are read, the missing ones run and written there -- a device call of at most
-# 10 minutes holds about two repeats of the three arms
+COMPILE_RATIO = 1.1  # kselect's compile against stock's in the same process, median over the repeats
+# a folder of records made earlier (ARM-REPEAT/result.json and side-by-side-REPEAT/result.json,
+# by these fixtures or by running the worker so): those are read, the missing ones run and
+# written there -- a device call of at most 10 minutes holds about one repeat of either kind
 RECORDS = os.environ.get("KSELECT_NEVER_WIDEN_RECORDS")
 
 
-def _run(arm: str, repeat: int, root: Path) -> dict:
-    folder = root / f"{arm}-{repeat}"
+def _run(name: str, flags: list[str], root: Path) -> dict:
+    folder = root / name
     out = folder / "result.json"
     if out.exists():
         return json.loads(out.read_text())
     folder.mkdir(parents=True, exist_ok=True)
-    caches = Path(tempfile.mkdtemp(prefix=f"never-widen-{arm}-{repeat}-"))  # cold: fresh folders
+    caches = Path(tempfile.mkdtemp(prefix=f"never-widen-{name}-"))  # cold: fresh folders
     env = with_inductor_pool(
         dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton"))
     )
-    ops = ",".join(UNDECIDED + ("bf16_mm",))
     proc = subprocess.run(
-        [sys.executable, str(WORKER), "--arm", arm, "--ops", ops, "--out", str(out)],
+        [sys.executable, str(WORKER), *flags, "--out", str(out)],
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=580,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory) -> dict:
+def root(tmp_path_factory) -> Path:
+    """Where the records are read and written."""
+    return Path(RECORDS) if RECORDS else tmp_path_factory.mktemp("never-widen")
+
+
+@pytest.fixture(scope="module")
+def records(root) -> dict:
     """{arm: [one record per repeat]}, each repeat's arms in arm_order(repeat)."""
-    root = Path(RECORDS) if RECORDS else tmp_path_factory.mktemp("never-widen")
+    ops = ",".join(UNDECIDED + ("bf16_mm",))
     got = {arm: [None] * REPEATS for arm in ARMS}
     for repeat in range(REPEATS):
         for arm in arm_order(repeat):
-            got[arm][repeat] = _run(arm, repeat, root)
+            got[arm][repeat] = _run(f"{arm}-{repeat}", ["--arm", arm, "--ops", ops], root)
     return got
+
+
+@pytest.fixture(scope="module")
+def side_by_side(root) -> list[dict]:
+    """One record per repeat: every undecided op compiled under the three arms in one process."""
+    flags = ["--arms", ",".join(ARMS), "--ops", ",".join(UNDECIDED)]
+    return [_run(f"side-by-side-{r}", [*flags, "--shift", str(r)], root) for r in range(REPEATS)]
 
 
 @pytest.mark.parametrize("op", UNDECIDED)
@@ -106,13 +125,21 @@ def test_an_undecided_op_builds_and_benchmarks_exactly_stocks_choices(records, o
 
 
 @pytest.mark.parametrize("op", UNDECIDED)
-def test_an_undecided_op_compiles_no_slower_than_stock(records, op):
-    """Median of the cold processes per arm. Catches: kselect's work on an op it leaves (a model
-    loaded or warmed to ask whether it holds the op, a widened space) showing in its compile."""
-    stock = statistics.median(r["ops"][op]["compile_s"] for r in records["stock"])
+def test_an_undecided_op_compiles_no_slower_than_stock(side_by_side, op):
+    """The ratio of each arm's compile to stock's in the same process, median over the repeats.
+    Catches: kselect's work on an op it leaves (a model loaded or warmed to ask whether it holds
+    the op, a widened space) showing in its compile."""
+    for record in side_by_side:
+        row = record["ops"][op]
+        assert sorted(row["order"]) == sorted(ARMS), row["order"]
+        stock = row["stock"]
+        for arm in ARMS:  # side by side, the same lists as the process's own stock compile
+            assert "error" not in row[arm], (arm, row[arm]["error"])
+            assert row[arm]["built"] == stock["built"] == row[arm]["handed_on"], (arm, op)
+            assert row[arm]["benchmarked"] == stock["benchmarked"], (arm, op)
     for arm in ("verify", "predict"):
-        mine = statistics.median(r["ops"][op]["compile_s"] for r in records[arm])
-        assert mine <= COMPILE_RATIO * stock, (arm, op, mine, stock)
+        ratios = [r["ops"][op][arm]["compile_s"] / r["ops"][op]["stock"]["compile_s"] for r in side_by_side]
+        assert statistics.median(ratios) <= COMPILE_RATIO, (arm, op, [round(x, 3) for x in ratios])
 
 
 def test_the_bf16_mm_is_decided_over_the_widened_space(records):

@@ -25,9 +25,13 @@ def test_collect_epilogue_labels_and_train_with_the_block(tmp_path, monkeypatch)
     from kselect.training.data.epilogue_rows import epilogue_of, label_rows, read_records
     from kselect.training.learn.train import train
     from kselect.training.measure.epilogue_labels import collect_epilogue_labels
+    from kselect.training.measure.hardware_record import collect_fingerprint
     from kselect.training.workloads.epilogues import EpilogueCase
 
     fingerprint, _ = served_model()
+    # what a collection records and training featurises with (datasheet peaks and bandwidth beside
+    # the identity); the served model is checked against the card's identity fingerprint
+    recorded = collect_fingerprint(torch.cuda.current_device())
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     cases = [EpilogueCase("relu-mul", 64, 4096, 4096), EpilogueCase("bias-gelu", 512, 4096, 4096)]
     got = collect_epilogue_labels(cases, tmp_path / "data", "cuda", templates=2, repeats=20)
@@ -41,9 +45,9 @@ def test_collect_epilogue_labels_and_train_with_the_block(tmp_path, monkeypatch)
     assert rows["problem_key"].nunique() == 2
     grid = ({"max_depth": 3, "learning_rate": 0.3, "n_estimators": 20, "min_child_weight": 1.0},)
     model, card = train(
-        rows, fingerprint, "rank:pairwise", cv_folds=0, grid=grid, log=lambda *_: None, blocks=("epilogue",)
+        rows, recorded, "rank:pairwise", cv_folds=0, grid=grid, log=lambda *_: None, blocks=("epilogue",)
     )
-    model.save(tmp_path / "epi.json", {"fingerprint": fingerprint, "training": card})
+    model.save(tmp_path / "epi.json", {"fingerprint": recorded, "training": card})
     loaded = CostModel.load(tmp_path / "epi.json", fingerprint=fingerprint)
     assert json.loads((tmp_path / "epi.meta.json").read_text())["feature_blocks"][0]["name"] == "epilogue"
     ranker = CostModelRanker(loaded, fingerprint)
