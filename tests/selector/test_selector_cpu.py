@@ -37,6 +37,7 @@ from kselect.selector.verify.verified_winners import verified_keep  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning, reset_warnings, warn_once  # noqa: E402
 
 from inductor_sandbox import inductor_sandbox  # noqa: E402
+from spawned_jobs import write_decisions  # noqa: E402
 
 N_GEMMS = 3
 
@@ -604,14 +605,8 @@ def test_cache_roundtrip_and_corrupt_file_warns_once(tmp_path):
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def _writer(root, i):
-    cache = DecisionCache(root)
-    for j in range(50):
-        cache.put("samekey", [f"cand{i}-{j}"])
-
-
 def test_cache_is_safe_with_concurrent_writers(tmp_path):
-    procs = [mp.get_context("spawn").Process(target=_writer, args=(str(tmp_path), i)) for i in range(3)]
+    procs = [mp.get_context("spawn").Process(target=write_decisions, args=(str(tmp_path), i)) for i in range(3)]
     for p in procs:
         p.start()
     cache = DecisionCache(tmp_path)

@@ -13,6 +13,8 @@ pytest.importorskip("torch")
 
 from kselect.selector.verify.template_compiles import Compiles  # noqa: E402
 
+from spawned_jobs import burn, fail  # noqa: E402
+
 
 class _Template:
     """A kept choice whose compile blocks until released."""
@@ -86,18 +88,6 @@ def test_compile_timings_tell_work_from_waiting():
     assert got["span_ms"] >= max(t["start_ms"] + t["wall_ms"] for t in got["per_choice"].values()) - 1e-3
 
 
-def _burn(seconds: float) -> float:
-    """A worker's compile: CPU work in a process of its own."""
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
-    return seconds
-
-
-def _fail() -> None:
-    raise RuntimeError("worker lost")
-
-
 class _Loaded:
     """A kept template whose compile here is the load after its worker (quick), counted."""
 
@@ -118,12 +108,12 @@ def test_templates_compile_in_worker_processes_then_load_here():
 
     a, b, refused, lost = _Loaded(), _Loaded(), _Loaded(), _Loaded()
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pool.submit(_burn, 0.0).result()  # the workers are up, as bench e2e waits for Inductor's
+        pool.submit(burn, 0.0).result()  # the workers are up, as bench e2e waits for Inductor's
 
         def submit(choice):
             if choice is refused:
                 return None
-            return pool.submit(_fail) if choice is lost else pool.submit(_burn, 0.3)
+            return pool.submit(fail) if choice is lost else pool.submit(burn, 0.3)
 
         compiles = Compiles([a, b, refused, lost], "workers", submit=submit)
         assert compiles.where == "mixed" and compiles.todo == [0, 1, 2, 3]

@@ -5,7 +5,6 @@ with the selector, never begun for a CPU compile, and every failure costs only t
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -17,30 +16,19 @@ pytest.importorskip("torch")
 from kselect.selector.warmup.compile_workers import WorkerWarmup  # noqa: E402
 from kselect.selector.warmup.triton_setup import WarmStart  # noqa: E402
 
-
-def _warm(seconds: float) -> dict:
-    """A worker's warm-up: some CPU work in its own process, reported as _warm_worker does."""
-    t0 = time.perf_counter()
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
-    return {"pid": os.getpid(), "ms": (time.perf_counter() - t0) * 1e3}
-
-
-def _broken(seconds: float) -> dict:
-    raise RuntimeError("no Triton in this worker")
+from spawned_jobs import broken_warm_up, warm, warm_for  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def pool():
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as p:
-        p.submit(_warm, 0.0).result()  # up, as Inductor's pool is once use_process_pool() says so
+        p.submit(warm, 0.0).result()  # up, as Inductor's pool is once use_process_pool() says so
         yield p
 
 
 def test_warm_up_waits_for_the_pool_then_submits_one_per_worker_once(pool):
     up = []
-    warmup = WorkerWarmup(ready=lambda: (pool, 2, (0.2,)) if up else None, job=_warm)
+    warmup = WorkerWarmup(ready=lambda: (pool, 2, (0.2,)) if up else None, job=warm)
     assert warmup.start() is False and not warmup.started and warmup.summary() == {}
     up.append(True)
     assert warmup.start("a Dynamo callback's argument") is True and warmup.started
@@ -54,7 +42,7 @@ def test_warm_up_waits_for_the_pool_then_submits_one_per_worker_once(pool):
 
 
 def test_a_failed_warm_up_is_counted_and_a_broken_pool_stops_it(pool):
-    failing = WorkerWarmup(ready=lambda: (pool, 2, (0.0,)), job=_broken)
+    failing = WorkerWarmup(ready=lambda: (pool, 2, (0.0,)), job=broken_warm_up)
     assert failing.start() is True
     deadline = time.monotonic() + 60
     while failing.summary()["failed"] < 2 and time.monotonic() < deadline:
@@ -67,13 +55,6 @@ def test_a_failed_warm_up_is_counted_and_a_broken_pool_stops_it(pool):
     broken = WorkerWarmup(ready=no_pool)
     assert broken.start() is False and broken.summary() == {"error": "RuntimeError: compile workers disabled"}
     assert broken.start() is False  # not retried at every compile start
-
-
-def _warm_for(target: str) -> dict:
-    """A worker's warm-up that needs the target the background set-up found."""
-    if target != "sm-test":
-        raise ValueError(f"warmed for {target!r}")
-    return _warm(0.05)
 
 
 def _wait(cond, seconds: float = 60.0) -> None:
@@ -91,7 +72,7 @@ def test_the_set_up_runs_in_the_background_then_warms_the_workers_once(pool):
         release.wait(30)  # a slow C build: start() must not wait for it
         return "sm-test"
 
-    ws = WarmStart(gate=lambda: True, prepare=prepare, pool=lambda: (pool, 2), job=_warm_for)
+    ws = WarmStart(gate=lambda: True, prepare=prepare, pool=lambda: (pool, 2), job=warm_for)
     assert ws.summary() == {} and not ws.started
     assert ws.start("a Dynamo callback's argument") is True and ws.started
     assert ws.summary()["prepare_ms"] is None and not ws.workers.started  # still preparing
@@ -110,7 +91,7 @@ def test_the_set_up_runs_in_the_background_then_warms_the_workers_once(pool):
 
 def test_no_start_for_a_cpu_compile_and_the_next_chance_takes_it(pool):
     in_use = []
-    ws = WarmStart(gate=lambda: bool(in_use), prepare=lambda: "sm-test", pool=lambda: (pool, 2), job=_warm_for)
+    ws = WarmStart(gate=lambda: bool(in_use), prepare=lambda: "sm-test", pool=lambda: (pool, 2), job=warm_for)
     assert ws.start() is False and not ws.started and ws.summary() == {}
     in_use.append(True)  # CUDA in use by the next compile (or by the first GEMM's decision)
     assert ws.start() is True
@@ -121,7 +102,7 @@ def test_no_start_for_a_cpu_compile_and_the_next_chance_takes_it(pool):
 
 def test_a_pool_that_comes_up_late_is_warmed_at_a_later_start(pool):
     up = []
-    ws = WarmStart(gate=lambda: True, prepare=lambda: "sm-test", pool=lambda: (pool, 2) if up else None, job=_warm_for)
+    ws = WarmStart(gate=lambda: True, prepare=lambda: "sm-test", pool=lambda: (pool, 2) if up else None, job=warm_for)
     assert ws.start() is True
     ws.join(30)
     assert ws.summary()["target"] == "sm-test" and not ws.workers.started  # no pool yet: nothing sent
@@ -135,7 +116,7 @@ def test_failures_cost_only_the_warm_start(pool):
     def broken():
         raise OSError("cannot build Triton's CUDA utilities")
 
-    ws = WarmStart(gate=lambda: True, prepare=broken, pool=lambda: (pool, 2), job=_warm_for)
+    ws = WarmStart(gate=lambda: True, prepare=broken, pool=lambda: (pool, 2), job=warm_for)
     assert ws.start() is True
     ws.join(30)
     got = ws.summary()
