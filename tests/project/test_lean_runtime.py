@@ -46,7 +46,7 @@ def _link_distributions(dists: list[metadata.Distribution], site: Path) -> None:
     """Put `dists` into the venv whose site-packages is `site` as pip would find them there, each
     top-level entry of its RECORD a link to this environment's copy (the torch wheel unpacked
     again would prove nothing more and took most of this test's time). One the venv already
-    has (setuptools, pip) stays the venv's own."""
+    has stays the venv's own."""
     own = {p.name.split("-")[0].lower().replace("_", "-") for p in site.glob("*.dist-info")}
     for dist in dists:
         if dist.metadata["Name"].lower().replace("_", "-") in own:
@@ -58,8 +58,11 @@ def _link_distributions(dists: list[metadata.Distribution], site: Path) -> None:
 
 def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)])
+    # without a pip of its own (ensurepip unpacking one took seconds): this environment's pip
+    # builds the wheel and installs it into the venv (`pip --python`), as the venv's own would
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     py = str(venv / "bin" / "python")
+    pip = [sys.executable, "-m", "pip", "--python", py]
     site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).strip())
     _link_distributions(_closure(["torch", "numpy"]), site)
     # a wheel, as a user installs it: no editable path back into the checkout; built from a
@@ -69,10 +72,11 @@ def test_runtime_install_has_no_training_dependencies_and_decides(tmp_path):
         shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    _run([py, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)])
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)])
     wheel = next((tmp_path / "dist").glob("kselect-*.whl"))
-    _run([py, "-m", "pip", "install", "-q", str(wheel)])
-    installed = {line.split("==")[0].lower() for line in _run([py, "-m", "pip", "freeze"]).split()}
+    _run([*pip, "install", "-q", str(wheel)])
+    installed = {line.split("==")[0].lower() for line in _run([*pip, "freeze"]).split()}
+    assert {"kselect", "torch", "numpy"} <= installed, installed  # the venv's, read by this pip
     assert not installed & {
         "pandas",
         "pyarrow",
