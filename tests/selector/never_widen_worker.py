@@ -23,8 +23,11 @@ hooks: every choice list Inductor built (a preprocessing fn ahead of kselect's),
 on with (one behind kselect's), the choices it benchmarked (a feedback saver), the GEMM search
 space in force at each template-config generation (a spy on InductorChoices.get_ktc), the
 function serving the op's lowering, the compile's wall time and the parts of it Inductor spent
-precompiling and benchmarking the choices, the output's error against eager, and the card's
-state (SM clock, temperature, power) before and after the compile.
+precompiling and benchmarking the choices, whether Inductor's compile-worker pool was ready as the
+compile began (the first GEMM of a process precompiled in its own threads and benchmarked 104
+choices in ~1.3 s, the later ones in 23-53 s: reports/2026-12-07-never-widen-h100, section 7),
+the output's error against eager, and the card's state (SM clock, temperature, power) before and
+after the compile.
 """
 
 from __future__ import annotations
@@ -86,6 +89,18 @@ def _gpu_state(device: str) -> dict:
     return nvml_readings(torch.device(device)) if device == "cuda" else {}
 
 
+def _pool_ready() -> bool | None:
+    """Whether Inductor's compile-worker pool had answered its readiness job: until it has,
+    Inductor precompiles a template's choices in this process's threads, after it in the pool
+    (torch/_inductor/async_compile.py, `use_process_pool`; select_algorithm.py,
+    `make_precompile_fn`). None where no pool is set up. Read only: asking `use_process_pool`
+    would submit the job and start the pool."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    ready = AsyncCompile._ready_future
+    return None if ready is None else ready.done()
+
+
 ARMS = ("stock", "verify", "predict")
 
 
@@ -131,6 +146,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument(
         "--device", default="cuda", help="cpu: the mechanics alone, for the ops a CPU lowers (fp32_mm, bf16_mm)"
+    )
+    ap.add_argument(
+        "--settle-pool",
+        action="store_true",
+        help="after the warm-up, wait until Inductor's compile-worker pool is ready, so the first GEMM"
+        " compiles as the later ones do (the position probe)",
     )
     ap.add_argument("--off", default="", help="kselect settings turned off, comma-separated (e.g. warm_start)")
     args = ap.parse_args(argv)
@@ -216,6 +237,10 @@ def main(argv=None) -> int:
     x = torch.randn(1024, device=args.device)
     torch.compile(lambda t: (t * 2).relu(), mode="max-autotune-no-cudagraphs")(x)
     sync()
+    if args.settle_pool:
+        from torch._inductor.async_compile import AsyncCompile
+
+        AsyncCompile.wait_pool_ready()  # returns at once where the user's settings give no pool
 
     def compile_op(op: str) -> dict:
         """Compile `op` cold under whatever kselect configuration is in force; its row."""
@@ -226,6 +251,7 @@ def main(argv=None) -> int:
         row = rows[op] = {"built": [], "handed_on": [], "benchmarked": [], "spaces": []}
         state["op"] = op
         row["gpu_before"] = _gpu_state(args.device)
+        row["pool_ready"] = _pool_ready()
         started = time.perf_counter()
         try:
             with torch.no_grad():

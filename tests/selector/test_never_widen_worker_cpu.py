@@ -30,7 +30,7 @@ def test_side_by_side_compiles_each_arm_in_its_turn_with_stocks_list(tmp_path):
     )
     done = subprocess.run(
         [sys.executable, str(WORKER), "--arms", ",".join(ARMS), "--ops", "fp32_mm", "--device", "cpu",
-         "--shift", "2", "--out", str(out)],
+         "--shift", "2", "--settle-pool", "--out", str(out)],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -42,6 +42,7 @@ def test_side_by_side_compiles_each_arm_in_its_turn_with_stocks_list(tmp_path):
         assert "error" not in row[arm], row[arm]["error"]
         assert row[arm]["built"] == stock["built"] == row[arm]["handed_on"], arm
         assert row[arm]["max_rel_error"] < 1e-4, (arm, row[arm]["max_rel_error"])
+        assert row[arm]["pool_ready"] in (True, False, None), row[arm]["pool_ready"]
     for arm in ("verify", "predict"):  # kselect was on, and left the fp32 mm to stock
         assert row[arm]["stats"]["decisions"] == 0 and row[arm]["stats"]["fallbacks"] == 0, row[arm]["stats"]
 
