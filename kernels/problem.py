@@ -157,6 +157,28 @@ class Problem:
             key += f":{self.scaling}:{self.out_dtype}" + (":fast_accum" if self.fast_accum else "")
         return key
 
+    @classmethod
+    def from_key(cls, key: str, model: str = "") -> "Problem":
+        """The problem whose `key` this is (its inverse): what a report that keeps only the key
+        (a bench row's `problem`) names."""
+        parts = str(key).split(":")
+        head = parts[0]
+        op, batch = ("bmm", head[3:-1]) if head.startswith("bmm") and head.endswith("x") else (head, "1")
+        sizes = parts[1].split("x") if len(parts) > 1 else []
+        fields_after = (2, 3) if op == SCALED_MM else (0,)  # scaling, out_dtype[, fast_accum]
+        if op not in OPS or len(sizes) != 3 or len(parts) - 4 not in fields_after:
+            raise ProblemError(f"not a GEMM problem key: {key!r}")
+        fields = dict(zip("MNK", sizes), dtype=parts[2], layout=parts[3], op=op, batch=batch, model=model)
+        if op == SCALED_MM:
+            fast = parts[6:] == ["fast_accum"]
+            if len(parts) == 7 and not fast:
+                raise ProblemError(f"not a GEMM problem key: {key!r}")
+            fields.update(scaling=parts[4], out_dtype=parts[5], fast_accum=fast)
+        problem = cls(**fields)
+        if problem.key != key:  # e.g. "bf16" spelt another way: the key names one problem only
+            raise ProblemError(f"not a canonical problem key: {key!r} (the problem's key is {problem.key!r})")
+        return problem
+
     def to_dict(self) -> dict:
         return asdict(self)
 

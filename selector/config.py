@@ -258,7 +258,7 @@ class SelectorSettings(declared.Settings):
         env="KSELECT_MEASURED_PICKS",
         decides=PREDICT,
         help=(
-            "predict mode, the shipped models: a GEMM its card's datasets measured takes the measured "
+            "predict mode, the shipped models: a GEMM its card's datasets or bench runs measured takes the measured "
             "pick (models/picks/<card>.json: the fastest candidate where it beat ATen beyond noise, else "
             "ATen) with no benchmark; every other GEMM is ranked by the model (off: the model ranks all)"
         ),

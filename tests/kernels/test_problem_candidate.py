@@ -35,6 +35,39 @@ def test_problem_accepts_csv_strings_and_torch_dtype_names():
     assert Problem(2, 3, 4, op="bmm", batch=5).key == "bmm5x:2x3x4:bf16:nt"
 
 
+@pytest.mark.parametrize(
+    "problem",
+    [
+        Problem(2, 4608, 3584),
+        Problem(16, 8, 32, dtype="fp16", layout="tn", op="addmm"),
+        Problem(8, 16, 32, op="bmm", batch=4, layout="nn"),
+        Problem(128, 8192, 4096, dtype="fp8e4m3", op="scaled_mm", scaling="rowwise", out_dtype="bf16"),
+        Problem(
+            128, 8192, 4096, dtype="fp8e4m3", op="scaled_mm", scaling="tensorwise", out_dtype="fp32", fast_accum=True
+        ),
+    ],
+)
+def test_a_problem_is_read_back_from_its_key(problem):
+    assert Problem.from_key(problem.key) == problem
+
+
+@pytest.mark.parametrize(
+    "key, needle",
+    [
+        ("mm:2x3:bf16:nt", "not a GEMM problem key"),
+        ("conv:1x2x3:bf16:nt", "not a GEMM problem key"),
+        ("mm:1x2x3:bf16:nt:rowwise", "not a GEMM problem key"),
+        ("scaled_mm:128x64x64:fp8e4m3:nt:rowwise:bf16:slow", "not a GEMM problem key"),
+        ("mm:1x2x3:bfloat16:nt", "not a canonical problem key"),
+        ("mm:1x2xq:bf16:nt", "K must be an integer"),
+        ("mm:1x2x3:bf16:xx", "unknown layout"),
+    ],
+)
+def test_a_key_that_names_no_problem_is_a_clear_error(key, needle):
+    with pytest.raises(ProblemError, match=needle):
+        Problem.from_key(key)
+
+
 def test_candidate_round_trip_and_key():
     c = Candidate.make("triton", "mm", BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_stages=3, num_warps=4, GROUP_M=8)
     assert Candidate.from_json(c.to_json()) == c

@@ -5,8 +5,8 @@ GEMMs -- shapes of data/h200-bf16 and data/shapes/ -- ranked by the shipped mode
 model on its own card (the fingerprint is the model's: this CPU ranks as the H200 would, with
 the ATen-kernel columns missing, as wherever no probe can run). It covers:
 
-- predict as shipped: the card's measured picks (models/picks/h200.json) where the GEMM is in
-  the card's datasets, the model elsewhere;
+- predict as shipped: the card's measured picks (models/picks/h200.json) where the card's
+  datasets or bench runs hold the GEMM, the model elsewhere;
 - predict and verify over kselect's enumeration of each GEMM's space (the boundary's
   `template_candidates`), with the shipped model's gap scores, the same scores read as plain
   ranking scores (the adaptive-k and prefer-ATen rules), and the measured times of
@@ -234,7 +234,7 @@ def decisions(cache_root: Path) -> dict:
         got: dict = {"space": len(cands)}
         got["model"] = {name: _decide(sel, problem, fingerprint, cands) for name, sel in model.items()}
         got["model"]["verify epilogue"] = _decide(model["verify"], problem, fingerprint, cands, epilogue=True)
-        # predict as shipped: the card's measured picks (models/picks) where its datasets hold the GEMM
+        # predict as shipped: the card's measured picks (models/picks) where its datasets or bench runs hold the GEMM
         got["model"]["predict, measured picks"] = _decide(measured_picks, problem, fingerprint, cands)
         got["ranking"] = {name: _decide(sel, problem, fingerprint, cands) for name, sel in scores.items()}
         got["ranking"]["verify epilogue"] = _decide(scores["verify"], problem, fingerprint, cands, epilogue=True)

@@ -1,6 +1,7 @@
 """A card's measured picks (training/data/measured_picks.py): the fastest candidate per GEMM
 where it beat ATen beyond noise, else ATen; written in kselect's form and Inductor's lookup-table
-form; and the shipped tables (models/picks/) re-derived from the committed datasets."""
+form; verify's bench decisions as picks (training/bench/verified_picks.py); and the shipped tables
+(models/picks/) re-derived from the committed datasets and bench runs."""
 
 from __future__ import annotations
 
@@ -103,17 +104,71 @@ def test_two_cards_are_not_merged():
         mp.merge([({"gpu_name": "A"}, []), ({"gpu_name": "B"}, [])])
 
 
+def _bench_rows(problem: str, plain: list[float], verify: list[float], chosen: list[str], correct=True) -> list[dict]:
+    """bench gemm rows of one GEMM: one per process and variant."""
+    rows = [{"variant": "plain", "problem": problem, "kernel_ms": ms, "correct": True, "chosen": ""} for ms in plain]
+    return rows + [
+        {"variant": "kselect-verify", "problem": problem, "kernel_ms": ms, "correct": correct, "chosen": c}
+        for ms, c in zip(verify, chosen)
+    ]
+
+
+def test_verify_s_bench_decisions_become_picks_only_beyond_noise_and_the_gain():
+    from kselect.training.bench.verified_picks import bench_picks
+
+    tile = TILE.key
+    rows = (
+        _bench_rows("mm:8x3072x3072:bf16:nt", [10.0, 10.1, 10.05], [8.0, 8.1, 8.05], [tile] * 3)  # 20 % faster
+        + _bench_rows("mm:8x4096x4096:bf16:nt", [10.0, 10.1, 10.05], [9.9, 9.95, 9.9], [tile] * 3)  # 1 %: noise
+        + _bench_rows("mm:8x5120x5120:bf16:nt", [10.0, 10.1, 10.05], [10.0, 10.0, 10.1], ["aten:mm"] * 3)
+        + _bench_rows("mm:8x6144x6144:bf16:nt", [10.0, 10.1, 10.05], [8.0, 8.1, 8.05], [tile, tile, "aten:mm"])
+        + _bench_rows("mm:8x7168x7168:bf16:nt", [10.0, 10.1, 10.05], [8.0, 8.1, 8.05], [tile] * 3, correct=False)
+        + _bench_rows("mm:8x9216x9216:bf16:nt", [10.0, 13.0, 11.0], [9.0, 9.1, 9.0], [tile] * 3)  # noise 1.3
+    )
+    picks = {p.problem_key: p for p in bench_picks(rows, source="run")}
+    # the undecided GEMM (verify's choice varied) and the wrong one are left out
+    assert sorted(picks) == [
+        "mm:8x3072x3072:bf16:nt",
+        "mm:8x4096x4096:bf16:nt",
+        "mm:8x5120x5120:bf16:nt",
+        "mm:8x9216x9216:bf16:nt",
+    ]
+    won = picks["mm:8x3072x3072:bf16:nt"]
+    assert won.pick == tile and won.aten == "aten:mm" and won.source == "run"
+    assert math.isclose(won.pick_ms, 8.05) and math.isclose(won.aten_ms, 10.05)
+    assert math.isclose(won.gain, 10.05 / 8.05 - 1)
+    for key in ("mm:8x4096x4096:bf16:nt", "mm:8x5120x5120:bf16:nt", "mm:8x9216x9216:bf16:nt"):
+        assert picks[key].pick == picks[key].aten == "aten:mm" and picks[key].gain == 0.0, key
+
+
+def test_bench_picks_join_only_their_own_card_and_never_over_a_dataset():
+    held = mp.MeasuredPick(Problem(8, 3072, 3072), "aten:mm", 1.0, "aten:mm", 1.0, 0.0, "data")
+    new = mp.MeasuredPick(Problem(8, 4096, 4096), TILE.key, 0.8, "aten:mm", 1.0, 0.25, "run")
+    again = mp.MeasuredPick(Problem(8, 3072, 3072), TILE.key, 0.8, "aten:mm", 1.0, 0.25, "run")
+    merged = mp.with_bench({"gpu_name": "NVIDIA H100"}, [held], ("NVIDIA H100", [again, new]))
+    assert merged == [held, new]
+    with pytest.raises(ValueError, match="bench runs measured on 'NVIDIA H200'"):
+        mp.with_bench({"gpu_name": "NVIDIA H100"}, [held], ("NVIDIA H200", [new]))
+
+
 @pytest.mark.parametrize(
-    "stem, data",
+    "stem, data, bench",
     [
-        ("h200", ["data/h200-bf16"]),
-        ("h100", ["data/h100-bf16-retrain/data", "data/h100-dtypes/data"]),
+        ("h200", ["data/h200-bf16"], ["reports/2026-12-04-bench-gemm-h200-pooled"]),
+        (
+            "h100",
+            ["data/h100-bf16-retrain/data", "data/h100-dtypes/data"],
+            ["reports/2026-12-06-unseen-verify-one-machine-h100/run"],
+        ),
     ],
 )
-def test_the_shipped_tables_are_the_committed_datasets_picks(stem, data):
+def test_the_shipped_tables_are_the_committed_datasets_picks(stem, data, bench):
     """models/picks/<card>.json is what `kselect export-measured-picks` writes from the committed
-    datasets: a dataset or rule change without a re-export fails here."""
+    datasets and bench runs: a dataset, run or rule change without a re-export fails here."""
+    from kselect.training.bench.verified_picks import run_picks
+
     card, picks = mp.merge([mp.dataset_picks(REPO / d) for d in data])
+    picks = mp.with_bench(card, picks, run_picks([REPO / b for b in bench]))
     want = mp.table_document(card, picks)
     shipped = json.loads((REPO / "models" / "picks" / f"{stem}.json").read_text())
     want["sources"] = shipped["sources"]  # the paths the command was given, relative or not

@@ -52,6 +52,7 @@ BENCH_SETTINGS = {
     "compile_budget": None,
     "early_decision": "--late-decision",
     "warm_start": "--cold-start",
+    "measured_picks": "--no-measured-picks",  # predict's model alone, where the table holds the run's GEMMs
 }
 
 

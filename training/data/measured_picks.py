@@ -1,6 +1,7 @@
 """A card's measured picks: for every GEMM a dataset measured on that card, the candidate that
 ran fastest, kept only where it beat ATen beyond the measurement's noise -- a table predict mode
-can serve with zero benchmarks, the pick measured rather than predicted.
+can serve with zero benchmarks, the pick measured rather than predicted. GEMMs no dataset holds
+come from verify's decisions in bench runs on the card (training/bench/verified_picks.py).
 
 Per problem (a dataset's ok, not-noisy rows; the labels training learns, re-timed as Inductor's
 kernels where the dataset holds such rows):
@@ -109,6 +110,17 @@ def merge(tables: list[tuple[dict, list[MeasuredPick]]]) -> tuple[dict, list[Mea
     return tables[0][0], merged
 
 
+def with_bench(card: dict, picks: list[MeasuredPick], bench: tuple[str, list[MeasuredPick]]) -> list[MeasuredPick]:
+    """`picks` (the datasets') and, for the GEMMs no dataset holds, the bench runs' picks
+    (training/bench/verified_picks.py: (their GPU's name, picks)). A dataset measured every
+    candidate; a bench run only those verify kept, so a GEMM in both keeps the dataset's pick."""
+    device, extra = bench
+    if device != card.get("gpu_name"):
+        raise ValueError(f"the bench runs measured on {device!r}, the datasets on {card.get('gpu_name')!r}")
+    held = {p.problem_key for p in picks}
+    return picks + [p for p in extra if p.problem_key not in held]
+
+
 def table_document(card: dict, picks: list[MeasuredPick], min_gain: float = MIN_GAIN) -> dict:
     """kselect's form of the table, as written to disk."""
     return {
@@ -170,17 +182,33 @@ def dataset_picks(data, min_gain: float = MIN_GAIN) -> tuple[dict, list[Measured
     return card_of(ds.read_fingerprint()), best_of_space(df, source=str(data), min_gain=min_gain)
 
 
-def write_tables(data_dirs, out_stem, min_gain: float = MIN_GAIN, device_key: str | None = None) -> dict:
-    """One card's measured picks from `data_dirs`, written as `<out_stem>.json` (kselect's form)
-    and `<out_stem>.lookup.json` (Inductor's); returns a summary."""
+def write_tables(
+    data_dirs,
+    out_stem,
+    min_gain: float = MIN_GAIN,
+    device_key: str | None = None,
+    bench: tuple[str, list[MeasuredPick]] | None = None,
+) -> dict:
+    """One card's measured picks from `data_dirs` (and `bench`, verify's decisions from bench
+    runs on that card: with_bench), written as `<out_stem>.json` (kselect's form) and
+    `<out_stem>.lookup.json` (Inductor's); returns a summary."""
     from kselect.selector.atomic_write import write_text
     from kselect.training.data.lookup_table import write_table
 
     card, picks = merge([dataset_picks(d, min_gain) for d in data_dirs])
+    from_datasets = len(picks)
+    if bench is not None:
+        picks = with_bench(card, picks, bench)
     out_stem = Path(out_stem).expanduser()
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     ours = out_stem.with_name(out_stem.name + ".json")
     write_text(ours, json.dumps(table_document(card, picks, min_gain), indent=1, sort_keys=True) + "\n")
     export = inductor_export(picks, device_key)
     theirs = write_table(export, out_stem.with_name(out_stem.name + ".lookup.json"))
-    return {"card": card, **gain_summary(picks), "inductor": export.summary(), "out": [str(ours), str(theirs)]}
+    return {
+        "card": card,
+        **gain_summary(picks),
+        "from_bench_runs": len(picks) - from_datasets,
+        "inductor": export.summary(),
+        "out": [str(ours), str(theirs)],
+    }

@@ -9,6 +9,7 @@ import math
 import statistics
 from pathlib import Path
 
+from kselect.training.bench.noise_rule import against_plain, kernel_times
 from kselect.training.figures.raw import load_csv, load_json, load_jsonl, times
 
 UNSEEN_VERIFY = "reports/2026-12-06-unseen-verify-one-machine-h100/run/results.jsonl"
@@ -36,30 +37,13 @@ RAW = [
 ]
 
 
-def _kernel_times(root: Path, rel: str) -> dict:
-    """problem -> variant -> kernel times over its processes (rows without a time skipped)."""
-    kernel_ms: dict = collections.defaultdict(lambda: collections.defaultdict(list))
-    for r in load_jsonl(root, rel):
-        if r.get("kernel_ms") is not None:
-            kernel_ms[r["problem"]][r["variant"]].append(r["kernel_ms"])
-    return kernel_ms
-
-
-def _ratio(plain: list[float], other: list[float]) -> float:
-    return statistics.median(other) / statistics.mean(plain)
-
-
 def noise_rule(root: Path, rel: str, variant: str) -> dict:
-    """A variant against plain by the noise rule (reports/2026-12-06-unseen-bench-h100-noise-rule/
-    noise_rule.py): per GEMM its median time over plain's mean, slower when beyond the GEMM's
-    noise (plain's max/min, floored at plain's median noise over the set)."""
-    kernel_ms = _kernel_times(root, rel)
-    floor = statistics.median(max(v["plain"]) / min(v["plain"]) for v in kernel_ms.values())
-    ratios, slower = {}, 0
-    for key, v in kernel_ms.items():
-        if variant in v:
-            ratios[key] = _ratio(v["plain"], v[variant])
-            slower += ratios[key] > max(max(v["plain"]) / min(v["plain"]), floor)
+    """A variant against plain by the noise rule (training/bench/noise_rule.py, as
+    reports/2026-12-06-unseen-bench-h100-noise-rule/noise_rule.py reads it): per GEMM its median
+    time over plain's mean, slower when beyond the GEMM's noise."""
+    readings = against_plain(kernel_times(load_jsonl(root, rel)), variant)
+    ratios = {key: r.ratio for key, r in readings.items()}
+    slower = sum(r.slower for r in readings.values())
     return {"ratios": ratios, "speed": 1 / statistics.geometric_mean(ratios.values()), "slower": slower}
 
 
@@ -78,9 +62,13 @@ def template_speed(root: Path, rel: str) -> tuple[int, float]:
 def _exact_p(plain: list[float], verify: list[float]) -> float:
     """A GEMM's permutation p-value (relabel_null.py --exact of the one-machine run's report)."""
     both, k = plain + verify, len(plain)
-    observed = _ratio(plain, verify)
+
+    def ratio(p: list[float], v: list[float]) -> float:
+        return statistics.median(v) / statistics.mean(p)
+
+    observed = ratio(plain, verify)
     ratios = [
-        _ratio([both[i] for i in idx], [both[i] for i in range(len(both)) if i not in idx])
+        ratio([both[i] for i in idx], [both[i] for i in range(len(both)) if i not in idx])
         for idx in itertools.combinations(range(len(both)), k)
     ]
     return sum(r >= observed for r in ratios) / len(ratios)
@@ -89,7 +77,7 @@ def _exact_p(plain: list[float], verify: list[float]) -> float:
 def permutation_slower(root: Path, rel: str) -> tuple[int, int]:
     """(GEMMs, how many of them the permutation rule calls slower: the observed labelling the
     most extreme of all, p <= 1 / C(n, k))."""
-    kernel_ms = _kernel_times(root, rel)
+    kernel_ms = kernel_times(load_jsonl(root, rel))
     slower = 0
     for v in kernel_ms.values():
         plain, verify = v["plain"], v["kselect-verify"]
