@@ -130,6 +130,9 @@ def table_document(card: dict, picks: list[MeasuredPick], min_gain: float = MIN_
             "min_gain": min_gain,
             "pick": "the fastest non-ATen candidate when ATen is slower by more than max(min_gain, "
             "both spreads); else ATen",
+            "bench pick": "a GEMM no dataset holds, from bench runs on the card: the candidate verify chose "
+            "in every process, when it beat plain's cuBLAS beyond the GEMM's noise and by more than "
+            "min_gain; else ATen",
         },
         "sources": sorted({p.source for p in picks}),
         "picks": {p.problem_key: p.entry() for p in sorted(picks, key=lambda p: p.problem_key)},
