@@ -20,6 +20,7 @@ from kselect.kernels.backend import Candidate, Problem  # noqa: E402
 from kselect.kernels.triton.space import triton_space  # noqa: E402
 from kselect.models import shipped_model_path  # noqa: E402
 from kselect.selector.compat import autotune, current_graph  # noqa: E402
+from kselect.selector.compat.choice_candidates import is_extern  # noqa: E402
 from kselect.selector.decide.rankers import CostModelRanker  # noqa: E402
 from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.model import features  # noqa: E402
@@ -90,7 +91,9 @@ def test_a_real_lowering_shows_the_hook_its_graphs_gemms(tmp_path, monkeypatch):
 
     def look(choices):
         seen.append(current_graph.graph_gemm_problems(current_graph.lowering_graph()))
-        return choices
+        # the ATen call alone goes on: what the hook saw is the check, and benchmarking the C++
+        # templates of both bmms would build four of them (~9 s of g++ on the CI's 2 cores)
+        return [c for c in choices if is_extern(c)] or choices
 
     remove = autotune.add_preprocessing_fn(look)
     try:

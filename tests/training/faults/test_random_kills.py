@@ -33,7 +33,10 @@ from fault_harness import (
 )
 
 SEED = 20261205
-N_SHAPES = 200
+# Enough shapes that the 16 kills land before the collection ends: each kill waits for one more
+# published part, then at most 0.3 s (~4 shapes at 10 ms a candidate), so the rounds use ~30
+# shapes and at worst ~70; the final resume measures the rest.
+N_SHAPES = 100
 # Each round: one injected worker death (a stage, in shuffled order), OUTSIDE_KILLS worker
 # kills, one supervisor-level kill; 4 x (1 + 2 + 1) = 16 kill points, each kind in every round.
 INJECTED_STAGES = ("setup", "unit", "write", "written")
