@@ -25,9 +25,9 @@ class AgainstPlain:
     def slower(self) -> bool:
         return self.ratio > self.noise
 
-    @property
-    def faster(self) -> bool:
-        return self.ratio < 1 / self.noise
+    def faster(self, min_gain: float = 0.0) -> bool:
+        """Faster beyond the noise, and by more than `min_gain` (a fraction of plain's time)."""
+        return self.ratio < 1 / max(self.noise, 1 + min_gain)
 
 
 def kernel_times(rows) -> dict:
@@ -39,6 +39,11 @@ def kernel_times(rows) -> dict:
     return times
 
 
+def ratio_to_plain(plain: list[float], other: list[float]) -> float:
+    """The other variant's median time over plain's mean."""
+    return statistics.median(other) / statistics.mean(plain)
+
+
 def against_plain(times: dict, variant: str) -> dict[str, AgainstPlain]:
     """Every GEMM of `times` (kernel_times) that plain and `variant` both measured, read by the
     rule; the floor is taken over every GEMM plain measured."""
@@ -48,7 +53,7 @@ def against_plain(times: dict, variant: str) -> dict[str, AgainstPlain]:
     floor = statistics.median(spreads)
     return {
         key: AgainstPlain(
-            ratio=statistics.median(v[variant]) / statistics.mean(v["plain"]),
+            ratio=ratio_to_plain(v["plain"], v[variant]),
             noise=max(max(v["plain"]) / min(v["plain"]), floor),
         )
         for key, v in times.items()

@@ -48,7 +48,7 @@ def bench_picks(rows: list[dict], source: str = "", min_gain: float = MIN_GAIN) 
         aten = get_backend("aten").candidates(problem)[0].key
         plain_ms, verify_ms = statistics.mean(times[key]["plain"]), statistics.median(times[key][VERIFY])
         (pick,) = chosen[key]
-        if pick != aten and reading.ratio < 1 / max(reading.noise, 1 + min_gain):
+        if pick != aten and reading.faster(min_gain):
             picks.append(MeasuredPick(problem, pick, verify_ms, aten, plain_ms, plain_ms / verify_ms - 1, source))
         else:
             picks.append(MeasuredPick(problem, aten, plain_ms, aten, plain_ms, 0.0, source))

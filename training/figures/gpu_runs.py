@@ -9,7 +9,7 @@ import math
 import statistics
 from pathlib import Path
 
-from kselect.training.bench.noise_rule import against_plain, kernel_times
+from kselect.training.bench.noise_rule import against_plain, kernel_times, ratio_to_plain
 from kselect.training.figures.raw import load_csv, load_json, load_jsonl, times
 
 UNSEEN_VERIFY = "reports/2026-12-06-unseen-verify-one-machine-h100/run/results.jsonl"
@@ -62,13 +62,9 @@ def template_speed(root: Path, rel: str) -> tuple[int, float]:
 def _exact_p(plain: list[float], verify: list[float]) -> float:
     """A GEMM's permutation p-value (relabel_null.py --exact of the one-machine run's report)."""
     both, k = plain + verify, len(plain)
-
-    def ratio(p: list[float], v: list[float]) -> float:
-        return statistics.median(v) / statistics.mean(p)
-
-    observed = ratio(plain, verify)
+    observed = ratio_to_plain(plain, verify)
     ratios = [
-        ratio([both[i] for i in idx], [both[i] for i in range(len(both)) if i not in idx])
+        ratio_to_plain([both[i] for i in idx], [both[i] for i in range(len(both)) if i not in idx])
         for idx in itertools.combinations(range(len(both)), k)
     ]
     return sum(r >= observed for r in ratios) / len(ratios)
