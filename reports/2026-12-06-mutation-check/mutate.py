@@ -109,8 +109,8 @@ MUTATIONS = [
     Mutation(
         "predict-takes-the-worst",
         "selector/decide/decider.py",
-        "return np.array(ranker.rank(problem, candidates), dtype=np.float64)",
-        "return -np.array(ranker.rank(problem, candidates), dtype=np.float64)",
+        "return np.array(ranker.rank(problem, candidates, **epilogue), dtype=np.float64), None",
+        "return -np.array(ranker.rank(problem, candidates, **epilogue), dtype=np.float64), None",
         ("tests/selector/test_gpu_pick_timing.py::test_no_pick_is_slower_than_plains_cublas",),
         "gpu",
         "the ranker's scores negated: predict takes the template ranked worst",

@@ -109,9 +109,9 @@ class Decider:
             t_ranked = time.perf_counter()
             kept, why = [measured[1]], f"predict: measured on this card -> {keys[measured[1]]} (models/picks)"
         else:
-            scores = self._rank(ranker, problem, candidates, gemm_epilogue)
+            scores, reach = self._rank(ranker, problem, candidates, gemm_epilogue)
             t_ranked = time.perf_counter()
-            kept, why = self._keep(ranker, fingerprint, problem, candidates, scores, epilogue)
+            kept, why = self._keep(ranker, fingerprint, problem, candidates, scores, epilogue, reach)
         self._plan(stage, problem, keys, kept)
         t_end = time.perf_counter()
         ms = (t_end - t0 + map_s) * 1e3
@@ -182,19 +182,23 @@ class Decider:
             return kept
         return None
 
-    def _rank(self, ranker, problem, candidates, gemm_epilogue=None) -> np.ndarray:
-        """The ranker's scores (lower = predicted faster); a ranker that `reads_epilogue` (a cost
-        model trained with the epilogue block) gets the GEMM's Epilogue too."""
+    def _rank(self, ranker, problem, candidates, gemm_epilogue=None) -> tuple[np.ndarray, tuple | None]:
+        """(The ranker's scores (lower = predicted faster), verify's budget: the reach model's
+        gaps and tiers, or None where the ranker has no reach model or the mode is predict). A
+        ranker that `reads_epilogue` (a cost model trained with the epilogue block) gets the
+        GEMM's Epilogue too."""
+        epilogue = {"epilogue": gemm_epilogue or NO_EPILOGUE} if getattr(ranker, "reads_epilogue", False) else {}
+        reach = getattr(ranker, "reach", None) if self.config.mode == "verify" else None
         with short_switch_interval():
-            if getattr(ranker, "reads_epilogue", False):
-                return np.array(
-                    ranker.rank(problem, candidates, epilogue=gemm_epilogue or NO_EPILOGUE), dtype=np.float64
-                )
-            return np.array(ranker.rank(problem, candidates), dtype=np.float64)
+            if reach is not None:
+                scores, gaps = ranker.rank_with_reach(problem, candidates, **epilogue)
+                return np.array(scores, dtype=np.float64), (gaps, reach.tiers)
+            return np.array(ranker.rank(problem, candidates, **epilogue), dtype=np.float64), None
 
-    def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool):
-        """(kept indices, the reason): the policy over the scores; templates this torch cannot run
-        are never kept (their scores become NaN in place)."""
+    def _keep(self, ranker, fingerprint: dict, problem, candidates, scores: np.ndarray, epilogue: bool, reach=None):
+        """(kept indices, the reason): the policy over the scores (and verify's budget, `reach`:
+        _rank's); templates this torch cannot run are never kept (their scores become NaN in
+        place)."""
         config = self.config
         if config.mode == "predict" and problem.dtype not in getattr(ranker, "predict_dtypes", (problem.dtype,)):
             return self._cublas_only(problem, candidates)
@@ -218,6 +222,7 @@ class Decider:
             compile_price=price,
             aten_gap=bool(getattr(ranker, "aten_gap_scores", False)),
             nearest=nearest_candidates(ranker, config.mode, problem, candidates),
+            reach=reach,
         )
         # the epilogue's few, picked on their fused forms: Inductor's benchmark (epilogue_fusion) or kselect's
         if epilogue == "fused" or (epilogue and config.epilogue_fusion):

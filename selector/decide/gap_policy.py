@@ -92,11 +92,14 @@ def choose_by_gap(
     keep_aten: bool,
     compile_price: CompilePrice | None,
     nearest: Sequence[int] = (),
+    reach: tuple[np.ndarray, Sequence[tuple[float, int]]] | None = None,
 ) -> tuple[list[int], str]:
     """choose_kept for scores that are predicted gaps to ATen: verify times ATen and
     templates_to_time(gap) templates (never more than k, one per tile family, one slot for the
     nearest-shape lookup's pick (with_nearest_slot), the compile price as always); predict
-    takes the best template only when confident_template."""
+    takes the best template only when confident_template. `reach` (verify): the reach model's
+    predicted gaps per candidate and its tiers (selector/model/reach.py): how many templates
+    are timed then follows its best template gap instead, none past its last bound."""
     aten = [int(i) for i in aten_indices(candidates)]
     is_template = np.ones(len(candidates), dtype=bool)
     is_template[aten] = False
@@ -109,7 +112,15 @@ def choose_by_gap(
         if not aten:
             raise RankerUnavailable("no-scores", "kselect: no scored candidate to pick -- stock")
         return [aten[0]], f"predict: best template predicted {gap:+.3f} from ATen -> ATen"
-    n = min(templates_to_time(gap), k, len(templates))
+    if reach is None:
+        n, budget = templates_to_time(gap), ""
+    else:
+        reach_gaps, tiers = reach
+        reached = reach_gaps[templates]
+        reached = reached[np.isfinite(reached)]
+        reach_gap = float(reached.min()) if len(reached) else math.inf
+        n, budget = templates_to_time(reach_gap, tiers), f", reach {reach_gap:+.3f}"
+    n = min(n, k, len(templates))
     if not aten and len(templates):
         n = max(n, 1)  # no ATen to fall back on: time at least one template
     too_slow = compile_price.too_slow_after(int(templates[0])) if compile_price is not None and n > 1 else None
@@ -120,7 +131,9 @@ def choose_by_gap(
         lambda i: tile_family(candidates[i]),
         lambda i: bool(np.isfinite(scores[i])) and not (too_slow and too_slow(i)),
     )
-    why = f"verify: best template predicted {gap:+.3f} from ATen -> {n} template(s), one per tile family"
+    why = f"verify: best template predicted {gap:+.3f} from ATen{budget} -> " + (
+        f"{n} template(s), one per tile family" if n else "no template within reach"
+    )
     if looked_up:
         why += f", the last the nearest measured shape's ({candidates[kept[-1]].key})"
     if compile_price is not None and compile_price.passed:

@@ -111,6 +111,7 @@ def choose_kept(
     compile_price: CompilePrice | None = None,
     aten_gap: bool = False,
     nearest: Sequence[int] = (),
+    reach: tuple | None = None,
 ) -> tuple[list[int], str]:
     """Indices of the kept candidates (best first) and a one-line reason.
 
@@ -133,7 +134,8 @@ def choose_kept(
     when confident_template (unseen backends and the epilogue rule as above do not apply);
     `nearest` (with `aten_gap`, verify): candidates the nearest-shape lookup would time, most
     preferred first (CostModelRanker.nearest_order); one of the timed slots goes to the first
-    usable of them (with_nearest_slot)."""
+    usable of them (with_nearest_slot); `reach` (with `aten_gap`, verify): the reach model's gaps
+    and tiers, which set how many templates are timed (choose_by_gap)."""
     scores = np.array(scores, dtype=np.float64)
     unseen = [int(i) for i in unseen]
     scores[unseen] = np.nan
@@ -141,7 +143,7 @@ def choose_kept(
     if len(finite) == 0:
         raise RankerUnavailable("no-scores", "kselect: the ranker scored none of the candidates -- stock")
     if aten_gap and not unseen:
-        return choose_by_gap(candidates, scores, finite, mode, k, keep_aten, compile_price, nearest)
+        return choose_by_gap(candidates, scores, finite, mode, k, keep_aten, compile_price, nearest, reach)
     names = sorted({candidates[i].backend for i in unseen})
     if mode == "predict":
         note = f"; {len(unseen)} unscored {names} never picked" if unseen else ""

@@ -64,12 +64,15 @@ class CostModelRanker:
 
     log_time_scores = False
 
-    def __init__(self, model, fingerprint: Mapping | None, grouped=None, by_dtype: Mapping | None = None):
+    def __init__(self, model, fingerprint: Mapping | None, grouped=None, by_dtype: Mapping | None = None, reach=None):
         """`grouped`: the GroupedRanker joined to it (decide/grouped_ranker.py), which scores
         `_grouped_mm` and puts "grouped_mm" among its `ops`; None: grouped GEMMs go to stock.
         `by_dtype`: {dtype: CostModelRanker} of the card's models of dtypes this one lacks
-        (model/discovery.py dtype_models), each scoring its own (grouped_ranker.for_problem)."""
+        (model/discovery.py dtype_models), each scoring its own (grouped_ranker.for_problem).
+        `reach`: the model's verify-budget model (model/reach.py ReachModel), read by
+        `rank_with_reach`; None: verify's budget is the policy's default tiers."""
         self.model = model
+        self.reach = reach
         #: scores are predicted log(time / ATen's time): the policy reads them as gaps to cuBLAS
         self.aten_gap_scores = bool(getattr(model, "aten_relative", False))
         self.fingerprint = fingerprint
@@ -97,6 +100,8 @@ class CostModelRanker:
         )
         if self.feature_blocks:
             self.ident += ":b" + ",".join(self.feature_blocks)
+        if reach is not None:  # verify's kept sets follow its budget
+            self.ident += ":" + reach.ident
         self.grouped = grouped
         if grouped is not None:
             self.ops |= grouped.ops
@@ -182,6 +187,17 @@ class CostModelRanker:
         ATen-kernel columns) -- warm_up's stand-in problems need not. `epilogue`: the GEMM's
         Epilogue (kernels/epilogue.py; None: none follows it), for a model trained
         with the epilogue block; a model without blocks never sees it."""
+        return self._scored(problem, candidates, probe, epilogue, reach=False)[0]
+
+    def rank_with_reach(self, problem: Problem, candidates: Sequence[Candidate], epilogue=None):
+        """(scores as `rank` gives them, the reach model's predicted gaps to ATen over the same
+        features; NaN where it has no opinion): verify's budget (decide/gap_policy.py). Needs
+        `reach`."""
+        return self._scored(problem, candidates, True, epilogue, reach=True)
+
+    def _scored(self, problem, candidates, probe: bool, epilogue, reach: bool) -> tuple:
+        """(scores, reach scores or None): the candidates featurised once, scored by the model
+        and, when `reach`, by the reach model."""
         if problem.dtype not in self.own_dtypes:
             raise RankerUnavailable(
                 f"dtype-{problem.dtype}",
@@ -192,6 +208,7 @@ class CostModelRanker:
         from kselect.selector.model.features import featurize_candidates
 
         scores = np.full(len(candidates), np.nan)  # no rows for a backend: no opinion on it
+        gaps = np.full(len(candidates), np.nan) if reach else None
         if backends_of(candidates) <= self.backends:  # the usual case, one cheap pass
             seen, rows = slice(None), candidates
         else:
@@ -206,13 +223,17 @@ class CostModelRanker:
             X = with_blocks(X, self.feature_blocks, rows, device, epilogue, problem=problem)
             t1 = time.perf_counter()
             scores[seen] = self.model.selection_cost(X)
+            t2 = time.perf_counter()
+            if reach:
+                gaps[seen] = self.reach.scores(X)
             # where this thread's latest ranking spent its time (copied into the decision record)
             self._phases.ms = {
                 "aten_probe": (t0 - tp) * 1e3,
                 "featurize": (t1 - t0) * 1e3,
-                "trees": (time.perf_counter() - t1) * 1e3,
+                "trees": (t2 - t1) * 1e3,
+                **({"reach_trees": (time.perf_counter() - t2) * 1e3} if reach else {}),
             }
-        return scores
+        return scores, gaps
 
     def nearest_order(self, problem: Problem, candidates: Sequence[Candidate]) -> list[int]:
         """Indices of `candidates` the nearest-shape lookup would time, most preferred first

@@ -114,6 +114,7 @@ class DeviceRankers:
     def _load_model_ranker(self, fingerprint: dict):
         from kselect.selector.model.cost_model import CostModel, ModelError
         from kselect.selector.model.discovery import load_shipped, serve_named
+        from kselect.selector.model.reach import ReachModel
 
         by_dtype = None  # a model the user gave or named decides its own dtypes alone
         try:
@@ -133,10 +134,11 @@ class DeviceRankers:
                     f"kselect: no cost model for {fingerprint.get('device_type')} "
                     "devices (models rank GPU kernels) -- stock autotuning",
                 )
+            reach = ReachModel.beside(model)  # verify's budget, where one was trained beside it
         except ModelError as exc:
             raise RankerUnavailable("model", f"kselect: cannot use cost model: {exc} -- stock autotuning") from None
         model.set_threads(1)
-        ranker = CostModelRanker(model, fingerprint, self._grouped_ranker(fingerprint), by_dtype)
+        ranker = CostModelRanker(model, fingerprint, self._grouped_ranker(fingerprint), by_dtype, reach)
         ranker.check()
         return ranker
 
@@ -214,10 +216,11 @@ def joined_dtype_rankers(fingerprint: dict, model) -> dict:
     dtype_models), one ranker per model file. Raises ModelError for a model that cannot be read."""
     from kselect.selector.model.discovery import dtype_models
     from kselect.selector.model.held_ops import held_dtypes
+    from kselect.selector.model.reach import ReachModel
 
     models = dtype_models(fingerprint, held_dtypes(model.metadata_))
     rankers = {}
     for m in {id(m): m for m in models.values()}.values():
         m.set_threads(1)
-        rankers[id(m)] = CostModelRanker(m, fingerprint)
+        rankers[id(m)] = CostModelRanker(m, fingerprint, reach=ReachModel.beside(m))
     return {d: rankers[id(m)] for d, m in models.items()}

@@ -5,7 +5,7 @@ and `<name>.meta.json`, the sidecar; `paths()` pairs them from either name or th
 
 The sidecar is a JSON object that always holds
 - `kind`: which model this is (KINDS: "cost-model", "compile-cost", "amd-backend-winner",
-  "grouped-cost-model"),
+  "grouped-cost-model", "reach-model"),
 - `schema_version`: the version of that kind's sidecar, which this code must read (KINDS),
 - `feature_names`: the model's inputs, in order, checked against what the code computes;
 and, where known, the provenance: `trained_at`, `command` (what made it), `dataset_hash`, and
@@ -34,6 +34,7 @@ KINDS = {
     "compile-cost": 1,
     "amd-backend-winner": 1,
     "grouped-cost-model": 1,
+    "reach-model": 1,
 }  # kind -> sidecar schema version
 # sidecars that name their kind by `format`: format -> (kind, version; None: read `format_version`)
 _FORMATS = {"kselect-cost-model": ("cost-model", None), "kselect-compile-cost/1": ("compile-cost", 1)}

@@ -279,8 +279,9 @@ class CostModel(artifact.HyperParameters):
         return self
 
     # -- persistence ------------------------------------------------------------------
-    def save(self, path: str | Path, metadata: Mapping | None = None) -> Path:
-        """Write `<path>` (XGBoost JSON) and its `.meta.json` sidecar; returns the sidecar path."""
+    def save(self, path: str | Path, metadata: Mapping | None = None, kind: str = KIND) -> Path:
+        """Write `<path>` (XGBoost JSON) and its `.meta.json` sidecar; returns the sidecar path.
+        `kind`: the sidecar's kind (a verify-budget model is saved as "reach-model", model/reach.py)."""
         self._check_fitted()
         path = Path(path)
         if path.suffix not in (".json", ".ubj"):
@@ -291,7 +292,7 @@ class CostModel(artifact.HyperParameters):
         fp = meta.get("fingerprint") or {}
         meta.update(
             {
-                **artifact.header(KIND, self.feature_names_),
+                **artifact.header(kind, self.feature_names_),
                 "feature_schema_version": FEATURE_SCHEMA_VERSION,
                 "objective": self.objective,
                 "hyper_parameters": self.get_params(),
@@ -315,10 +316,13 @@ class CostModel(artifact.HyperParameters):
         return mp
 
     @classmethod
-    def load(cls, path: str | Path, fingerprint: Mapping | None = None, force: bool = False) -> "CostModel":
+    def load(
+        cls, path: str | Path, fingerprint: Mapping | None = None, force: bool = False, kind: str = KIND
+    ) -> "CostModel":
         """Read a saved model (JSON/UBJ only, no pickle); refuse a schema or device mismatch.
-        A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it."""
-        path, meta = artifact.load_sidecar(path, KIND)
+        A JSON model TreeEnsemble evaluates serves without xgboost; any other is read by it.
+        `kind`: the sidecar kind expected (the verify-budget model's is "reach-model")."""
+        path, meta = artifact.load_sidecar(path, kind)
         blocks = check_schema(meta, source=str(path))
         model = cls.with_params(meta.get("hyper_parameters"))
         model.feature_blocks_ = blocks
@@ -330,6 +334,7 @@ class CostModel(artifact.HyperParameters):
             model._booster_path = path
         model.n_features_in_ = len(model.feature_names_)
         model.metadata_ = meta
+        model.path_ = path  # where it came from: its verify-budget model sits beside it (model/reach.py)
         if fingerprint is not None:
             model.check_device(fingerprint, force=force)
         return model

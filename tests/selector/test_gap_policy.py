@@ -74,3 +74,23 @@ def test_gap_scores_come_from_a_reg_aten_model():
 
     assert CostModelRanker(CostModel(objective="reg:aten"), None).aten_gap_scores
     assert not CostModelRanker(CostModel(objective="rank:ndcg"), None).aten_gap_scores
+
+
+def test_a_reach_model_sets_how_many_templates_verify_times():
+    """With a reach model the count follows its best template gap, the ranking still the cost
+    model's: within the bound the cap, past it ATen alone (nothing compiled or timed)."""
+    scores = np.array([0.0, -0.10, -0.12, -0.05, 0.02, 0.2])  # the cost model: all within its clip
+    tiers = ((0.4, 4),)
+    near = np.array([0.0, 0.35, 0.6, 0.5, 0.7, 0.9])  # the reach model's best template: +0.35
+    kept, why = choose_kept(CANDS, scores, "verify", 4, True, False, aten_gap=True, reach=(near, tiers))
+    assert kept == [2, 3, 4, 5, 0] and "reach +0.350 -> 4 template" in why  # the cost model's order
+    far = np.array([0.0, 0.45, 0.6, 0.5, 0.7, np.inf])
+    kept, why = choose_kept(CANDS, scores, "verify", 4, True, False, aten_gap=True, reach=(far, tiers))
+    assert kept == [0] and "reach +0.450 -> no template within reach" in why
+    # the reach model's own inf/NaN rows are no opinion; none left: no template
+    blind = np.array([0.0, np.nan, np.inf, np.nan, np.nan, np.nan])
+    assert choose_kept(CANDS, scores, "verify", 4, True, False, aten_gap=True, reach=(blind, tiers))[0] == [0]
+    # predict never reads it
+    assert choose_kept(CANDS, scores, "predict", 4, True, False, aten_gap=True, reach=(far, tiers))[0] == [0]
+    # without ATen one template is still timed
+    assert choose_kept(CANDS[1:], scores[1:], "verify", 4, True, False, aten_gap=True, reach=(far[1:], tiers))[0] == [1]

@@ -206,6 +206,41 @@ def test_headroom_recipe_end_to_end(tmp_path, capsys):
     assert "Headroom capture" in (tmp_path / "models" / "gap.md").read_text()
 
 
+def test_train_reach_beside_a_headroom_model(tmp_path, capsys):
+    """`kselect train-reach`: verify's budget model beside a reg:aten model loads with it; bad
+    flags and a model of another objective are errors before any training; retraining the cost
+    model makes the reach model a broken one (refused at load)."""
+    from kselect.selector.model.artifact import ModelError
+    from kselect.selector.model.cost_model import CostModel
+    from kselect.selector.model.reach import ReachModel
+
+    data = small_slice(tmp_path)
+    model = tmp_path / "models" / "gap"
+    _train(data, model, "--objective", "reg:aten", "--grid", "headroom", "--cv-folds", "0")
+    reach = ["train-reach", "--model", str(model), "--data", str(data)]
+    assert cli_main([*reach, "--tiers", "0.4:4,0.6:1"]) == 0
+    got = ReachModel.beside(CostModel.load(f"{model}.json"))
+    assert got is not None and got.tiers == ((0.4, 4), (0.6, 1)) and got.aten_gap_max == 0.7
+    meta = got.model.metadata_
+    assert meta["kind"] == "reach-model" and meta["beside"]["file"] == "gap.json" and "train-reach" in meta["command"]
+    capsys.readouterr()
+    assert cli_main([*reach, "--tiers", "0.4"]) == 2 and "BOUND:TEMPLATES" in capsys.readouterr().err
+    assert cli_main([*reach, "--tiers", "0.6:4,0.4:1"]) == 2 and "ascending" in capsys.readouterr().err
+    assert cli_main([*reach, "--gap-max", "0.2"]) == 2 and "above the cost model's clip" in capsys.readouterr().err
+    ranking = tmp_path / "models" / "ranking"
+    _train(data, ranking, "--objective", "rank:pairwise", "--cv-folds", "0")
+    assert cli_main(["train-reach", "--model", str(ranking), "--data", str(data)]) == 2
+    assert "'reg:aten' cost model" in capsys.readouterr().err
+    fewer = tmp_path / "fewer"  # the cost model retrained on other data: other trees
+    fewer.mkdir()
+    rows = pd.read_parquet(data / "measurements.parquet")
+    rows[rows.problem_key != rows.problem_key.iloc[0]].to_parquet(fewer / "measurements.parquet", index=False)
+    (fewer / "fingerprint.json").write_text((data / "fingerprint.json").read_text())
+    _train(fewer, model, "--objective", "reg:aten", "--grid", "headroom", "--cv-folds", "0")
+    with pytest.raises(ModelError, match="train-reach"):
+        ReachModel.beside(CostModel.load(f"{model}.json"))
+
+
 def test_cli_bad_input_is_an_error_not_a_traceback(tmp_path, capsys):
     assert cli_main(["evaluate", "--data", str(tmp_path / "missing"), "--model", "x.json"]) == 2
     assert "error" in capsys.readouterr().err

@@ -45,6 +45,7 @@ SUBCOMMANDS = {
         "time Triton candidates' compiles on this CPU; fit their model",
     ),
     "train": ("kselect.training.cli.train", "train the gradient-boosted cost model"),
+    "train-reach": ("kselect.training.cli.train_reach", "train verify's budget model beside a cost model"),
     "evaluate": ("kselect.training.cli.evaluate", "held-out accuracy of a model on a dataset"),
     "report": ("kselect.training.cli.report", "write an accuracy report with plots"),
     "write-figures": (

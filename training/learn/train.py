@@ -102,10 +102,11 @@ def sample_rows(
     return np.flatnonzero(feasible & (near | (u < keep_prob)))
 
 
-def aten_gap_target(shapes: ShapeSet, idx: np.ndarray) -> np.ndarray:
-    """log(time / ATen's time of the row's shape), clipped; failed rows at the top."""
+def aten_gap_target(shapes: ShapeSet, idx: np.ndarray, gap_max: float = ATEN_GAP_MAX) -> np.ndarray:
+    """log(time / ATen's time of the row's shape), clipped to [ATEN_GAP_MIN, gap_max]; failed
+    rows at the top. A higher `gap_max` is the verify-budget model's target (selector/model/reach.py)."""
     gap = np.log(shapes.time[idx] / shapes.aten_time[shapes.sid[idx]])
-    return np.clip(np.where(np.isfinite(gap), gap, ATEN_GAP_MAX), ATEN_GAP_MIN, ATEN_GAP_MAX).astype(np.float32)
+    return np.clip(np.where(np.isfinite(gap), gap, gap_max), ATEN_GAP_MIN, gap_max).astype(np.float32)
 
 
 def headroom_weights(shapes: ShapeSet, idx: np.ndarray) -> np.ndarray:
@@ -147,10 +148,11 @@ class ModelRanker:
     max_rows: int = MAX_ROWS_PER_SHAPE
     progress: Callable | None = None
     blocks: tuple = ()
+    aten_gap_max: float = ATEN_GAP_MAX  # 'reg:aten': the target's clip
 
     def fit(self, shapes: ShapeSet, X: np.ndarray) -> "ModelRanker":
         idx = training_rows(shapes, X, self.params.get("objective", ""), self.max_rows)
-        self.model_ = fit_model(shapes, X, idx, self.params, self.progress, self.blocks)
+        self.model_ = fit_model(shapes, X, idx, self.params, self.progress, self.blocks, self.aten_gap_max)
         return self
 
     def cost(self, shapes: ShapeSet, X: np.ndarray) -> np.ndarray:
@@ -180,12 +182,15 @@ def fit_model(
     params: dict,
     progress: Callable | None = None,
     blocks: tuple = (),
+    aten_gap_max: float = ATEN_GAP_MAX,
 ) -> CostModel:
+    """A CostModel of `params` fitted on rows `idx` to its objective's target ('reg:aten': the
+    gap to ATen clipped at `aten_gap_max`)."""
     model = CostModel(**params)
     if model.aten_relative:
         return model.fit(
             X[idx],
-            aten_gap_target(shapes, idx),
+            aten_gap_target(shapes, idx, aten_gap_max),
             sample_weight=headroom_weights(shapes, idx),
             progress=progress,
             feature_blocks=blocks,
