@@ -1,0 +1,23 @@
+# Verify's readings on the lm_head (reports/device/rules.md, "Verify's readings: the lm_head";
+# reports/device/plan.md): one call on nvidia-h100-x1, nothing to carry (serving reads
+# the shipped JSON model; no xgboost). lm_head.py times the seven lm_head GEMMs beside
+# nvidia-smi's log (~3-4 min); judge.py applies the rule to what it wrote. Under 560 s in all:
+# the install, at most 480 s for the run (no GEMM starts after 390 s), the judge, the tar.
+set -u
+D=reports/2026-12-07-verify-readings-lm-head-h100
+python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv | tee $OUT/card.txt
+python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" | tee -a $OUT/card.txt
+R=$OUT/run
+mkdir -p $R
+d=$(mktemp -d)
+PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$d/inductor TRITON_CACHE_DIR=$d/triton timeout -k 10 480 \
+  python3 $D/lm_head.py $R --deadline-s 390 > $OUT/log.txt 2>&1
+echo "lm_head rc=$?"
+# the script stops its nvidia-smi; one it could not stop (killed at the timeout) stops here
+p=$(cat $R/smi.pid 2>/dev/null) && grep -qs nvidia-smi /proc/$p/comm && kill $p
+tail -4 $OUT/log.txt
+python3 $D/judge.py $R > $OUT/judge.md 2>&1
+echo "judge rc=$?"
+cat $OUT/judge.md
+cd $OUT && tar czf run.tgz run && rm -rf run
