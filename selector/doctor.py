@@ -86,6 +86,7 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
     from kselect.selector.inductor.device_rankers import joined_dtype_rankers
     from kselect.selector.model.cost_model import CostModel, ModelError
     from kselect.selector.model.discovery import load_shipped, serve_named
+    from kselect.selector.model.reach import ReachModel, reach_path
 
     if not fingerprint.get("gpu_name"):
         return None, "the cost models rank GPU kernels; on a CPU kselect leaves GEMMs to stock autotuning", None
@@ -107,6 +108,9 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
             for dtype, other in joined.items():
                 files.setdefault(other.model.metadata_.get("booster_file") or "shipped model", []).append(dtype)
             why += "".join(f"; {', '.join(d)}: {f}" for f, d in files.items())
+        reach = ReachModel.beside(model)  # verify's budget, as at serving
+        if reach is not None:
+            why += f"; verify's budget: {reach_path(model.path_).name}"
     except ModelError as exc:
         return None, f"{exc} -- stock autotuning", None
     from kselect.selector.decide.grouped_ranker import grouped_beside
@@ -114,7 +118,7 @@ def _model(fingerprint: dict, named: object) -> tuple[str | None, str, object]:
 
     # the grouped model beside it joins it as at serving: `decided` then names grouped_mm
     grouped = grouped_beside(fingerprint, named or None)
-    return path, why, CostModelRanker(model, fingerprint, grouped=grouped, by_dtype=joined)
+    return path, why, CostModelRanker(model, fingerprint, grouped=grouped, by_dtype=joined, reach=reach)
 
 
 def decided(ranker) -> dict:

@@ -2,11 +2,14 @@
 shipped models were made for (their fingerprints, as the selector would see them)."""
 
 import json
+from pathlib import Path
 
 from kselect.selector import doctor
 from kselect.selector.model.cost_model import meta_path
 from kselect.selector.model.discovery import shipped_models
 from kselect.training.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _card(name: str) -> dict:
@@ -36,6 +39,10 @@ def test_a_card_with_its_own_model_is_served_by_it():
     assert path == "h200-bf16.json" and "this card" in why
     # fp16 and TF32 by the Hopper model of those dtypes, joined as at serving; no scaled_mm
     assert "fp16, tf32: hopper-fp16-tf32.json" in why
+    assert "verify's budget: h200-bf16.reach.json" in why and ranker.reach is not None  # the H100's has none
+    h100 = json.loads((REPO / "data" / "h100-dtypes" / "data" / "fingerprint.json").read_text())
+    path, why, _ = doctor._model(dict(h100, architecture="sm_90"), None)
+    assert path == "hopper-bf16.json" and "verify's budget" not in why
     assert doctor.decided(ranker) == {"ops": ["addmm", "baddbmm", "bmm", "mm"], "dtypes": ["bf16", "fp16", "tf32"]}
 
 
