@@ -127,6 +127,21 @@ def write_card(model_path: Path, card_path: Path | None = None) -> Path:
     return card_path
 
 
+def _reach_row(model_path: Path) -> list[str]:
+    """The card's row for verify's budget model beside the model (selector/model/reach.py), if any."""
+    from kselect.selector.model.reach import reach_path
+
+    path = reach_path(model_path)
+    if not path.is_file():
+        return []
+    meta = json.loads(meta_path(path).read_text())
+    tiers = ", ".join(f"<= {b:g}: {n}" for b, n in meta.get("verify_tiers") or ())
+    return [
+        f"| verify's budget | `{path.name}`: the recipe with the gap target clipped at {meta.get('aten_gap_max')}; "
+        f"templates timed by its best template gap ({tiers}, else none); `{meta.get('command')}` |"
+    ]
+
+
 def card_text(model_path: Path) -> str:
     """The model card as its sidecar gives it (`kselect write-figures` writes the same text
     into a card that goes on with hand-written sections)."""
@@ -184,6 +199,7 @@ def card_text(model_path: Path) -> str:
             if tr.get("predict_dtypes") is not None
             else []
         ),
+        *_reach_row(model_path),
         f"| training command | `{artifact.provenance(meta)['command']}` |",
         f"| training time | {tr.get('train_seconds')} s on this machine's CPU |",
         f"| trained at | {meta.get('trained_at')} |",
