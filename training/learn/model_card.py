@@ -132,7 +132,7 @@ def _reach_row(model_path: Path) -> list[str]:
     from kselect.selector.model.reach import reach_path
 
     path = reach_path(model_path)
-    if not path.is_file():
+    if not meta_path(path).is_file():  # the card renders from sidecars alone
         return []
     meta = json.loads(meta_path(path).read_text())
     tiers = ", ".join(f"<= {b:g}: {n}" for b, n in meta.get("verify_tiers") or ())
