@@ -37,12 +37,24 @@ class Operands:
     scale_b: "object" = None  # scaled_mm: fp32, () tensorwise or (1, N) rowwise
 
     @property
+    def gemm_args(self) -> tuple:
+        """The arguments of `gemm_fn`: (a, b), or (a, b, bias) for addmm."""
+        return (self.a, self.b) if self.bias is None else (self.a, self.b, self.bias)
+
+    @property
     def nbytes(self) -> int:
         total = 0
         for t in (self.a, self.b, self.out, self.bias, self.scale_a, self.scale_b):
             if t is not None:
                 total += t.untyped_storage().nbytes()
         return total
+
+
+def gemm_fn(op: str):
+    """The eager GEMM a bench or a re-timing compiles for `op`: a @ b, plus the bias for addmm."""
+    if op == "addmm":
+        return lambda a, b, bias: a @ b + bias
+    return lambda a, b: a @ b
 
 
 def _matrix(rows: int, cols: int, transposed: bool, batch: int, dtype, device, gen):

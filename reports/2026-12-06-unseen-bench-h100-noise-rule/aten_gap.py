@@ -106,7 +106,7 @@ def _kernels(fn, args) -> dict[str, list[str]]:
 def run_arm(arm: str, out: Path, deadline: float) -> None:
     import torch
 
-    from kselect.kernels.operands import make_operands
+    from kselect.kernels.operands import gemm_fn, make_operands
     from kselect.kernels.problem import Problem
     from kselect.kernels.timing import warm_gpu
     from kselect.training.bench import gemm
@@ -177,8 +177,8 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
                     patches.update(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON")
                     kw = {"mode": "max-autotune-no-cudagraphs"}
                 with ic.patch(patches):
-                    fn = torch.compile(gemm._gemm_fn(p.op), dynamic=False, **kw)
-                    names = _kernels(fn, gemm._args(ops))
+                    fn = torch.compile(gemm_fn(p.op), dynamic=False, **kw)
+                    names = _kernels(fn, ops.gemm_args)
                 fh.write(
                     json.dumps({"arm": arm, "step": "kernels", "variant": variant, "problem": p.key, "kernels": names})
                     + "\n"

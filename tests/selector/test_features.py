@@ -19,7 +19,7 @@ from kselect.selector.model.features import (
     featurize_candidates,
     featurize_frame,
 )
-from kselect.training.measure.rows import row_for
+from kselect.training.data.rows import row_for
 
 DEVICE = {
     "gpu_name": "NVIDIA H200",
@@ -192,7 +192,7 @@ def test_flydsl_candidates_encode_in_the_schema():
     is k_split) under the 'other' template class; the dataset row the collector writes for the
     same candidate featurises identically. ISA features would need a new schema version."""
     from kselect.kernels.flydsl import space as fly
-    from kselect.training.measure.rows import row_for
+    from kselect.training.data.rows import row_for
 
     p = Problem(4096, 4096, 4096, layout="nt")
     cands = fly.candidates(p, "gfx942", "default")

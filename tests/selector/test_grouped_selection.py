@@ -135,7 +135,7 @@ def train_fixture_model(directory: Path, fingerprint: dict) -> Path:
     under `directory` for the card `fingerprint`; returns the model file."""
     from kselect.training.cli.main import main
     from kselect.training.data.dataset import COLUMNS, DatasetDir
-    from kselect.training.measure.rows import row_for
+    from kselect.training.data.rows import row_for
 
     rows = []
     for groups in (4, 8):

@@ -17,8 +17,8 @@ from kselect.training.data.aten_kernels import (
     read_records,
     write_records,
 )
+from kselect.training.data.rows import row_for
 from kselect.training.learn.held_out import load_data
-from kselect.training.measure.rows import row_for
 
 from conftest import H200_DATA
 

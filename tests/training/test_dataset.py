@@ -14,7 +14,7 @@ from kselect.training.data.dataset import (
     load_dataset,
     summarize,
 )
-from kselect.training.measure.rows import row_for
+from kselect.training.data.rows import row_for
 
 
 def _rows(n, start=0, status="ok"):

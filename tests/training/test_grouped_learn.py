@@ -9,8 +9,8 @@ import pytest
 from kselect.kernels.candidate import Candidate
 from kselect.kernels.grouped.problem import GroupedProblem
 from kselect.kernels.grouped.space import ATEN
+from kselect.training.data.rows import row_for
 from kselect.training.learn import grouped_fit as learn
-from kselect.training.measure.rows import row_for
 
 SMALL = Candidate.make("triton", "grouped_mm", BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, num_stages=3, num_warps=4)
 LARGE = Candidate.make("triton", "grouped_mm", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=3, num_warps=8)

@@ -15,7 +15,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.training.data import measured_picks as mp
 from kselect.training.data.dataset import DatasetDir
-from kselect.training.measure.rows import row_for
+from kselect.training.data.rows import row_for
 
 from conftest import REPO
 

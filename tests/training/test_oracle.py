@@ -6,7 +6,7 @@ import pandas as pd
 from kselect.kernels import Problem
 from kselect.kernels.candidate_list import candidate_list
 from kselect.training.data.oracle import mark_oracle, oracle_shapes_by_class, sample_gap, shape_class
-from kselect.training.measure.rows import row_for
+from kselect.training.data.rows import row_for
 
 
 def _shape_rows(problem, time_of):

@@ -14,8 +14,8 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import DatasetDir, conform, load_dataset
 from kselect.training.data.labels import RETIMED_METHOD_PREFIX, apply_retimed, retime_summary
+from kselect.training.data.rows import row_for
 from kselect.training.measure.retime import RetimeError, plan_shapes, result_rows
-from kselect.training.measure.rows import row_for
 
 
 def _rows(problem: Problem, times: dict[str, float], **extra) -> list[dict]:

@@ -9,10 +9,10 @@ import pytest
 
 from kselect.kernels.candidate_list import candidate_list
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.data.rows import row_for
 from kselect.training.data.synthetic import FINGERPRINT, synthetic_time_ms
 from kselect.training.learn.retrain import RetrainError, RetrainPlan, run
 from kselect.training.measure.collect_plan import parse_space
-from kselect.training.measure.rows import row_for
 
 
 class SyntheticGpu:

@@ -70,21 +70,11 @@ def parse_variants(spec: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ worker
-def _gemm_fn(op: str):
-    if op == "addmm":
-        return lambda a, b, bias: a @ b + bias
-    return lambda a, b: a @ b
-
-
-def _args(ops):
-    return (ops.a, ops.b) if ops.bias is None else (ops.a, ops.b, ops.bias)
-
-
 def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     import torch
     from torch._inductor import config as ic
 
-    from kselect.kernels.operands import TOLERANCE, make_operands, reference, relative_error, rotating_operands
+    from kselect.kernels.operands import TOLERANCE, gemm_fn, make_operands, reference, relative_error, rotating_operands
     from kselect.kernels.timing import time_runners
     from kselect.selector.compat.autotune import add_feedback_saver
 
@@ -119,10 +109,10 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     try:
         with ic.patch(patches):
             kw = {"mode": "max-autotune-no-cudagraphs"} if space is not None else {}
-            compiled = torch.compile(_gemm_fn(problem.op), dynamic=False, **kw)
+            compiled = torch.compile(gemm_fn(problem.op), dynamic=False, **kw)
             sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
             t0 = time.perf_counter()
-            out = compiled(*_args(ops))
+            out = compiled(*ops.gemm_args)
             sync()
             row["compile_s"] = time.perf_counter() - t0
     finally:
@@ -160,7 +150,7 @@ def _measure_shape(problem, variant: str, selector, device: str) -> dict:
             row["chosen"] = row["kept"][0]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else 32 << 20
     sets = rotating_operands(problem, l2, device, first=ops)
-    t = time_runners([lambda o=o: compiled(*_args(o)) for o in sets], target_ms=0.5, replays=9, device=device)
+    t = time_runners([lambda o=o: compiled(*o.gemm_args) for o in sets], target_ms=0.5, replays=9, device=device)
     row.update(kernel_ms=t.median_ms, kernel_spread=t.spread)
     return row
 

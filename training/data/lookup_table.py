@@ -353,7 +353,7 @@ def import_rows(path, fingerprint_id: str) -> tuple[list[dict], collections.Coun
     """Dataset rows (status ok, method `lookup_table`) for every config that carries a timing;
     NoTimings when none does (Inductor's own tables hold configs only)."""
     from kselect.selector.compat import lookup_table as inductor_lookup_table
-    from kselect.training.measure.rows import row_for
+    from kselect.training.data.rows import row_for
 
     table = read_table(path)
     timed = sum(_timing(c) is not None for v in table.values() for c in v if isinstance(c, dict))

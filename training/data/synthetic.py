@@ -18,7 +18,7 @@ from kselect.kernels.candidate import Candidate
 from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import triton_space
 from kselect.training.data.dataset import COLUMNS, conform
-from kselect.training.measure.rows import row_for
+from kselect.training.data.rows import row_for
 
 FINGERPRINT = {
     "gpu_name": "SYNTHETIC H200-like",

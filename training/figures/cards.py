@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kselect.training.figures.model_card_text import card_text
 from kselect.training.figures.raw import load_json, pct, seed_range, times
 from kselect.training.figures.status_table import (
     STRICT_DTYPES,
@@ -19,11 +20,9 @@ DTYPES_RULE = "reports/2026-12-06-dtypes-model-h100/dtypes.json"
 
 
 def _sidecar_card(name: str):
-    """A cost model's card as its sidecar renders it (training/learn/model_card.py)."""
+    """A cost model's card as its sidecar renders it (figures/model_card_text.py)."""
 
     def render(root: Path) -> str:
-        from kselect.training.learn.model_card import card_text
-
         return card_text(Path(root) / "models" / f"{name}.json")
 
     return render

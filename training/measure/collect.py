@@ -26,9 +26,9 @@ from kselect.kernels.candidate_list import candidate_list
 from kselect.kernels.problem import Problem
 from kselect.training.data.dataset import KEY, DatasetDir
 from kselect.training.data.dataset_lock import collector_lock
+from kselect.training.data.rows import CANDIDATE_DIED, SHAPE_FAILED, row_for, shape_failure_rows
 from kselect.training.measure.collect_plan import CollectError, CollectPlan, parse_shard, parse_space, shard_problems
 from kselect.training.measure.journal import inflight_path, inflight_unit, read_inflight
-from kselect.training.measure.rows import CANDIDATE_DIED, SHAPE_FAILED, row_for, shape_failure_rows
 from kselect.training.measure.supervisor import MAX_RESTARTS, SupervisedRun, exit_reason, run_supervised, supervise_all
 from kselect.training.measure.worker_process import (
     workers_die_with_this_process,

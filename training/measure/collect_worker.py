@@ -16,10 +16,10 @@ from kselect.kernels.problem import Problem
 from kselect.kernels.triton.space import shared_memory_bytes
 from kselect.selector.model.features import DEFAULT_SMEM_OPTIN
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.data.rows import SHAPE_FAILED, row_for, shape_failure_rows
 from kselect.training.measure.collect_plan import CollectPlan
 from kselect.training.measure.fault_injection import FaultInjector
 from kselect.training.measure.journal import inflight_path, write_inflight
-from kselect.training.measure.rows import SHAPE_FAILED, row_for, shape_failure_rows
 from kselect.training.measure.worker_process import (
     die_with_supervisor,
 )

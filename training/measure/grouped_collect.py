@@ -1,7 +1,7 @@
 """Collect grouped-GEMM (`_grouped_mm`) measurements: every candidate Inductor's grouped-mm
 lowering builds, per problem and routing, into a dataset directory of the one schema.
 
-A row is the collector's own (measure/rows.py `row_for`): `op` "grouped_mm", `batch` the
+A row is the collector's own (data/rows.py `row_for`): `op` "grouped_mm", `batch` the
 group count G, `M` all groups' rows, and `problem_key` the GroupedProblem's key, which names
 the routing and seed (`grouped_problem_of` reads it back). One problem's rows are written as
 one atomic part file once the problem is done, so a rerun after a crash skips finished
@@ -28,8 +28,8 @@ from kselect.kernels.timing import rotation_count, time_runners
 from kselect.selector.atomic_write import write_text
 from kselect.training.data.dataset import DatasetDir
 from kselect.training.data.dataset_lock import collector_lock
+from kselect.training.data.rows import row_for
 from kselect.training.measure.collect_plan import parse_shard
-from kselect.training.measure.rows import row_for
 
 MAX_OPERAND_SETS = 8
 STOCK_PICKS_FILE = "stock-picks.json"  # problem key -> stock max-autotune's pick and compile seconds

@@ -196,9 +196,8 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
     import torch
     from torch._inductor import config as ic
 
-    from kselect.kernels.operands import make_operands
+    from kselect.kernels.operands import gemm_fn, make_operands
     from kselect.kernels.precision import fp32_math
-    from kselect.training.bench.gemm import _args, _gemm_fn
 
     torch._dynamo.reset()
     n_meas = len(selector.measurements)
@@ -212,8 +211,8 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
     math = fp32_math(problem.dtype if device == "cuda" else "")  # Inductor reads it as it compiles
     with warnings.catch_warnings(record=True) as caught, ic.patch(patches), math:
         warnings.simplefilter("always")
-        fn = torch.compile(_gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
-        fn(*_args(ops))
+        fn = torch.compile(gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
+        fn(*ops.gemm_args)
         if device == "cuda":
             torch.cuda.synchronize()
     mine = [m for m in list(selector.measurements)[n_meas:] if m["problem"] == problem.key]

@@ -12,8 +12,8 @@ import pytest
 from kselect.kernels import Problem
 from kselect.kernels.backend import get_backend
 from kselect.training.data.dataset import DatasetDir
+from kselect.training.data.rows import SHAPE_FAILED, row_for
 from kselect.training.measure.fault_injection import FAULT_ENV
-from kselect.training.measure.rows import SHAPE_FAILED, row_for
 
 from fault_harness import (
     PartRows,
