@@ -19,7 +19,7 @@ from kselect.selector.model.features import featurize_frame
 from kselect.training.learn.headroom import best_template_gaps, shape_table, split_stats, templates_plus_aten
 from kselect.training.learn.held_out import load_data
 from kselect.training.learn.ranking_metrics import ShapeSet, held_out_costs
-from kselect.training.learn.train import ModelRanker
+from kselect.training.learn.train import ATEN_GAP_MAX, ModelRanker
 
 CASES = (("models/h200-bf16.json", "data/h200-bf16"), ("models/hopper-bf16.json", "data/h100-bf16-retrain/data"))
 TIERS = (
@@ -35,13 +35,14 @@ TIERS = (
 )
 
 
-def held_out(model_path: str, data: str):
-    """(shapes, held-out costs by model family) of the model's recipe on `data`."""
+def held_out(model_path: str, data: str, gap_max: float = ATEN_GAP_MAX):
+    """(shapes, held-out costs by model family) of the model's recipe on `data`, its gap target
+    clipped at `gap_max`."""
     df, fp = load_data(data)
     shapes = ShapeSet.from_frame(df)
     X = featurize_frame(shapes.rows, fp)
     params = CostModel.load(model_path, fingerprint=fp, force=True).get_params()
-    return shapes, held_out_costs(shapes, X, lambda: ModelRanker(params), "family")
+    return shapes, held_out_costs(shapes, X, lambda: ModelRanker(params, aten_gap_max=gap_max), "family")
 
 
 def tier_rows(shapes, cost, gap, tiers_list) -> list[dict]:

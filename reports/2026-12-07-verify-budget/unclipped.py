@@ -9,7 +9,6 @@ import json
 
 import frontier
 
-from kselect.training.learn import train
 from kselect.training.learn.headroom import best_template_gaps
 
 CLIPS = (0.3, 0.7, 1.5)
@@ -26,11 +25,7 @@ TIERS = (
 
 def held_out(model_path: str, data: str, clip: float):
     """frontier.held_out with the gap target clipped at `clip` (failed rows sit there too)."""
-    train.ATEN_GAP_MAX = clip
-    try:
-        return frontier.held_out(model_path, data)
-    finally:
-        train.ATEN_GAP_MAX = CLIPS[0]
+    return frontier.held_out(model_path, data, gap_max=clip)
 
 
 def clipped_frontier(model_path: str, data: str, clip: float, reach_clip: float | None = None) -> dict:
