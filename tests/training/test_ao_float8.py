@@ -35,7 +35,7 @@ from kselect.selector.inductor import lifecycle as ksi  # noqa: E402
 from kselect.selector.model.cost_model import CostModel  # noqa: E402
 from kselect.selector.ops.naming import STAMP, choices_kind  # noqa: E402
 from kselect.selector.warn import KselectFallbackWarning  # noqa: E402
-from kselect.training.bench import e2e_worker, real_models  # noqa: E402
+from kselect.training.bench import e2e_worker, real_models, selector_log  # noqa: E402
 from kselect.training.bench.common import GemmCounter  # noqa: E402
 from kselect.training.bench.mlp_models import TINY  # noqa: E402
 
@@ -77,7 +77,7 @@ def compile_case(tmp, spec: dict, device: str, ranker=None, compile_fn=torch.com
         return choices
 
     logger = logging.getLogger("kselect.selector")
-    lines, bench_log = _Lines(), e2e_worker.SelectorLog()  # every line; what the bench's run records
+    lines, bench_log = _Lines(), selector_log.SelectorLog()  # every line; what the bench's run records
     old_level = logger.level
     options = {name: getattr(torch._inductor.config, name) for name in _TORCHAO_INDUCTOR_OPTIONS}
     with contextlib.ExitStack() as stack:

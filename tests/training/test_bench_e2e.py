@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.training.bench import e2e as be  # noqa: E402
-from kselect.training.bench import e2e_report, e2e_spec, e2e_worker  # noqa: E402
+from kselect.training.bench import e2e_report, e2e_spec, e2e_worker, gpu_state, selector_log, step_timing  # noqa: E402
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
 from kselect.training.cli.main import main  # noqa: E402
 
@@ -215,7 +215,7 @@ def test_steady_state_warms_up_for_steps_and_seconds_then_times():
 
     import torch
 
-    from kselect.training.bench.e2e_worker import steady_state
+    from kselect.training.bench.step_timing import steady_state
 
     calls, snaps = [], []
 
@@ -570,8 +570,8 @@ def test_graph_replay_is_cuda_only_and_rendered():
     """The GPU-only step time is None on the CPU (nothing to capture); a captured row renders it."""
     import torch
 
-    assert e2e_worker.graph_replay_ms(lambda: None, torch.device("cpu")) is None
-    assert e2e_worker.device_state(torch.device("cpu")) is None
+    assert step_timing.graph_replay_ms(lambda: None, torch.device("cpu")) is None
+    assert gpu_state.device_state(torch.device("cpu")) is None
     row = {
         "workload": "decode",
         "variant": "plain",
@@ -741,7 +741,7 @@ def test_device_state_reads_the_allocator_on_the_gpu():
         pytest.skip("needs a CUDA GPU (the H200)")
     dev = torch.device("cuda")
     x = torch.empty(2**29, dtype=torch.bfloat16, device=dev)
-    state = e2e_worker.device_state(dev)
+    state = gpu_state.device_state(dev)
     assert state["allocated_gb"] >= 1.0 and state["reserved_gb"] >= state["allocated_gb"], state
     assert set(state) <= {"reserved_gb", "allocated_gb", "sm_clock_mhz", "temperature_c", "power_mw"}
     assert all(v > 0 for k, v in state.items() if k != "allocated_gb"), state
@@ -844,7 +844,7 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
             "predicted_compile_ms": sel.pricing.predicted_ms(lm_head, [cands[i] for i in kept]),
         }
     )
-    got = e2e_worker.selector_picks(sel)
+    got = selector_log.selector_picks(sel)
     assert got["compile_budget"] == COMPILE_BUDGET
     assert got["warm_start"] == {}  # recorded; never begun where CUDA is not in use
     decision = got["decisions"][-1]

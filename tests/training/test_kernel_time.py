@@ -307,11 +307,11 @@ def test_a_real_cuda_profile_puts_cublas_in_gemm_and_sdpa_in_attention():
 def test_graph_replays_profile_the_kernels_the_graph_runs():
     """bench e2e's GPU-only step: with profile_steps the replays' own kernels come back,
     cuBLAS's GEMM among them, and they fit inside the replay time."""
-    from kselect.training.bench import e2e_worker
+    from kselect.training.bench import step_timing
 
     dev = torch.device("cuda")
     a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
-    got = e2e_worker.graph_replay_ms(lambda: torch.relu(a @ a), dev, replays=2000, profile_steps=3)
+    got = step_timing.graph_replay_ms(lambda: torch.relu(a @ a), dev, replays=2000, profile_steps=3)
     assert "graph_error" not in got, got
     profile = got["graph_kernel_time"]
     assert profile["steps"] == 3 and profile["ms_per_step"]["gemm"] > 0.05, profile

@@ -11,9 +11,7 @@ import json
 import logging
 import math
 import os
-import re
 import signal
-import statistics
 import sys
 import time
 import traceback
@@ -22,7 +20,9 @@ from pathlib import Path
 from kselect.kernels.operands import relative_error
 from kselect.training.bench.common import GemmCounter, policy_keywords, ranker_ident
 from kselect.training.bench.e2e_spec import FAULT_ENV, REF_MULTIPLIER, VARIANTS, write_json
-from kselect.training.bench.gpu_state import StateSampler, device_state
+from kselect.training.bench.gpu_state import device_state
+from kselect.training.bench.selector_log import SelectorLog
+from kselect.training.bench.step_timing import graph_replay_ms, kernel_profile, steady_state, timed_call
 
 
 def worker_main(spec_path: str) -> None:
@@ -131,99 +131,6 @@ def enable_keywords(spec: dict) -> dict:
         "search_space": spec["kselect_space"],
         **policy_keywords(spec),
         **dict(v.options),
-    }
-
-
-class SelectorLog(logging.Handler):
-    """kselect's own log: decisions (candidates seen, kept, ms), the ops its gate left to stock
-    Inductor (the op gate's INFO line, once per kind: "scaled_mm", "rowwise scaled_mm", ...) and
-    fallback warnings."""
-
-    STOCK = re.compile(r"^kselect: (.+) is not modelled; stock autotuning$")
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.seen = self.kept = self.decisions = 0
-        self.ms = 0.0
-        self.warnings: list[str] = []
-        self.threads: dict[str, int] = {}  # decisions per thread (backward compiles may run elsewhere)
-        self.stock_ops: list[str] = []
-
-    def emit(self, record):
-        try:
-            if str(record.msg).startswith("kselect %s %s: %d candidates seen") and len(record.args) >= 6:
-                self.decisions += 1
-                self.seen += int(record.args[2])
-                self.kept += int(record.args[3])
-                self.ms += float(record.args[5])
-                self.threads[record.threadName] = self.threads.get(record.threadName, 0) + 1
-            elif record.levelno == logging.INFO and (stock := self.STOCK.match(record.getMessage())):
-                self.stock_ops.append(stock.group(1))
-            elif record.levelno >= logging.WARNING and record.getMessage() not in self.warnings:
-                self.warnings.append(record.getMessage())
-        except Exception:  # noqa: BLE001 -- a log format change must not fail the bench
-            pass
-
-    def summary(self, selector) -> dict:
-        out = {
-            "decisions_logged": self.decisions,
-            "candidates_ranked": self.seen,
-            "kept": self.kept,
-            "ranking_ms": round(self.ms, 1),
-            "threads": self.threads,
-            "stock_ops": self.stock_ops,
-            "warnings": self.warnings[:10],
-        }
-        if selector is not None:
-            out["stats"] = dict(selector.stats)
-            out.update(selector_picks(selector))
-        return out
-
-
-# what a run keeps of each verify measurement: its times, where they went, the compiles and the
-# price's prediction for each (the calibration every GPU run adds), and why a choice was dropped
-MEASUREMENT_FIELDS = (
-    "problem",
-    "ms",
-    "winner",
-    "wall_ms",
-    "compiled_in",
-    "phases_ms",
-    "compiles",
-    "predicted_compile_ms",
-    "dropped",
-    "memory_mb",
-)
-# and of each decision: what was kept and why (the price's "passed over ..." is in `why`)
-DECISION_FIELDS = ("stage", "problem", "seen", "kept", "why", "ms", "early", "setup_ms")
-
-
-def selector_picks(selector) -> dict:
-    """What kselect finally handed Inductor per GEMM (the later stage and a verify measurement
-    override the earlier), counted by template, plus its own measurements, its decisions with
-    their reasons, and its CPU time."""
-    final: dict = {}
-    for d in selector.decisions:
-        final[d["problem"]] = d["kept"]
-    measured = list(selector.measurements)
-    for m in measured:
-        final[m["problem"]] = [m["winner"]]
-    by_template: dict = {}
-    for kept in final.values():
-        name = ":".join(kept[0].split(":")[:2]) if len(kept) == 1 else "set-of-%d" % len(kept)
-        by_template[name] = by_template.get(name, 0) + 1
-    return {
-        "picks": final,
-        "picks_by_template": by_template,
-        "decision_cpu_ms": round(sum(d.get("cpu_ms", 0.0) for d in selector.decisions), 1),
-        "early_decisions": sum(1 for d in selector.decisions if d.get("early")),
-        "release_memory": getattr(selector, "release_memory", None),
-        "warm_while_compiling": getattr(selector, "warm_while_compiling", None),
-        "compile_in": getattr(selector, "compile_in", None),
-        "compile_budget": getattr(selector, "compile_budget", None),
-        "warm_start": (selector.warm_start.summary() if getattr(selector, "warm_start", None) is not None else None),
-        "decisions": [{k: d[k] for k in DECISION_FIELDS if k in d} for d in selector.decisions],
-        "measurements": [{k: m[k] for k in MEASUREMENT_FIELDS if k in m} for m in measured],
     }
 
 
@@ -349,22 +256,6 @@ def environment(device: str) -> dict:
     return env
 
 
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed_call(fn, device):
-    """(result, wall seconds) of one synchronised call."""
-    _sync(device)
-    t0 = time.perf_counter()
-    out = fn()
-    _sync(device)
-    return out, time.perf_counter() - t0
-
-
 def timed_compile(fn, device, spec: dict, res: dict):
     """The compiling call, timed: its wall seconds into res["compile_s"] and this process's CPU
     seconds (all threads; not the compile pool's workers) into res["compile_cpu_s"]. The CPU
@@ -376,98 +267,6 @@ def timed_compile(fn, device, spec: dict, res: dict):
     res["compile_cpu_s"] = round(time.process_time() - c0, 3)
     res["compile_s"] = round(wall, 3)
     return out
-
-
-def steady_state(fn, device, steps: int, warmup: int, warmup_s: float = 0.0, snapshot=None) -> dict:
-    """Median (and spread) of `steps` synchronised calls after `warmup` untimed ones, and more
-    untimed ones until `warmup_s` seconds have passed; `snapshot()` (e.g. the GPU's state) is
-    read once warm, into "after_warmup".
-
-    Why the seconds: a process's first steps run on a GPU in the state its compile left.
-    Verify's measurement ends its compile, and on the H200's power-limited 8-layer prefill
-    verify replayed identical kernels ~0.4 % slower than predict, though they were no slower in
-    a profile a second later (reports/2026-12-04-prefill-gap-process-not-tile). A fixed time of work lets every
-    variant's GPU settle alike."""
-    t0, ran = time.perf_counter(), 0
-    while ran < warmup or time.perf_counter() - t0 < warmup_s:
-        timed_call(fn, device)
-        ran += 1
-    warmed = {"warmup": warmup, "warmup_calls": ran, "warmup_s": round(time.perf_counter() - t0, 3)}
-    if snapshot is not None:
-        warmed["after_warmup"] = snapshot()
-    times = [timed_call(fn, device)[1] * 1e3 for _ in range(steps)]
-    s = sorted(times)
-    q = statistics.quantiles(s, n=10, method="inclusive") if len(s) >= 2 else [s[0]] * 9
-    return {
-        "step_ms": statistics.median(s),
-        "step_ms_min": s[0],
-        "step_ms_p10": q[0],
-        "step_ms_p90": q[-1],
-        "steps": steps,
-        **warmed,
-    }
-
-
-def graph_replay_ms(fn, device, replays: int = 20, profile_steps: int = 0) -> dict | None:
-    """The step's GPU time alone: `fn` captured once in a CUDA graph, replayed `replays` times.
-
-    Why: decode steps are launch-bound (no CUDA graphs in any variant), so a step time mixes
-    kernel time with the host's launch overhead; a variant with fewer, fused kernels can win
-    on the host side only. Measured after the step timing, on CUDA; a step that cannot be
-    captured records why instead (None on the CPU). The GPU's clock, power and temperature are
-    sampled while the replays run, and its energy counter with them (`during_replays`,
-    gpu_state.StateSampler; energy per step only where the counter moved twice or more). With
-    `profile_steps`, that many more replays run under torch.profiler (`graph_kernel_time`):
-    the kernels as the graph runs them, so a replay slower on the same kernel list shows
-    whether its kernels or the gaps between them took the time."""
-    import torch
-
-    if device.type != "cuda":
-        return None
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        with StateSampler(device) as state:
-            for _ in range(replays):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                graph.replay()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-        out = {"graph_step_ms": statistics.median(times), "graph_replays": replays}
-        during = state.summary()
-        if during:
-            if "counter_power_mw" in during:  # the replays' energy per step, the time figure's twin
-                wall_ms_per_replay = during["window_ms"] / replays
-                during["energy_mj_per_step"] = round(during["counter_power_mw"] * wall_ms_per_replay / 1e3, 2)
-            out["during_replays"] = during
-    except Exception as exc:  # noqa: BLE001 -- an extra measurement; the row keeps its step time
-        return {"graph_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-    if profile_steps > 0:
-        out["graph_kernel_time"] = kernel_profile(graph.replay, device, profile_steps)
-    return out
-
-
-def kernel_profile(fn, device, steps: int) -> dict:
-    """`steps` calls of `fn` profiled by kind (training/bench/kernel_time.py); an extra measurement,
-    so a failure comes back as {"error": why} for the row, and the run stays ok."""
-    from kselect.training.bench.kernel_time import profile_kernels
-
-    try:
-        return profile_kernels(fn, device, steps=steps)
-    except Exception as exc:  # noqa: BLE001
-        return {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def _profile_kernels(res: dict, save, fn, device, spec: dict) -> None:
