@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from kselect.selector.model.compile_price import COMPILE_BUDGET  # noqa: E402
 from kselect.training.bench import e2e as be  # noqa: E402
-from kselect.training.bench import e2e_report, e2e_spec, e2e_worker, gpu_state, selector_log, step_timing  # noqa: E402
+from kselect.training.bench import e2e_report, e2e_spec, e2e_tables, e2e_worker, gpu_state, selector_log, step_timing  # noqa: E402
 from kselect.training.bench.llama import PRESETS, build, preset  # noqa: E402
 from kselect.training.cli.main import main  # noqa: E402
 
@@ -586,7 +586,7 @@ def test_graph_replay_is_cuda_only_and_rendered():
         "correctness": {"ok": True, "rel_err": 1e-3, "tol": 2e-2},
     }
     failed = {**row, "variant": "default", "graph_step_ms": None, "graph_error": "RuntimeError: capture"}
-    text = "\n".join(e2e_report.table([row, failed], "decode"))
+    text = "\n".join(e2e_tables.table([row, failed], "decode"))
     assert "| plain | m | 5.0 | 1.00 | 0.560 (0.550-0.600) | 1.000 | 0.211 |" in text
     assert "capture failed" in text
 
@@ -792,7 +792,7 @@ def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait(
         {"workload": "decode", "variant": "kselect-verify", "repeat": 0, "kselect": {"measurements": [old]}},
         {"workload": "decode", "variant": "kselect-predict", "repeat": 0, "kselect": {"measurements": []}},
     ]
-    lines = e2e_report.measurement_table(runs)
+    lines = e2e_tables.measurement_table(runs)
     assert (
         "| decode | kselect-verify | 1 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | threads | 1202 | "
         "805 | 1201 | 1064 | - | 300 | `triton:mm:a` |"
@@ -804,7 +804,7 @@ def test_verify_measurements_are_tabled_with_how_their_compiles_shared_the_wait(
     assert (
         "| decode | kselect-verify | 0 | mm:8x128256x4096:bf16:nt | 3 | 1412 | 1206 | 131 | - | - | - | - | - | - | - |"
     ) in "\n".join(lines)
-    assert e2e_report.measurement_table(runs[3:]) == []
+    assert e2e_tables.measurement_table(runs[3:]) == []
 
 
 def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measurements():
@@ -857,10 +857,10 @@ def test_a_verify_run_keeps_its_decisions_reasons_and_the_price_beside_its_measu
     assert measured["dropped"] == {kept_keys[-1]: "wrong result (relative error 0.5 vs ATen)"}
     assert "method" not in measured and "stats" not in measured  # the rest stays in the selector
     run = {"workload": "decode", "variant": "kselect-verify", "repeat": 2, "kselect": got}
-    lines = e2e_report.measured_decision_table([run])
+    lines = e2e_tables.measured_decision_table([run])
     row = next(line for line in lines if lm_head.key in line)
     assert row.startswith(f"| decode | kselect-verify | 2 | {lm_head.key} | templates | {len(cands)} | {len(kept)} | ")
     assert "slow to compile (" in row and slow in row
     # a run without measurements, or from before decisions were recorded: no table
-    assert e2e_report.measured_decision_table([{**run, "kselect": {**got, "measurements": []}}]) == []
-    assert e2e_report.measured_decision_table([{**run, "kselect": {"measurements": got["measurements"]}}]) == []
+    assert e2e_tables.measured_decision_table([{**run, "kselect": {**got, "measurements": []}}]) == []
+    assert e2e_tables.measured_decision_table([{**run, "kselect": {"measurements": got["measurements"]}}]) == []

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kselect.training.bench import e2e_report  # noqa: E402
+from kselect.training.bench import e2e_report, e2e_tables  # noqa: E402
 from kselect.training.bench.kernel_time import (  # noqa: E402
     KINDS,
     combine,
@@ -232,13 +232,13 @@ def test_verify_target_line_compares_gemm_kernel_time_with_defaults():
     tg = {t["variant"]: t for t in e2e_report.targets(runs)}["kselect-verify"]
     assert tg["met"] is False  # the target is judged on the step, as the issue states it
     assert "GEMM kernels 0.998x DEFAULT's (40.000 vs 40.100 ms per step)" in tg["detail"]
-    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill"))
+    text = "\n".join(e2e_tables.kernel_time_table(runs, "prefill"))
     assert "| kselect-verify | 40.000 | - | 1.000 | - | - | 41.000 |" in text and "GPU kernels, 5 steps" in text
     assert "Kernels whose time differs most, kselect-verify vs default" in text
     assert "| gemm | `nvjet_a` | 40.0000 | 40.1000 |" in text.split("differs most")[1].splitlines()[4]
     # a profile that failed is said so, and the other rows still render
     runs[0]["kernel_time"] = {"error": "RuntimeError: CUPTI busy"}
-    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill"))
+    text = "\n".join(e2e_tables.kernel_time_table(runs, "prefill"))
     assert "(kernel profile failed -- plain: RuntimeError: CUPTI busy)" in text and "| default | 40.100 |" in text
 
 
@@ -263,11 +263,11 @@ def test_graph_replay_profile_gets_its_own_table_with_the_time_between_kernels()
         )
 
     runs = [run("default", 47.3, 45.5), run("kselect-verify", 47.8, 45.4)]
-    text = "\n".join(e2e_report.kernel_time_table(runs, "prefill", key="graph_kernel_time"))
+    text = "\n".join(e2e_tables.kernel_time_table(runs, "prefill", key="graph_kernel_time"))
     assert "5 CUDA-graph replays after the GPU-only timing" in text
     assert "| kselect-verify | 40.400 | - | 5.000 | - | - | 45.400 | 2.400 |" in text
     assert "| default | 40.500 | - | 5.000 | - | - | 45.500 | 1.800 |" in text
-    assert e2e_report.kernel_time_table(runs, "prefill") == []  # no step profile: no step table
+    assert e2e_tables.kernel_time_table(runs, "prefill") == []  # no step profile: no step table
     # two processes of one variant: the gap is the median of each one's own gap, not a
     # difference of medians taken from different processes
     combined = e2e_report.combine_repeats(
@@ -275,7 +275,7 @@ def test_graph_replay_profile_gets_its_own_table_with_the_time_between_kernels()
     )
     (row,) = combined
     assert row["graph_gap_ms_samples"] == pytest.approx([2.4, 2.2, 3.2])
-    assert e2e_report.graph_gap_ms(row) == pytest.approx(2.4)
+    assert e2e_tables.graph_gap_ms(row) == pytest.approx(2.4)
     assert row["graph_kernel_time"]["ms_per_step"]["total"] == pytest.approx(45.0)
 
 

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from kselect.training.bench.common import cold_cache_env
-from kselect.training.bench.e2e_report import anchor_note, safely, write_report
+from kselect.training.bench.e2e_report import safely, write_report
 from kselect.training.bench.e2e_spec import (
     DEFAULT_VARIANTS,
     DEVICE_DEFAULTS,
@@ -53,6 +53,7 @@ from kselect.training.bench.e2e_spec import (
     WATCHDOG_GRACE_S,
     WORKLOADS,
 )
+from kselect.training.bench.e2e_tables import anchor_note
 from kselect.training.bench.run_order import alternating_rounds
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kselect.training.bench.e2e_pool_load import SETTINGS_THAT_MATTER
 from kselect.training.bench.e2e_pool_stats import CONFIDENCE
-from kselect.training.bench.e2e_report import graph_gap_ms
 from kselect.training.bench.e2e_spec import ORDER
+from kselect.training.bench.e2e_tables import graph_gap_ms
 
 
 def distinguishing_settings(setups: list[dict]) -> list[dict]:
