@@ -41,6 +41,40 @@ def _grouped_tile(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
+@triton.jit
+def _k_step_tiles(
+    A,
+    B,
+    a_rows,
+    b_cols,
+    k0,
+    ks,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    BLOCK_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+):
+    """A's and B's tiles for K step `k0` of the mm template's main loop (the scaled template's too):
+    int32 element offsets recomputed each step, as Inductor's template indexes, rather than
+    64-bit pointer tensors carried through the pipelined loop (register spills); launch_plan
+    refuses operands too large for int32 offsets. Rows and columns arrive wrapped into range,
+    so only K is masked, and only when it is not a whole number of steps (EVEN_K)."""
+    k_idx = k0 * BLOCK_K + ks
+    a_ptrs = A + (a_rows[:, None] * stride_am + k_idx[None, :] * stride_ak)
+    b_ptrs = B + (k_idx[:, None] * stride_bk + b_cols[None, :] * stride_bn)
+    if EVEN_K:
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+    else:
+        remaining = K - k0 * BLOCK_K
+        a = tl.load(a_ptrs, mask=ks[None, :] < remaining, other=0.0)
+        b = tl.load(b_ptrs, mask=ks[:, None] < remaining, other=0.0)
+    return a, b
+
+
 @triton.jit(do_not_specialize=["M"])
 def mm_kernel(
     A,
@@ -92,19 +126,9 @@ def mm_kernel(
     # At least one step (K >= 1): a loop that may run zero times leaves a path where the
     # accumulator is the zeros above, and ptxas then serialises every wgmma of the loop.
     for k0 in range(0, tl.maximum(tl.cdiv(K, BLOCK_K), 1)):
-        # int32 element offsets recomputed each step, as Inductor's template indexes, rather
-        # than 64-bit pointer tensors carried through the pipelined loop (register spills);
-        # launch_plan refuses operands too large for int32 offsets.
-        k_idx = k0 * BLOCK_K + ks
-        a_ptrs = a_batch + (a_rows[:, None] * stride_am + k_idx[None, :] * stride_ak)
-        b_ptrs = b_batch + (k_idx[:, None] * stride_bk + b_cols[None, :] * stride_bn)
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            remaining = K - k0 * BLOCK_K
-            a = tl.load(a_ptrs, mask=ks[None, :] < remaining, other=0.0)
-            b = tl.load(b_ptrs, mask=ks[:, None] < remaining, other=0.0)
+        a, b = _k_step_tiles(
+            a_batch, b_batch, a_rows, b_cols, k0, ks, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_K, EVEN_K
+        )
         acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)
 
     c_ptrs = C + batch * stride_cb + rows[:, None] * stride_cm + cols[None, :] * stride_cn

@@ -17,7 +17,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kselect.kernels.triton.kernels import _grouped_tile
+from kselect.kernels.triton.kernels import _grouped_tile, _k_step_tiles
 
 
 @triton.jit
@@ -66,16 +66,9 @@ def scaled_mm_kernel(
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
     for k0 in range(0, tl.maximum(tl.cdiv(K, BLOCK_K), 1)):  # at least one step: kernels.py says why
-        k_idx = k0 * BLOCK_K + ks
-        a_ptrs = A + (a_rows[:, None] * stride_am + k_idx[None, :] * stride_ak)
-        b_ptrs = B + (k_idx[:, None] * stride_bk + b_cols[None, :] * stride_bn)
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            remaining = K - k0 * BLOCK_K
-            a = tl.load(a_ptrs, mask=ks[None, :] < remaining, other=0.0)
-            b = tl.load(b_ptrs, mask=ks[:, None] < remaining, other=0.0)
+        a, b = _k_step_tiles(
+            A, B, a_rows, b_cols, k0, ks, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_K, EVEN_K
+        )
         if USE_FAST_ACCUM:
             acc = tl.dot(a, b, acc, out_dtype=ACC_TYPE)
         else:
