@@ -10,17 +10,20 @@ export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/card.txt
 python3 -c "import torch, triton, xgboost; print(torch.__version__, triton.__version__, xgboost.__version__)" | tee -a $OUT/card.txt
+select=""
 case "${PART:-selector}" in
   selector) where="tests/selector" ;;
   rest) where="tests/kernels tests/training" ;;
   all) where="tests" ;;  # the first call ran all of it in one (it ran out of time)
+  # B's fp16 and TF32 test alone (a short call on a budget left short by refusals)
+  dtypes) where="tests/selector/test_gpu_selector.py"; select="fp16_and_tf32 or fp32_mm" ;;
   # after the parts' calls, the tests that failed or errored there, once fixed on the CPU
   failed) where="tests/training/test_gpu_epilogue_collect.py tests/selector/test_gpu_pick_timing.py tests/training/test_real_models.py" ;;
   mutate) where="" ;;
 esac
 if [ -n "$where" ]; then
   KSELECT_EPILOGUE_OUT=$OUT/epi timeout ${LIMIT:-540} python3 -m pytest -m gpu $where -q -p no:cacheprovider --show-capture=stdout \
-    -rfEs --tb=short --durations=15 --deselect tests/selector/test_gpu_never_widen.py --junitxml=$OUT/junit.xml > $OUT/pytest.txt 2>&1
+    -rfEs --tb=short --durations=15 ${select:+-k "$select"} --deselect tests/selector/test_gpu_never_widen.py --junitxml=$OUT/junit.xml > $OUT/pytest.txt 2>&1
   echo "pytest rc=$?"; grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" $OUT/pytest.txt | tail -30
   [ -d $OUT/epi ] && (cd $OUT && tar czf epi.tgz epi && rm -rf epi)
 else
