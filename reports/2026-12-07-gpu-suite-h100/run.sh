@@ -22,7 +22,9 @@ case "${PART:-selector}" in
   mutate) where="" ;;
 esac
 if [ -n "$where" ]; then
-  KSELECT_EPILOGUE_OUT=$OUT/epi timeout ${LIMIT:-540} python3 -m pytest -m gpu $where -q -p no:cacheprovider --show-capture=stdout \
+  # SIGINT at the limit: pytest stops as on Ctrl-C and still writes its summary (the failures so
+  # far, with tracebacks) and the JUnit XML; a plain SIGTERM lost both (the selector part, 2026-12-07)
+  KSELECT_EPILOGUE_OUT=$OUT/epi timeout -s INT -k 30 ${LIMIT:-540} python3 -m pytest -m gpu $where -q -p no:cacheprovider --show-capture=stdout \
     -rfEs --tb=short --durations=15 ${select:+-k "$select"} --deselect tests/selector/test_gpu_never_widen.py --junitxml=$OUT/junit.xml > $OUT/pytest.txt 2>&1
   echo "pytest rc=$?"; grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" $OUT/pytest.txt | tail -30
   [ -d $OUT/epi ] && (cd $OUT && tar czf epi.tgz epi && rm -rf epi)
