@@ -36,7 +36,7 @@ Writes into OUT_DIR: results.jsonl (one record per GEMM x function x way, and on
 per GEMM), meta.json (card, versions, the settings, the clock offset to read smi.csv's local
 timestamps), smi.csv, smi.pid.
 
-Usage: python lm_head.py OUT_DIR [--reads 5] [--min-block-s 1.0] [--deadline-s 400] [--dry-run]
+Usage: python lm_head.py OUT_DIR [--reads 5] [--min-block-s 1.0] [--deadline-s 400] [--m 8192] [--protocols] [--dry-run]
 """
 
 from __future__ import annotations
@@ -93,6 +93,11 @@ def parse_args(argv=None):
     ap.add_argument("--m", default="", help="comma-separated M values (default: all seven)")
     ap.add_argument("--nk", default=",".join(map(str, LM_HEAD)), help="the weight's N,K (default the lm_head's)")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke of the flow, for checking the script only")
+    ap.add_argument(
+        "--protocols",
+        action="store_true",
+        help="after verify's timing, read its kept set again and ATen alone under verify's protocol and variants of it",
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the plan and check the imports; no GPU")
     args = ap.parse_args(argv)
     if args.reads < 1 or args.min_block_s < 0:
@@ -208,7 +213,52 @@ def bench_read(last: dict):
         timing.time_runners = orig
 
 
-def watch_verify(decisions: list, kw: dict):
+def read_protocols(runners: dict, aten: int, bound: dict, stream, device: str, describe, choices) -> dict:
+    """Verify's timing protocol on the runners it just timed, and variants that each drop one of
+    its steps, to find which step makes a reading differ from the compiled function's:
+    - `set_again`: the kept set once more, as verify read it (the duty-cycled warm-up, then
+      ROUNDS interleaved rounds with IDLE_RATIO idle after each read): does the reading repeat?
+    - `aten_alone`: ATen's runners alone, the same way: do the set's other kernels matter?
+    - `aten_alone_no_warm`: ATen alone after SETTLE_S idle, no warm-up;
+    - `aten_alone_no_idle`: ATen alone with the warm-up but no idle between reads.
+    Each: the median over rounds (verify's reading), the rounds, and the wall window."""
+    from kselect.kernels.timing import time_interleaved, warm_gpu
+    from kselect.selector.verify import timing as vt
+
+    per_round = max(1, -(-bound["replays"] // vt.ROUNDS))
+    plans = {
+        "set_again": (list(runners), True, vt.IDLE_RATIO),
+        "aten_alone": ([aten], True, vt.IDLE_RATIO),
+        "aten_alone_no_warm": ([aten], False, vt.IDLE_RATIO),
+        "aten_alone_no_idle": ([aten], True, 0.0),
+    }
+    out = {}
+    for name, (which, warm, idle) in plans.items():
+        if aten not in runners:
+            break
+        if device == "cuda" and warm:
+            warm_gpu(vt.WARM_MS, duty=vt.WARM_DUTY)
+        t0 = time.time()
+        got = time_interleaved(
+            [runners[i] for i in which],
+            rounds=vt.ROUNDS,
+            replays=per_round,
+            target_ms=bound["target_ms"],
+            device=device,
+            stream=stream,
+            idle_ratio=idle if device == "cuda" else 0.0,
+        )
+        out[name] = {
+            "t0": t0,
+            "t1": time.time(),
+            "ms": {describe(choices[i]): statistics.median(got.ms[k]) for k, i in enumerate(which)},
+            "rounds": {describe(choices[i]): list(got.ms[k]) for k, i in enumerate(which)},
+        }
+        settle(device)
+    return out
+
+
+def watch_verify(decisions: list, kw: dict, protocols: bool = False):
     """Wrap verify's timing of its kept set: record its window and readings, then read its pick
     (and ATen, where the pick is a template) on its own runners and stream the three ways (`kw`:
     read_block's reads, min_block_s, device). Returns a function that removes the wrap."""
@@ -225,6 +275,7 @@ def watch_verify(decisions: list, kw: dict):
         got = orig(*args, **kwargs)
         choices, runners, stream = a["choices"], a["runners"], a["stream"]
         rec = {"t0": t0, "t1": time.time(), "ms": {describe_choice(choices[i]): got.ms[i] for i in runners}}
+        rec["rounds"] = {describe_choice(choices[i]): list(got.rounds.get(i, [])) for i in runners}
         try:
             win = got.winner()
         except VerifyTimingUnavailable:
@@ -241,6 +292,11 @@ def watch_verify(decisions: list, kw: dict):
                 for way in WAYS:
                     b = read_block(runners[i], way, stream=stream, **kw)
                     rec["blocks"][role].append(b | {"choice": describe_choice(choices[i])})
+            if protocols:
+                settle(kw["device"])
+                rec["protocols"] = read_protocols(
+                    runners, got.reference, a, stream, kw["device"], describe_choice, choices
+                )
             # the bench's read of the compiled function comes next: not right after a sustained block
             settle(kw["device"])
         except Exception as exc:  # noqa: BLE001 -- verify's decision stands; the extra reads are reported lost
@@ -308,8 +364,21 @@ def verify_records(problem, row: dict, decisions: list, gemm: dict, emit) -> Non
             for b in blocks:
                 emit(head(problem) | {"function": role} | b)
         gemm.setdefault("verify_path", []).append(
-            {k: rec.get(k) for k in ("ms", "winner", "kernels", "error", "t0", "t1")}
+            {k: rec.get(k) for k in ("ms", "rounds", "winner", "kernels", "error", "t0", "t1")}
         )
+        for name, p in (rec.get("protocols") or {}).items():
+            for choice, ms in p["ms"].items():
+                emit(
+                    head(problem)
+                    | {
+                        "function": "verify_protocol",
+                        "way": name,
+                        "choice": choice,
+                        "ms": ms,
+                        "n": len(p["rounds"][choice]),
+                    }
+                    | {"first_ms": p["rounds"][choice][0], "rounds": p["rounds"][choice], "t0": p["t0"], "t1": p["t1"]}
+                )
     reading = (row.get("kselect_measured_ms") or {}).get(row.get("chosen") or "")
     if reading is not None and decisions:
         rec = decisions[-1]
@@ -360,7 +429,7 @@ def dry_run(args, problems) -> int:
     from kselect.training.bench.gpu_state import StateSampler  # noqa: F401
 
     params = set(inspect.signature(vt._judge_and_time).parameters)
-    missing = {"choices", "runners", "stream"} - params
+    missing = {"choices", "runners", "stream", "target_ms", "replays"} - params
     if missing or not hasattr(bench, "_measure_shape"):
         print(f"the project moved: _judge_and_time lacks {sorted(missing)} or bench has no _measure_shape")
         return 1
@@ -436,7 +505,7 @@ def run(args, problems, out: Path, deadline: float, query: str) -> int:
     ic.max_autotune_gemm_search_space = "DEFAULT"  # what a user has configured; enable() widens it
     selector = ksi.enable("verify", model=args.model)
     decisions: list = []
-    unwrap = watch_verify(decisions, block_kw(args))
+    unwrap = watch_verify(decisions, block_kw(args), protocols=args.protocols)
     try:
         for n, problem in enumerate(problems):
             if time.time() > deadline:

@@ -11,10 +11,11 @@ python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" 
 R=$OUT/run
 mkdir -p $R
 d=$(mktemp -d)
-# DEADLINE_S=170: the rule's short form (its five GEMMs first), for a budget left short
+# DEADLINE_S=170: the rule's short form (its five GEMMs first), for a budget left short;
+# M=2048,8192 PROTOCOLS=1: those GEMMs only, with verify's timing protocol taken apart (protocols.py)
 DEADLINE_S=${DEADLINE_S:-390}
 PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$d/inductor TRITON_CACHE_DIR=$d/triton timeout -k 10 $((DEADLINE_S + 90)) \
-  python3 $D/lm_head.py $R --deadline-s $DEADLINE_S > $OUT/log.txt 2>&1
+  python3 $D/lm_head.py $R --deadline-s $DEADLINE_S ${M:+--m $M} ${PROTOCOLS:+--protocols} > $OUT/log.txt 2>&1
 echo "lm_head rc=$?"
 # the script stops its nvidia-smi; one it could not stop (killed at the timeout) stops here
 p=$(cat $R/smi.pid 2>/dev/null) && grep -qs nvidia-smi /proc/$p/comm && kill $p
@@ -22,4 +23,6 @@ tail -4 $OUT/log.txt
 python3 $D/judge.py $R > $OUT/judge.md 2>&1
 echo "judge rc=$?"
 cat $OUT/judge.md
+# PROTOCOLS=1 (with M=2048,8192): which step of verify's timing reads a heavy ATen GEMM fast
+[ -n "${PROTOCOLS:-}" ] && python3 $D/protocols.py $R | tee $OUT/protocols.md
 cd $OUT && tar czf run.tgz run && rm -rf run
