@@ -232,10 +232,11 @@ def read_protocols(runners: dict, aten: int, bound: dict, stream, device: str, d
         "aten_alone_no_warm": ([aten], False, vt.IDLE_RATIO),
         "aten_alone_no_idle": ([aten], True, 0.0),
     }
+    if aten not in runners:
+        return {}
     out = {}
     for name, (which, warm, idle) in plans.items():
-        if aten not in runners:
-            break
+        settle(device)  # each read starts from the same rest (the caller settles after the last)
         if device == "cuda" and warm:
             warm_gpu(vt.WARM_MS, duty=vt.WARM_DUTY)
         t0 = time.time()
@@ -254,7 +255,6 @@ def read_protocols(runners: dict, aten: int, bound: dict, stream, device: str, d
             "ms": {describe(choices[i]): statistics.median(got.ms[k]) for k, i in enumerate(which)},
             "rounds": {describe(choices[i]): list(got.ms[k]) for k, i in enumerate(which)},
         }
-        settle(device)
     return out
 
 
@@ -293,7 +293,6 @@ def watch_verify(decisions: list, kw: dict, protocols: bool = False):
                     b = read_block(runners[i], way, stream=stream, **kw)
                     rec["blocks"][role].append(b | {"choice": describe_choice(choices[i])})
             if protocols:
-                settle(kw["device"])
                 rec["protocols"] = read_protocols(
                     runners, got.reference, a, stream, kw["device"], describe_choice, choices
                 )

@@ -10,7 +10,7 @@ import time
 from kselect.training.bench.gpu_state import StateSampler
 
 
-def sync(device) -> None:
+def _sync(device) -> None:
     import torch
 
     if device.type == "cuda":
@@ -19,10 +19,10 @@ def sync(device) -> None:
 
 def timed_call(fn, device):
     """(result, wall seconds) of one synchronised call."""
-    sync(device)
+    _sync(device)
     t0 = time.perf_counter()
     out = fn()
-    sync(device)
+    _sync(device)
     return out, time.perf_counter() - t0
 
 
