@@ -17,7 +17,7 @@ import numpy as np
 from kselect.kernels.epilogue import NO_EPILOGUE
 from kselect.selector.compat import choice_candidates, torch_release
 from kselect.selector.decide.cache import decision_key
-from kselect.selector.decide.candidate_sets import aten_indices, candidate_keys, unseen_backends
+from kselect.selector.decide.candidate_sets import aten_indices, candidate_keys, is_aten, unseen_backends
 from kselect.selector.decide.dynamic_sizes import dynamic_m_sizes, round_robin, within
 from kselect.selector.decide.gap_policy import nearest_candidates
 from kselect.selector.decide.grouped_ranker import for_problem
@@ -226,7 +226,8 @@ class Decider:
         )
         # the epilogue's few, picked on their fused forms: Inductor's benchmark (epilogue_fusion) or kselect's
         if epilogue == "fused" or (epilogue and config.epilogue_fusion):
-            return with_fusing_few(candidates, scores, kept, why, config.keep_aten)
+            none_in_reach = reach is not None and all(is_aten(candidates[i]) for i in kept)
+            return with_fusing_few(candidates, scores, kept, why, config.keep_aten, none_in_reach)
         return kept, why
 
     @staticmethod

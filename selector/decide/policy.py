@@ -179,13 +179,26 @@ def choose_kept(
 
 
 def with_fusing_few(
-    candidates: Sequence[Candidate], scores: np.ndarray, kept: list[int], why: str, keep_aten: bool
+    candidates: Sequence[Candidate],
+    scores: np.ndarray,
+    kept: list[int],
+    why: str,
+    keep_aten: bool,
+    none_in_reach: bool = False,
 ) -> tuple[list[int], str]:
     """The `epilogue_fusion` option, for a GEMM whose epilogue a template can fuse: the kept set
     (either mode, any ranker) plus the best-scored template that can fuse it and the best-scored
     ATen choice, so Inductor's epilogue-fusion benchmark weighs the fused template against ATen
     and its separate epilogue kernel -- a bare-GEMM ranking cannot. Unchanged when it has both
-    or the candidates offer neither; ATen joins only under keep_aten."""
+    or the candidates offer neither; ATen joins only under keep_aten.
+
+    `none_in_reach`: verify's reach budget timed no template (none credibly within its lowest
+    tier of ATen, decide/gap_policy.py). The set stays as kept: a template that far behind bare
+    cannot win back an epilogue's traffic (a bias + GELU at 2048x4096x4096 on the H200: the
+    epilogue alone 0.018 ms against ATen's 0.090, its best-scored template 0.82 bare,
+    reports/2026-12-07-gpu-suite-h200)."""
+    if none_in_reach:
+        return list(kept), f"{why}; its epilogue stays unfused (no template within reach to fuse it)"
     scores = np.asarray(scores, dtype=np.float64)
     finite = np.flatnonzero(np.isfinite(scores))  # NaN: unscored or never to be kept (broken)
     order = [int(i) for i in finite[np.argsort(scores[finite], kind="stable")]]

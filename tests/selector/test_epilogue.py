@@ -4,6 +4,8 @@ graph (read during a real lowering: test_epilogue_cpu.py), and its optional feat
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,38 @@ def test_the_epilogues_few_adds_a_fusing_template_and_aten_to_any_kept_set():
     assert with_fusing_few(cands, np.array([0.5, 0.0, 9.0, np.nan, 0.1]), [0], "w", True)[0] == [0, 2]
     # nothing that can fuse: nothing to add
     assert with_fusing_few([ATEN, DK], np.array([0.0, 1.0]), [0], "w", True) == ([0], "w")
+
+
+def test_no_template_within_verifys_reach_leaves_the_epilogue_unfused():
+    """verify with the shipped H200 model (its reach model beside it) on a prefill bias + GELU
+    (addmm 2048x4096x4096): the reach budget times no template, and the epilogue's few stays ATen
+    alone, both ways an epilogue is picked; on a decode GEMM within reach it gains its fusing
+    few as before. Predict reads no reach budget: its ATen pick still gains the few."""
+    from kselect.kernels.problem import Problem
+    from kselect.kernels.triton.space import triton_space
+    from kselect.models import shipped_model_path
+    from kselect.selector.inductor.hook import Selector
+
+    meta = json.loads(shipped_model_path("h200-bf16.meta.json").read_text())
+    fingerprint = {**meta["fingerprint"], "device_type": "cuda"}
+
+    def kept(mode, problem, epilogue, **settings):
+        cands = [Candidate.make("aten", "addmm")] + triton_space(problem, "exhaustive")
+        sel = Selector(mode, **settings)
+        got = sel.select("templates", problem, {}, fingerprint, cands, epilogue=epilogue)
+        (decision,) = sel.decisions
+        return [cands[i] for i in got.kept], decision["why"]
+
+    prefill = Problem(2048, 4096, 4096, "bf16", "nt", op="addmm")
+    for epilogue, settings in (("fused", {"time_fused": True}), (True, {"epilogue_fusion": True})):
+        few, why = kept("verify", prefill, epilogue, **settings)
+        assert [c.key for c in few] == ["aten:addmm"], why
+        assert "no template within reach" in why and "stays unfused" in why
+    few, why = kept("predict", prefill, True, epilogue_fusion=True)
+    assert any(fuses_epilogue(c) for c in few) and "fusion benchmark" in why
+    decode = Problem(8, 4096, 4096, "bf16", "nt", op="addmm")
+    few, why = kept("verify", decode, "fused", time_fused=True)
+    assert any(fuses_epilogue(c) for c in few) and "stays unfused" not in why, why
 
 
 class _Epilogues(torch.nn.Module):

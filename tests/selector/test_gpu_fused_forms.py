@@ -52,6 +52,14 @@ def test_the_fused_path_reads_its_fused_forms_and_caches_its_pick(served, name, 
         (Path(out) / f"fused-{case.kind}.json").write_text(json.dumps(got, indent=1, default=str))
     fused, pinned = got["fused"], got["pinned"]
     assert got["epilogue"].get("fusable") and dict(got["epilogue"]["kinds"]).get("activation"), got["epilogue"]
+    if got["few"] and all(k.startswith("aten:") for k in got["few"]):
+        # the card's reach budget timed no template (the H200's on the prefill case): ATen alone
+        # and its epilogue unfused, nothing measured or compiled beside it (decide/policy.py's
+        # with_fusing_few); only a reach model may say so
+        assert len(got["few"]) == 1 and "no template within reach" in got["why"], got
+        assert fused["measurements"] == [] and fused["recompile_measured"] == 0, fused
+        assert pinned["step_ms"] and fused["step_ms"] > 0, got
+        return
     assert len(got["few"]) >= 2 and any(k.startswith("aten:") for k in got["few"]), got["few"]
     readings = [m["fused_ms"] for m in fused["measurements"] if m.get("fused_ms")]
     assert readings and "epilogue" in readings[0] and len(readings[0]) >= 2, fused["measurements"]

@@ -611,10 +611,14 @@ def test_verify_prices_compiles_with_the_shipped_sm90_model_on_this_gpu(served):
 
     unpriced, _ = kept_set(None)
     kept, why = kept_set(price)
-    # which tile the price passes over depends on the served model; that one is passed over does not
+    # which tile the price passes over depends on the served model; that one is passed over does
+    # not. A template the price takes in instead may itself be slow to compile and passed over
+    # too (on the H200's model the nearest shape's slot passed over two), so of the passed ones
+    # at least one, not all, is a template the unpriced set kept
     assert price.passed, (ranker.ident, why)
     assert not set(price.passed) & set(kept), (ranker.ident, why)
-    assert set(price.passed) <= set(unpriced), (ranker.ident, unpriced, why)
+    assert set(price.passed) & set(unpriced), (ranker.ident, unpriced, why)
+    assert set(kept) != set(unpriced), (ranker.ident, unpriced, why)
 
 
 def test_verify_measurement_leaves_no_memory_behind(verify_own):

@@ -67,9 +67,10 @@ def kselect_vs_pinned(
     settings = {**WAYS[way], **enable_kwargs}
     cache_dir = Path(tempfile.mkdtemp(prefix=f"kselect-{way}-"))
     seconds, step_ms, sel = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
-    few = [d["kept"] for d in sel.decisions if d["stage"] == "choices"] or [
-        d["kept"] for d in sel.decisions if d["stage"] == "templates"
+    decided = [d for d in sel.decisions if d["stage"] == "choices"] or [
+        d for d in sel.decisions if d["stage"] == "templates"
     ]
+    few = [d["kept"] for d in decided]
     entries = [json.loads(p.read_text()) for p in cache_dir.rglob("*.json")]
     picked = [e["kept"] for e in entries if e["key_fields"].get("verified") and e["key_fields"].get("epilogue")]
     _, again_ms, again = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
@@ -81,6 +82,7 @@ def kselect_vs_pinned(
     best = min(ran, key=lambda t: t.ms) if ran else None
     return {
         "few": kept,
+        "why": decided[-1]["why"] if decided else "",
         way: {
             "seconds": seconds,
             "step_ms": step_ms,
