@@ -12,7 +12,7 @@ as it ran in reports/device/history.md), on run.sh's records:
 3. the tuning (compile minus plain's, per GEMM the median over its processes, a ratio of totals)
    of the shipped arm over the model-alone arm.
 
-Usage: python judge.py [RUN_DIR]   (default: run/ beside this file); writes judge.md there.
+Usage: python judge.py [RUN_DIR]   (default: run/ beside this file); writes judge.md there, and\njudge.json (the numbers the README's status table reads).
 """
 
 from __future__ import annotations
@@ -78,6 +78,16 @@ def judge(rows: list[dict], gemms: list[str]) -> str:
     }
     met_1 = not timed
     met_2 = len(faster) <= MAX_FASTER and gain <= MAX_GAIN
+    numbers = {
+        "gemms": len(gemms),
+        "timed_where_forecast_none": timed,
+        "model_alone_faster": faster,
+        "model_alone_slower": slower,
+        "model_alone_geomean_gain": gain,
+        "tuning_s": tuning,
+        "tuning_ratio_shipped_over_model_alone": tuning["shipped"] / tuning["model-alone"],
+        "met": {"count": met_1, "kernel_time": met_2},
+    }
 
     out = ["# The reach run, judged by its rule", ""]
     out.append(f"Card: {(RUN / 'card.txt').read_text().strip().splitlines()[0]}. GEMMs: {len(gemms)} (none.csv).")
@@ -114,11 +124,12 @@ def judge(rows: list[dict], gemms: list[str]) -> str:
         f"model-alone {totals['model-alone']:.2f} s (tuning {tuning['model-alone']:.2f} s). "
         f"Shipped over model-alone: **{tuning['shipped'] / tuning['model-alone']:.3f}**."
     )
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", numbers
 
 
 if __name__ == "__main__":
     RUN = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "run"
-    text = judge(*read(RUN))
+    text, numbers = judge(*read(RUN))
     (RUN / "judge.md").write_text(text)
+    (RUN / "judge.json").write_text(json.dumps(numbers, indent=1) + "\n")
     print(text)

@@ -22,6 +22,8 @@ E2E_8_LAYERS = "reports/2026-12-05-e2e-h200-pooled/8-layers/results.json"
 DECODE_WARM_START = "reports/2026-12-05-e2e-h200-pooled/1-layer-decode-warm-start/results.json"
 PREDICT_DECISIONS = "reports/2026-12-03-predict-compile-first-decision-forest-serving/call2/b/dec/results.jsonl"
 FAITHFUL = "reports/2026-12-05-faithful-kernels/h100-call1/specialisation.csv"
+# judge.py's numbers from run/reach and run/noreach's rows (that report's README)
+REACH_H200 = "reports/2026-12-07-verify-reach-h200/run/judge.json"
 
 RAW = [
     UNSEEN_VERIFY,
@@ -34,6 +36,7 @@ RAW = [
     DECODE_WARM_START,
     PREDICT_DECISIONS,
     FAITHFUL,
+    REACH_H200,
 ]
 
 
@@ -172,6 +175,11 @@ FIGURES = {
             load_json(r, UNSEEN_TUNING)["summary"]["tuning_time_ratio"]["kselect-verify/default"]["geomean"]
         ),
     ),
+    # verify's reach budget on the H200: the unseen GEMMs it leaves to ATen
+    "status.reach.gemms": (DOC, lambda r: str(load_json(r, REACH_H200)["gemms"])),
+    "status.reach.faster": (DOC, lambda r: str(len(load_json(r, REACH_H200)["model_alone_faster"]))),
+    "status.reach.timed": (DOC, lambda r: str(len(load_json(r, REACH_H200)["timed_where_forecast_none"]))),
+    "status.reach.tuning": (DOC, lambda r: times(load_json(r, REACH_H200)["tuning_ratio_shipped_over_model_alone"])),
     # verify's reading of cuBLAS against the compiled function's
     "status.aten-reading.shapes": (DOC, lambda r: str(len(aten_reading(r, ATEN_NOW, "verify")))),
     "status.aten-reading.before": (DOC, lambda r: times(statistics.median(aten_reading(r, ATEN_BEFORE, "primary")))),
