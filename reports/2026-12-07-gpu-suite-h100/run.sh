@@ -17,6 +17,8 @@ case "${PART:-selector}" in
   all) where="tests" ;;  # the first call ran all of it in one (it ran out of time)
   # B's fp16 and TF32 test alone (a short call on a budget left short by refusals)
   dtypes) where="tests/selector/test_gpu_selector.py"; select="fp16_and_tf32 or fp32_mm" ;;
+  # the H200's two failures of its first whole selector part, once fixed on the CPU (a short call)
+  fused) where="tests/selector/test_gpu_fused_forms.py tests/selector/test_gpu_selector.py"; select="fused_path or prices_compiles" ;;
   # after the parts' calls, the tests that failed or errored there, once fixed on the CPU
   failed) where="tests/training/test_gpu_epilogue_collect.py tests/selector/test_gpu_pick_timing.py tests/training/test_real_models.py" ;;
   mutate) where="" ;;
