@@ -10,7 +10,7 @@ later kernel of the process (pytorch/pytorch#144455: Kineto tears CUPTI down onl
 TEARDOWN_CUPTI=1).
 
 Arms, each in its own fresh process, on the same shapes, timed as `kselect bench gemm` times
-(`_measure_shape`: compile, then CUDA-graph replay over rotating operands):
+(`measure_shape`: compile, then CUDA-graph replay over rotating operands):
 - `probe`: plain compiled and timed; then kselect's ATen probe for every shape; plain again;
 - `probe_teardown`: the same with TEARDOWN_CUPTI=1 in the environment;
 - `predict`: per shape plain, kselect-predict, plain (the probe runs inside predict's decision);
@@ -109,7 +109,7 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
     from kselect.kernels.operands import gemm_fn, make_operands
     from kselect.kernels.problem import Problem
     from kselect.kernels.timing import warm_gpu
-    from kselect.training.bench import gemm
+    from kselect.training.bench import gemm_worker as gemm
 
     warm_gpu()
     torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device="cuda"))
@@ -139,31 +139,31 @@ def run_arm(arm: str, out: Path, deadline: float) -> None:
             from kselect.kernels.aten.launched import probe
 
             for p in problems:
-                keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
+                keep(gemm.measure_shape(p, "plain", None, "cuda"), "before")
             reader = "graph" if arm == "probe_graph" else "profiler"
             for p in problems:
                 probe(p, reader=reader)
             for p in problems:
                 if time.time() < deadline:
-                    keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
+                    keep(gemm.measure_shape(p, "plain", None, "cuda"), "after")
         elif arm.startswith("verify"):
             for p in problems:
-                keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
+                keep(gemm.measure_shape(p, "plain", None, "cuda"), "before")
             for p in problems:
                 if time.time() < deadline:
-                    keep(gemm._measure_shape(p, "kselect-verify", selector, "cuda"), "verify")
+                    keep(gemm.measure_shape(p, "kselect-verify", selector, "cuda"), "verify")
             for p in problems:
                 if time.time() < deadline:
                     if arm == "verify_state_idle":
                         time.sleep(0.3)
-                    keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
+                    keep(gemm.measure_shape(p, "plain", None, "cuda"), "after")
         else:
             for p in problems:
                 if time.time() > deadline:
                     break
-                keep(gemm._measure_shape(p, "plain", None, "cuda"), "before")
-                keep(gemm._measure_shape(p, "kselect-predict", selector, "cuda"), "predict")
-                keep(gemm._measure_shape(p, "plain", None, "cuda"), "after")
+                keep(gemm.measure_shape(p, "plain", None, "cuda"), "before")
+                keep(gemm.measure_shape(p, "kselect-predict", selector, "cuda"), "predict")
+                keep(gemm.measure_shape(p, "plain", None, "cuda"), "after")
         # the kernels each kind of compiled function launches, profiled after every timing
         for p in problems[:3] if not arm.startswith("verify") else []:
             ops = make_operands(p, "cuda", seed=1)

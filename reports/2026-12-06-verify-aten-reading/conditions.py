@@ -57,7 +57,7 @@ def main() -> int:
     from kselect.selector.inductor import lifecycle as ksi
     from kselect.selector.compat.compile_pool import warm_compile_pool
     from kselect.selector.verify import timing as vt
-    from kselect.training.bench import gemm as bench
+    from kselect.training.bench import gemm_worker as bench
     from kselect.training.bench.common import describe_choice
 
     warm_gpu()
@@ -97,9 +97,9 @@ def main() -> int:
         problem = Problem(M, N, K, "bf16", "nt", "mm")
         row = {"problem": problem.key}
         try:
-            row["compiled"] = bench._measure_shape(problem, "plain", None, "cuda")["kernel_ms"]
+            row["compiled"] = bench.measure_shape(problem, "plain", None, "cuda")["kernel_ms"]
             k0 = len(reads)
-            v = bench._measure_shape(problem, "kselect-verify", selector, "cuda")
+            v = bench.measure_shape(problem, "kselect-verify", selector, "cuda")
             row.update(verify_kernel_ms=v["kernel_ms"], verify_chosen=v.get("chosen"), reads=reads[k0:])
         except Exception as exc:  # noqa: BLE001 -- a failing shape is a result
             row["error"] = f"{type(exc).__name__}: {exc}"[:400]

@@ -86,7 +86,7 @@ def main() -> int:
     from kselect.selector.inductor import lifecycle as ksi
     from kselect.selector.compat.compile_pool import warm_compile_pool
     from kselect.selector.verify import timing as vt
-    from kselect.training.bench import gemm as bench
+    from kselect.training.bench import gemm_worker as bench
     from kselect.training.bench.common import describe_choice
 
     warm_gpu()
@@ -135,7 +135,7 @@ def main() -> int:
             # plain and verify compiles alternate which goes first, against order effects
             for variant in ("plain", "verify") if n % 2 == 0 else ("verify", "plain"):
                 if variant == "plain":
-                    r = bench._measure_shape(problem, "plain", None, "cuda")
+                    r = bench.measure_shape(problem, "plain", None, "cuda")
                     row["compiled"] = r["kernel_ms"]
                 else:
                     from torch._inductor import config as ic
@@ -143,7 +143,7 @@ def main() -> int:
                     ic.max_autotune_gemm_search_space = "DEFAULT"
                     selector = selector or ksi.enable("verify", model=args.model)
                     k0 = len(verify_reads)
-                    r = bench._measure_shape(problem, "kselect-verify", selector, "cuda")
+                    r = bench.measure_shape(problem, "kselect-verify", selector, "cuda")
                     row["verify_kernel_ms"] = r["kernel_ms"]
                     row["verify_chosen"] = r.get("chosen")
                     row["verify_measured_ms"] = r.get("kselect_measured_ms")

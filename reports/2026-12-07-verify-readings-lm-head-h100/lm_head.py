@@ -7,7 +7,7 @@ within 4 % at M = 512 and 2048 (reports/2026-12-07-verify-readings-unseen-h100).
 
 For the seven GEMMs (the rows of data/shapes/unseen-bench.csv with that N and K), in one process,
 as reports/2026-12-06-verify-aten-reading/conditions.py does: `kselect bench gemm`'s plain
-compile and its kselect-verify compile of the GEMM (`_measure_shape`, which reads each compiled
+compile and its kselect-verify compile of the GEMM (`measure_shape`, which reads each compiled
 function once: way `bench`; which goes first alternates by GEMM), each compiled function read,
 before the next compile, three ways, each way a block of the bench's read (`time_runners`,
 target 0.5 ms, 9 replays, over the bench's rotating operands):
@@ -60,7 +60,7 @@ from diagnose import kernel_names  # noqa: E402 -- the diagnosis's profiler read
 SHAPES_FILE = str(HERE.parents[1] / "data" / "shapes" / "unseen-bench.csv")
 LM_HEAD = (152064, 3584)  # N, K of qwen2.5-7b's lm_head
 RULE_MS = (2, 8, 32, 128, 8192)  # the five verify read 12-15 % fast; the rule is judged on them
-READ = {"target_ms": 0.5, "replays": 9}  # the bench's read of a compiled function (training/bench/gemm.py)
+READ = {"target_ms": 0.5, "replays": 9}  # the bench's read of a compiled function (training/bench/gemm_worker.py)
 WAYS = ("idle_300ms", "verify_idle", "back_to_back")  # the order they run in
 IDLE_BEFORE_S = 0.3
 SETTLE_S = 1.0
@@ -193,7 +193,7 @@ def read_block(runners, way: str, *, reads: int, min_block_s: float, stream=None
 
 @contextlib.contextmanager
 def bench_read(last: dict):
-    """Keep the last `time_runners` call's runners, timing and window in `last`: `_measure_shape`
+    """Keep the last `time_runners` call's runners, timing and window in `last`: `measure_shape`
     imports time_runners from kselect.kernels.timing when it runs and ends on the compiled
     function's read, so after it `last` holds the bench's runners and reading."""
     from kselect.kernels import timing
@@ -326,10 +326,10 @@ def head(problem) -> dict:
 def measure_gemm(problem, n: int, selector, decisions: list, args, emit) -> None:
     """One GEMM, plain and verify (which goes first alternates with n), each: its compile and
     the bench's read of it, verify's reading and path, then the compiled function's blocks.
-    Each function is read before the next compile: `_measure_shape` starts with
+    Each function is read before the next compile: `measure_shape` starts with
     torch._dynamo.reset(), after which a function compiled before would compile again, outside
     the bench's max-autotune settings. Records go to `emit`."""
-    from kselect.training.bench import gemm as bench
+    from kselect.training.bench import gemm_worker as bench
 
     order = ("plain", "verify") if n % 2 == 0 else ("verify", "plain")
     gemm = head(problem) | {"kind": "gemm", "order": list(order), "kernels": {}}
@@ -338,7 +338,7 @@ def measure_gemm(problem, n: int, selector, decisions: list, args, emit) -> None
         k0 = len(decisions)
         variant = "plain" if function == "plain" else "kselect-verify"
         with bench_read(last):
-            row = bench._measure_shape(problem, variant, selector if function == "verify" else None, args.device)
+            row = bench.measure_shape(problem, variant, selector if function == "verify" else None, args.device)
         gemm[function] = {k: row[k] for k in ROW_FIELDS if k in row}
         runners = last.pop("runners")
         emit(head(problem) | {"function": function, "way": "bench", "n": 1, "first_ms": last["ms"]} | last)
@@ -424,13 +424,13 @@ def dry_run(args, problems) -> int:
     from kselect.kernels.timing import time_runners  # noqa: F401 -- importable is the check
     from kselect.selector.inductor import lifecycle  # noqa: F401
     from kselect.selector.verify import timing as vt
-    from kselect.training.bench import gemm as bench
+    from kselect.training.bench import gemm_worker as bench
     from kselect.training.bench.gpu_state import StateSampler  # noqa: F401
 
     params = set(inspect.signature(vt._judge_and_time).parameters)
     missing = {"choices", "runners", "stream", "target_ms", "replays"} - params
-    if missing or not hasattr(bench, "_measure_shape"):
-        print(f"the project moved: _judge_and_time lacks {sorted(missing)} or bench has no _measure_shape")
+    if missing or not hasattr(bench, "measure_shape"):
+        print(f"the project moved: _judge_and_time lacks {sorted(missing)} or bench has no measure_shape")
         return 1
     out = Path(args.out)
     print(f"{len(problems)} GEMMs: " + ", ".join(p.key for p in problems))

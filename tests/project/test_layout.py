@@ -209,7 +209,7 @@ PRIVATE_INDUCTOR_ALLOWED = {
     "kernels/grouped/space.py": "reads Inductor's grouped config list: the candidates it considers",
     "kernels/triton/space.py": "reads Inductor's Triton config heuristics: the candidates it considers",
     "training/bench/e2e_worker.py": "sets Inductor's settings as each bench variant's user would",
-    "training/bench/gemm.py": "sets Inductor's settings as each bench variant's user would",
+    "training/bench/gemm_worker.py": "sets Inductor's settings as each bench variant's user would",
     "training/bench/rank.py": "times kselect's ranking over Inductor's own template choices",
     "training/measure/epilogue_labels.py": "pins a candidate in a compile and reads Inductor's fusion metrics",
     "training/measure/epilogue_ways.py": "compiles each way with Inductor's caches off",

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from kselect.training.bench import gemm as bench_gemm
+from kselect.training.bench import gemm_summary, gemm_variants
 from kselect.training.cli.main import main
 
 
@@ -50,8 +50,8 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
 
 
 def test_bench_gemm_rejects_unknown_variant():
-    with pytest.raises(bench_gemm.BenchError, match="unknown variant"):
-        bench_gemm.parse_variants("plain,fastest")
+    with pytest.raises(gemm_variants.BenchError, match="unknown variant"):
+        gemm_variants.parse_variants("plain,fastest")
 
 
 def test_summary_ratios_are_exact_on_a_known_case():
@@ -67,7 +67,7 @@ def test_summary_ratios_are_exact_on_a_known_case():
         row("kselect-verify", "b", 2.0, 3.0),
         dict(row("exhaustive", "a", 1.0, 101.0)),
     ]
-    s = bench_gemm.summarize(rows)
+    s = gemm_summary.summarize(rows)
     # kernel verify/default: geomean(1/2, 2/8) = sqrt(1/8)
     assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx(8**-0.5)
     # tuning = compile - plain: verify (1, 2) vs default (4, 8) -> geomean(1/4, 2/8) = 1/4
@@ -86,7 +86,7 @@ def test_summary_ratios_are_exact_on_a_known_case():
         )
         for p, n, ms, setup in (("a", 1, 4.0, 61.0), ("b", 2, 12.0, 0.5), ("c", 1, 3.0, 20.0))
     ]
-    d = bench_gemm.summarize(rows + pre)["variants"]["kselect-predict"]
+    d = gemm_summary.summarize(rows + pre)["variants"]["kselect-predict"]
     assert d["decision_ms_median"] == 4.0 and d["decision_ms_max"] == 6.0
     # the set-up before a shape's decisions (load, warm-up for its graph) is per shape, apart
     assert d["setup_ms_median"] == 20.0 and d["setup_ms_max"] == 61.0
@@ -147,7 +147,7 @@ def test_repeated_shapes_count_once_at_their_medians():
         ),
         row("kselect-verify", "b", 1.6, 0.2),
     ]
-    combined = {(r["variant"], r["problem"]): r for r in bench_gemm.combine_repeats(rows)}
+    combined = {(r["variant"], r["problem"]): r for r in gemm_summary.combine_repeats(rows)}
     assert set(combined) == {
         ("plain", "a"),
         ("plain", "b"),
@@ -164,7 +164,7 @@ def test_repeated_shapes_count_once_at_their_medians():
     assert "error" in combined[("default", "c")] and "repeats" not in combined[("default", "b")]
     v = combined[("kselect-verify", "a")]
     assert v["decision_ms"] == 4.0 and v["decision_phases_ms"] == {"map": 0.5, "trees": 3.0}
-    s = bench_gemm.summarize(rows)
+    s = gemm_summary.summarize(rows)
     # verify/default on medians: geomean(1.0/1.1, 1.6/2.0)
     assert s["kernel_time_ratio"]["kselect-verify/default"]["geomean"] == pytest.approx((1 / 1.1 * 0.8) ** 0.5)
     assert s["variants"]["default"]["shapes"] == 2

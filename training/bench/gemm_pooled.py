@@ -4,7 +4,7 @@ Stock DEFAULT's pick for a shape varies between processes: the 30-shape bench pu
 kernels 1.079x ahead of DEFAULT's picks in one run (reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels) and 1.024x in another
 (reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun), with verify itself at 0.993-0.994x of cuBLAS in both. One run of DEFAULT is one
 draw. Pooling runs (or `bench gemm --repeats`) gives each (variant, shape) the median over
-its processes (bench_gemm.combine_repeats) and the report and targets on those medians.
+its processes (gemm_summary.combine_repeats) and the report and targets on those medians.
 
     kselect bench gemm-pool reports/2026-12-03-verify-predict-default-30-shapes-retimed-labels/callA/a/bench reports/2026-12-04-prefill-verify-vs-default-decode-gemm-rerun/call3/z/gemm30 \\
         --out reports/2026-12-04-bench-gemm-h200-pooled
@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kselect.training.bench.gemm import summarize, write_report
+from kselect.training.bench.gemm_report import write_report
+from kselect.training.bench.gemm_summary import summarize
 from kselect.training.bench.pooling import PoolError, read_results
 
 _SAME = ("device_name", "torch", "triton")

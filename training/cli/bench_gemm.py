@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from kselect.training.bench.common import policy_settings
-from kselect.training.bench.gemm import VARIANTS, bench_gemm
+from kselect.training.bench.gemm import bench_gemm
+from kselect.training.bench.gemm_variants import VARIANTS
 from kselect.training.cli.flags import add_policy_args, add_shape_args, shapes_from_args
 from kselect.training.cli.output import Console, invocation
 
