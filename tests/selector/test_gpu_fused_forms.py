@@ -70,3 +70,5 @@ def test_the_fused_path_reads_its_fused_forms_and_caches_its_pick(served, name, 
     # as a pinned compile is) and the function the deciding compile itself returned
     assert fused["recompiled_step_ms"] > 0 and fused["step_ms"] > 0, fused
     assert fused["seconds"] > 0 and pinned["seconds"] > 0
+    # each side's GPU time alone as well (the pick's time, the host's launch overhead left out)
+    assert fused["gpu_ms"] > 0 and fused["recompiled_gpu_ms"] > 0 and pinned["gpu_ms"] > 0, got

@@ -5,6 +5,7 @@ CPU's times mean nothing; what Inductor built for each pin is the point."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -61,6 +62,7 @@ def _each_pin_compiles_as_inductor_would_ship_it(pinned):
     assert cpp.fused is True and mkl.fused is False
     assert mkl.kernels >= 1 and cpp.kernels >= 1
     assert mkl.ms > 0 and cpp.ms > 0
+    assert mkl.ms == mkl.step_ms and cpp.ms == cpp.step_ms  # on the CPU the label is the wall clock
     for t in (mkl, cpp):  # the epilogue kselect read while Inductor lowered the GEMM
         assert t.epilogue["fusable"] and "erf" in t.epilogue["ops"] and t.epilogue["out_bytes"] == 64 * 80 * 4
 
@@ -97,6 +99,10 @@ def _the_records_become_training_rows_with_the_epilogue_the_lowering_read(pinned
     with pytest.raises(DatasetError, match="measured on"):  # labels of another card never join a dataset
         (data / "fingerprint.json").write_text('{"fingerprint_id": "another-card", "gpu_name": "GPU"}')
         collect_epilogue_labels([case], data, "cpu", candidates=[MKL], say=lambda _: None)
+    lines = [json.loads(line) for line in (data / "epilogue_labels.jsonl").read_text().splitlines()]
+    assert {line["candidate"]["template"]: line["step_ms"] for line in lines} == {
+        t.pinned["template"]: t.step_ms for t in pinned.values()
+    }
     rows = label_rows(data)
     assert sorted(rows["candidate_key"]) == sorted(pinned) and (rows["status"] == "ok").all()
     assert rows["problem_key"].nunique() == 1 and KEY_MARK in rows["problem_key"][0]

@@ -61,8 +61,15 @@ def test_handover_and_pinned_timing_reach_a_pick(served, name, monkeypatch, tmp_
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / f"{name}.json").write_text(json.dumps(got, indent=1, default=str))
     few = got["few"]
-    assert len(few) >= 2 and any(k.startswith("aten:") for k in few), got
     assert got["epilogue"].get("fusable"), got["epilogue"]
+    assert got["handover"]["step_ms"] > 0 and got["pinned"]["step_ms"] > 0
+    assert got["handover"]["gpu_ms"] > 0 and got["pinned"]["gpu_ms"] > 0, got  # the GPU time alone too
+    if len(few) == 1:
+        # the card's reach budget timed no template (decide/policy.py's with_fusing_few): ATen
+        # alone, its epilogue unfused, nothing handed to Inductor's fusion benchmark
+        assert few[0].startswith("aten:") and "no template within reach" in got["why"], got
+        assert got["handover"]["recompile_measured"] == 0 and got["pinned"]["pick"] == few[0], got
+        return
+    assert len(few) >= 2 and any(k.startswith("aten:") for k in few), got
     assert got["handover"]["picks"], "Inductor's pick was not cached"
     assert got["pinned"]["pick"] in few, got["pinned"]
-    assert got["handover"]["step_ms"] > 0 and got["pinned"]["step_ms"] > 0

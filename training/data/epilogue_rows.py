@@ -3,8 +3,9 @@ epilogue, and the epilogue feature block of such rows.
 
 One JSON line per pinned compile (training/measure/epilogue_labels.py's `time_pinned`): {"case"
 (the function's name), "problem" (Problem.to_dict of its GEMM), "candidate" ({"backend",
-"template", "params"}: the pinned choice), "ms" (the whole function's median time; null when it
-did not run), "kernels", "fused", "epilogue" (Epilogue.as_dict as kselect read it during the
+"template", "params"}: the pinned choice), "ms" (the whole function's median time, on a GPU its
+GPU time alone; null when it did not run), "step_ms" (timed call by call, the host's launch
+overhead in it; absent in records written before it was kept), "kernels", "fused", "epilogue" (Epilogue.as_dict as kselect read it during the
 lowering), "error"}. Written on the GPU next to the bare measurements (`append_records`), read by
 `kselect train --feature-block epilogue`: each line becomes a dataset row (training/data/dataset.py
 COLUMNS) whose time is the whole GEMM + epilogue, plus an `epilogue` column (the epilogue's
@@ -53,6 +54,7 @@ def record_of(case: str, timing, problem: Problem | None = None) -> dict:
         "problem": dict(timing.problem or (problem.to_dict() if problem is not None else {})),
         "candidate": dict(timing.pinned),
         "ms": ms if math.isfinite(ms) else None,
+        "step_ms": float(timing.step_ms) if math.isfinite(timing.step_ms) else None,
         "kernels": int(timing.kernels),
         "fused": timing.fused,
         "epilogue": dict(timing.epilogue),

@@ -6,6 +6,8 @@ benchmark picks; `fused`: kselect times the few's fused forms at that benchmark 
 selector/verify/fused_forms.py). For each: the wall seconds to the pick, the compiled
 function's step time, the pick as verify cached it, and the step time of a recompile from that
 cache (the function a later process runs); for the pinned few: their seconds and the fastest.
+A step is timed call by call, the host's launch overhead in it; on a GPU each is also read as
+its GPU time alone (`gpu_ms`, epilogue_labels.gpu_time_ms), the time the pick decides.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ WAYS = {"handover": {"epilogue_fusion": True}, "fused": {"time_fused": True}}
 
 
 def _compile_and_time(fn: Callable, args: tuple, device_type: str, repeats: int, cache_dir: Path, settings: dict):
-    """(seconds to the checked first call, its step ms, the Selector) of one verify compile."""
+    """(seconds to the checked first call, its step ms timed call by call, its GPU time alone
+    (None on the CPU), the Selector) of one verify compile."""
     import torch
 
     from kselect.selector.inductor import lifecycle
-    from kselect.training.measure.epilogue_labels import _time_ms
+    from kselect.training.measure.epilogue_labels import _time_ms, gpu_time_ms
 
     torch._dynamo.reset()
     t0 = time.perf_counter()
@@ -35,11 +38,12 @@ def _compile_and_time(fn: Callable, args: tuple, device_type: str, repeats: int,
             torch.testing.assert_close(compiled(*args), fn(*args), rtol=2e-2, atol=2e-2)
             seconds = time.perf_counter() - t0
             step_ms = _time_ms(compiled, args, device_type, repeats, 5)
+            gpu_ms = gpu_time_ms(compiled, args) if device_type == "cuda" else None
     finally:
         lifecycle.disable()
         torch._dynamo.reset()
     sel.cache.flush()
-    return seconds, step_ms, sel
+    return seconds, step_ms, gpu_ms, sel
 
 
 def warm_process(device_type: str, **enable_kwargs) -> None:
@@ -66,20 +70,21 @@ def kselect_vs_pinned(
         raise ValueError(f"unknown way {way!r}: expected one of {sorted(WAYS)}")
     settings = {**WAYS[way], **enable_kwargs}
     cache_dir = Path(tempfile.mkdtemp(prefix=f"kselect-{way}-"))
-    seconds, step_ms, sel = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
+    seconds, step_ms, gpu_ms, sel = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
     decided = [d for d in sel.decisions if d["stage"] == "choices"] or [
         d for d in sel.decisions if d["stage"] == "templates"
     ]
     few = [d["kept"] for d in decided]
     entries = [json.loads(p.read_text()) for p in cache_dir.rglob("*.json")]
     picked = [e["kept"] for e in entries if e["key_fields"].get("verified") and e["key_fields"].get("epilogue")]
-    _, again_ms, again = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
+    _, again_ms, again_gpu_ms, again = _compile_and_time(fn, args, device_type, repeats, cache_dir, settings)
     kept = few[-1] if few else []
     t1 = time.perf_counter()
     pinned = [time_pinned(fn, args, key, device_type, repeats=repeats) for key in kept]
     pinned_s = time.perf_counter() - t1
     ran = [t for t in pinned if not t.error]
-    best = min(ran, key=lambda t: t.ms) if ran else None
+    best = min(ran, key=lambda t: t.step_ms) if ran else None
+    best_gpu = min(ran, key=lambda t: t.ms) if ran else None
     return {
         "few": kept,
         "why": decided[-1]["why"] if decided else "",
@@ -88,13 +93,18 @@ def kselect_vs_pinned(
             "step_ms": step_ms,
             "picks": picked,
             "recompiled_step_ms": again_ms,
+            "gpu_ms": gpu_ms,
+            "recompiled_gpu_ms": again_gpu_ms,
             "recompile_measured": len(again.measurements),
             "measurements": list(sel.measurements),
         },
         "pinned": {
             "seconds": pinned_s,
-            "step_ms": best.ms if best else None,
+            "step_ms": best.step_ms if best else None,
             "pick": best.candidate if best else None,
+            # on a GPU each pinned compile's GPU time alone (its label): the fastest of them
+            "gpu_ms": best_gpu.ms if best_gpu and device_type == "cuda" else None,
+            "gpu_pick": best_gpu.candidate if best_gpu and device_type == "cuda" else None,
             "records": [t.__dict__ for t in pinned],
         },
         "epilogue": ran[0].epilogue if ran else {},
