@@ -13,7 +13,8 @@ function is checked against eager, then timed whole. On a GPU the label is its G
 harness, as verify reads the fused forms), and the step timed call by call, the host's launch
 overhead in it, is kept beside (`step_ms`). On the H200 a decode ReLU x mul's kernels took
 ~0.014 ms while its step read 0.09-0.17 ms (reports/2026-12-07-gpu-suite-h200): timed call by
-call, the label would rank launch overhead, not kernels. On the CPU the label is the wall clock. The record also says what Inductor made of the epilogue: on the CPU its own
+call, the label would rank launch overhead, not kernels. On the CPU the label is the wall clock.
+The record also says what Inductor made of the epilogue: on the CPU its own
 `cpp_epilogue_fusion_counter`, everywhere the kernels it generated. Nothing here re-implements
 a kernel or a fusion: it is Inductor's compile, pinned to one choice.
 """
