@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from typing import Iterable
 
 from kselect.kernels.backend import BackendError
 from kselect.kernels.candidate import Candidate
@@ -168,10 +167,6 @@ def flydsl_candidate(choice) -> Candidate | None:
         return flydsl_space.candidate(**(getattr(choice, "kwargs", None) or {}))
     except BackendError:
         return None
-
-
-def candidates_of(records: Iterable) -> list[Candidate]:
-    return [c for _, c in records]
 
 
 def caller_candidate(choice) -> Candidate | None:

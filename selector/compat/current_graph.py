@@ -222,8 +222,3 @@ def current_epilogue():
     if node is None or getattr(node, "op", None) != "call_function":
         return NO_EPILOGUE
     return describe_epilogue(node)
-
-
-def output_feeds_pointwise() -> bool:
-    """Whether the GEMM Inductor is lowering right now has an epilogue a template can fuse."""
-    return current_epilogue().fusable

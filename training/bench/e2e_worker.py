@@ -483,13 +483,6 @@ def run_inference_case(case, spec, res, save, compile_fn) -> None:
         _profile_kernels(res, save, lambda: compiled(*args), device, spec)
 
 
-def run_prefill(model, spec, res, save, compile_fn) -> None:
-    """The Llama's prefill (e2e_cases.llama_prefill), checked and timed."""
-    from kselect.training.bench.e2e_cases import llama_prefill
-
-    run_inference_case(llama_prefill(model, spec), spec, res, save, compile_fn)
-
-
 def run_decode(model, spec, res, save, compile_fn) -> None:
     """The Llama's decode step (e2e_cases.llama_decode), checked and timed."""
     from kselect.training.bench.e2e_cases import llama_decode

@@ -71,10 +71,6 @@ FIELDS = (
 TIMEOUT_S = 300.0
 
 
-class CompileCostError(ValueError):
-    """Bad compile-cost collection arguments."""
-
-
 @dataclass(frozen=True)
 class PlannedCompile:
     candidate: Candidate

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kselect.selector.decide.nearest import KIND_PENALTY, NEIGHBOUR_STEP, NEIGHBOURS
-from kselect.selector.model.features import FEATURE_NAMES, infeasible
+from kselect.selector.model.features import FEATURE_NAMES, estimated_time_ms, infeasible
 from kselect.training.learn.ranking_metrics import ShapeSet
 from kselect.training.learn.train import REG_CAP, log_rel_target, sample_rows
 
@@ -40,7 +40,7 @@ class RooflineRanker:
 
     def cost(self, shapes: ShapeSet, X: np.ndarray) -> np.ndarray:
         t_roof = 10 ** _col(X, "log10_t_roofline_ms")
-        t_tile = 10 ** _col(X, "log10_t_estimate_ms")
+        t_tile = estimated_time_ms(X)
         # pipelining: fewer than 3 stages cannot hide load latency; more warps hide it better
         stages, warps = _col(X, "num_stages"), _col(X, "num_warps")
         pipe = 1.0 + 0.15 * np.clip(3 - stages, 0, None) + 0.05 * (warps < 4)

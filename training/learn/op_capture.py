@@ -69,11 +69,6 @@ def flat_groups(detail: Mapping, ks, split: str = "ops") -> dict:
     }
 
 
-def flat_ops(detail: Mapping, ks) -> dict:
-    """flat_groups per op kind."""
-    return flat_groups(detail, ks, "ops")
-
-
 def _cell(shapes: int, v) -> str:
     if shapes < MIN_SHAPES:
         return "-"
