@@ -69,6 +69,36 @@ def _versions() -> tuple[str, str | None]:
         return torch.__version__, None
 
 
+class FingerprintFileError(ValueError):
+    """A --fingerprint file that names no card; the message names the file and what is wrong."""
+
+
+def card_fingerprint(path) -> dict:
+    """A card's fingerprint read from a file, as the selector sees that card: a dataset's
+    fingerprint.json or a model's sidecar (.meta.json, its `fingerprint`). Raises
+    FingerprintFileError for a file that is missing, not JSON, or names no GPU."""
+    import json
+    from pathlib import Path
+
+    from kselect.selector.model.checks import architecture
+
+    try:
+        got = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise FingerprintFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise FingerprintFileError(f"{path}: not JSON ({exc})") from None
+    fp = got.get("fingerprint", got) if isinstance(got, dict) else None
+    if not isinstance(fp, dict) or not fp.get("gpu_name"):
+        raise FingerprintFileError(
+            f"{path}: names no GPU (expected a card's fingerprint: a dataset's fingerprint.json "
+            "or a model's .meta.json)"
+        )
+    fp = dict(fp, device_type="cuda")  # ROCm cards are torch "cuda" devices too
+    fp["architecture"] = architecture(fp)
+    return fp
+
+
 def _device(device: str | None) -> dict:
     import torch
 
@@ -141,8 +171,9 @@ def measured_picks(fingerprint: dict) -> dict:
     return {"gemms": len(picks), "templates": sum(not key.startswith("aten:") for key in picks.values())}
 
 
-def diagnose(device: str | None = None, environ=None) -> Report:
-    """What kselect would do in a process started with `environ` (default os.environ)."""
+def diagnose(device: str | None = None, environ=None, fingerprint: dict | None = None) -> Report:
+    """What kselect would do in a process started with `environ` (default os.environ), on
+    `device`, or on the card `fingerprint` names (card_fingerprint: asked from any machine)."""
     from kselect.selector.compat.torch_release import torch_support_problem
     from kselect.selector.config import read
 
@@ -153,7 +184,7 @@ def diagnose(device: str | None = None, environ=None) -> Report:
         options, settings_error = read(environ), None
     except ValueError as exc:  # a bad KSELECT_* value: OptionError names it
         options, settings_error = {}, str(exc)
-    fp = _device(device)
+    fp = fingerprint if fingerprint is not None else _device(device)
     path, why, ranker = _model(fp, options.get("model"))
     decides = decided(ranker) if ranker is not None and not problem else {}
     return Report(

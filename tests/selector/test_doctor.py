@@ -70,3 +70,28 @@ def test_json_output_round_trips(capsys):
     assert main(["doctor", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["device"]["device_type"] == "cpu" and got["decides"] == {}
+
+
+def test_a_cards_fingerprint_file_is_asked_about_from_any_machine(capsys, tmp_path):
+    """`--fingerprint`: the H200 dataset's fingerprint gets the H200's model and budget on this
+    CPU, as on the card; a model's sidecar names its card too. Fails if the file is ignored (the
+    CPU's report) or read as another card."""
+    assert main(["doctor", "--fingerprint", str(REPO / "data" / "h200-bf16" / "fingerprint.json")]) == 0
+    text = capsys.readouterr().out
+    assert "card:        NVIDIA H200, 132 SMs, sm_90" in text and "model:       h200-bf16.json" in text
+    assert "verify's budget: h200-bf16.reach.json" in text and "decides:     addmm, baddbmm, bmm, mm" in text
+    sidecar = meta_path(next(p for p in shipped_models() if p.name == "h200-bf16.json"))
+    assert main(["doctor", "--json", "--fingerprint", str(sidecar)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["device"]["gpu_name"] == "NVIDIA H200" and got["model"] == "h200-bf16.json"
+
+
+def test_a_fingerprint_file_that_names_no_card_is_a_clear_error(capsys, tmp_path):
+    no_gpu = tmp_path / "cpu.json"
+    no_gpu.write_text(json.dumps({"fingerprint_id": "x", "device_type": "cpu"}))
+    not_json = tmp_path / "bad.json"
+    not_json.write_text("{")
+    for path, said in ((tmp_path / "missing.json", "cannot be read"), (not_json, "not JSON"), (no_gpu, "names no GPU")):
+        assert main(["doctor", "--fingerprint", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and said in err, err
