@@ -7,8 +7,9 @@ import json
 
 def add_parser(sub) -> None:
     p = sub.add_parser("doctor", help="what kselect will do here: card, model, versions, cache, what it decides")
-    p.add_argument("--device", help="torch device to ask about (default: cuda when there is one, else cpu)")
-    p.add_argument(
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--device", help="torch device to ask about (default: cuda when there is one, else cpu)")
+    which.add_argument(
         "--fingerprint",
         metavar="FILE",
         help="ask about the card this file names instead, from any machine: a dataset's "
