@@ -146,6 +146,7 @@ def _caches_the_pick_and_the_recompile_benchmarks_nothing(compiled):
     assert stats.get("cpp_epilogue_fusion_counter", 0) == first.get("cpp_epilogue_fusion_counter", 0)
 
 
+@pytest.mark.slow
 def test_linear_gelu_epilogue_path(tmp_path):
     """One test (its two compiles run once, also under xdist): what kselect reads, what it hands
     Inductor and what Inductor does with it, and the cached pick."""
