@@ -7,6 +7,7 @@ check, the rows, the part files); the only stand-in is the second backend's kern
 computations of the scaled product, two of them wrong in the ways fp8 kernels go wrong: a
 rowwise scale applied as one scalar, and a K tile left out."""
 
+import json
 import math
 
 import pandas as pd
@@ -59,7 +60,7 @@ TENSORWISE = Problem(40, 64, 192, "fp8e4m3", "nt", "scaled_mm", model="t", out_d
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory):
+def fp8_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("fp8")
     plan = CollectPlan(
         out=str(out),
@@ -70,8 +71,12 @@ def rows(tmp_path_factory):
         target_ms=0.02,
     )
     assert run_worker(plan) == 0
-    df = DatasetDir(out).load()
-    return df.set_index(["problem_key", "candidate_key"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows(fp8_dir):
+    return DatasetDir(fp8_dir).load().set_index(["problem_key", "candidate_key"])
 
 
 def test_wrong_candidates_are_recorded_wrong_against_aten(rows):
@@ -106,3 +111,26 @@ def test_no_wrong_row_reaches_the_best_per_shape(rows):
     assert wrong.sum() == 3 and math.isinf(shapes.time[wrong].min())
     ok_best = flat[flat["status"] == "ok"].groupby("problem_key")["time_ms"].min()
     assert shapes.best.tolist() == pd.Series(ok_best).reindex(shapes.keys).tolist()
+
+
+def test_the_headroom_before_any_model_reads_each_scaling_apart_and_counts_wrong_rows(fp8_dir, capsys):
+    """`kselect dataset headroom` on the collected rows. Catches: the two scalings pooled into one
+    kind, a wrong row's time taken as the best, ATen's time read from another candidate, a
+    wrong row missing from the per-template count."""
+    from kselect.training.cli.main import main
+
+    assert main(["dataset", "headroom", str(fp8_dir), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    flat = DatasetDir(fp8_dir).load()
+    for problem in (ROWWISE, TENSORWISE):
+        kind = got["kinds"][f"scaled_mm:{problem.scaling} fp8e4m3"]
+        ok = flat[(flat["problem_key"] == problem.key) & (flat["status"] == "ok")]
+        aten = ok[ok["backend"] == "aten"]["time_ms"].min()
+        assert kind["all"]["shapes"] == 1 and kind["classes"]["16<M<=256"]["shapes"] == 1
+        assert kind["all"]["best_over_aten_geomean"] == pytest.approx(ok["time_ms"].min() / aten)
+    assert len(got["kinds"]) == 2 and got["no_aten"] == 0
+    assert got["wrong"]["rows"] == 3
+    assert got["wrong"]["per_template"] == {f"{BACKEND}:one_scale": 1, f"{BACKEND}:short_k": 2}
+    assert {w["problem_key"] for w in got["wrong"]["listed"] if w["template"] == f"{BACKEND}:one_scale"} == {
+        ROWWISE.key
+    }

@@ -1,4 +1,4 @@
-"""`kselect dataset summary|compact|probe-aten`: inspect and maintain a measured dataset."""
+"""`kselect dataset summary|headroom|compact|probe-aten`: inspect and maintain a measured dataset."""
 
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ def add_parser(sub) -> None:
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=run_summary)
+    h = ds.add_parser(
+        "headroom",
+        help="the headroom over ATen before any model: per op kind (an fp8 scaled_mm's scaling apart) "
+        "and M class, the best measured candidate against ATen; wrong results counted per template",
+    )
+    h.add_argument("path")
+    h.add_argument("--json", action="store_true", help="print one JSON object")
+    h.set_defaults(func=run_headroom)
     c = ds.add_parser("compact", help="fold part files into measurements.parquet")
     c.add_argument("path")
     c.set_defaults(func=run_compact)
@@ -72,6 +80,22 @@ def run_summary(args) -> int:
         )
     if summary["corrupt_files"]:
         print(f"  CORRUPT part files skipped: {summary['corrupt_files']}")
+    return 0
+
+
+def run_headroom(args) -> int:
+    from kselect.training.learn.dataset_headroom import headroom_before_training, headroom_text
+    from kselect.training.learn.ranking_metrics import ShapeSet
+
+    root = _require(args.path)
+    # no DEFAULT-list reading: the headroom is the best measured against ATen alone
+    shapes = ShapeSet.from_frame(DatasetDir(root).load(), default_keys=lambda row: set())
+    summary = headroom_before_training(shapes)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(f"{args.path}:")
+        print(headroom_text(summary))
     return 0
 
 

@@ -198,6 +198,16 @@ def fixed_selections(shapes: ShapeSet, table: Mapping | None = None) -> dict:
     }
 
 
+def room_stats(room: np.ndarray) -> dict:
+    """How many shapes, and how much headroom they hold: `room` is log(t_ATen / t_best) per shape."""
+    return {
+        "shapes": int(len(room)),
+        "headroom_log_sum": float(room.sum()),
+        "best_over_aten_geomean": float(np.exp(-room.mean())) if len(room) else None,
+        "shapes_gain_ge_5pct": int((room >= np.log(1.05)).sum()),
+    }
+
+
 def shape_counts(shapes: ShapeSet, table: Mapping | None = None) -> dict:
     """How many shapes fall where, and how much headroom they hold."""
     table = table or shape_table(shapes)
@@ -205,13 +215,7 @@ def shape_counts(shapes: ShapeSet, table: Mapping | None = None) -> dict:
     real = ~table["decision_free"]
 
     def one(mask):
-        r = room[mask]
-        return {
-            "shapes": int(mask.sum()),
-            "headroom_log_sum": float(r.sum()),
-            "best_over_aten_geomean": float(np.exp(-r.mean())) if len(r) else None,
-            "shapes_gain_ge_5pct": int((r >= np.log(1.05)).sum()),
-        }
+        return room_stats(room[mask])
 
     out = {
         "realistic": one(real),
