@@ -38,7 +38,10 @@ class Operands:
 
     @property
     def gemm_args(self) -> tuple:
-        """The arguments of `gemm_fn`: (a, b), or (a, b, bias) for addmm."""
+        """The arguments of `gemm_fn`: (a, b), (a, b, bias) for addmm, (a, b, scale_a, scale_b)
+        for scaled_mm."""
+        if self.scale_a is not None:
+            return (self.a, self.b, self.scale_a, self.scale_b)
         return (self.a, self.b) if self.bias is None else (self.a, self.b, self.bias)
 
     @property
@@ -50,8 +53,19 @@ class Operands:
         return total
 
 
-def gemm_fn(op: str):
-    """The eager GEMM a bench or a re-timing compiles for `op`: a @ b, plus the bias for addmm."""
+def gemm_fn(problem: Problem | str):
+    """The eager GEMM a bench, a re-timing or the faithfulness check compiles for a problem
+    (called on its `Operands.gemm_args`): a @ b, plus the bias for addmm; for fp8 scaled_mm
+    `torch._scaled_mm` with the problem's output dtype and accumulation, as a user calls it. A
+    bare op name serves the ops whose GEMM it fixes (mm, bmm, addmm)."""
+    op = problem if isinstance(problem, str) else problem.op
+    if op == "scaled_mm":
+        if isinstance(problem, str):
+            raise ValueError("scaled_mm's GEMM needs its Problem (output dtype, fast accumulation), not its op name")
+        import torch
+
+        out_dtype, fast_accum = torch_out_dtype(problem), problem.fast_accum
+        return lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=out_dtype, use_fast_accum=fast_accum)
     if op == "addmm":
         return lambda a, b, bias: a @ b + bias
     return lambda a, b: a @ b

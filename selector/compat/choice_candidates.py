@@ -242,6 +242,18 @@ def scaled_ktc_candidates(ktcs) -> list:
     return [scaled_ktc_candidate(k) for k in ktcs]
 
 
+def op_ktc_candidate(ktc, op_name: str) -> Candidate:
+    """A KTC -> Candidate, read for the op whose templates stage built it (`op_name`): a
+    `_scaled_mm`'s templates share triton::mm's uid with a bf16 mm's."""
+    return scaled_ktc_candidate(ktc) if op_name == SCALED_MM else ktc_candidate(ktc)
+
+
+def op_choice_candidate(choice, op_name: str) -> Candidate | None:
+    """A benchmarked ChoiceCaller -> Candidate, read for the op it was built for (as
+    `op_ktc_candidate`)."""
+    return scaled_caller_candidate(choice) if op_name == SCALED_MM else choice_candidate(choice)
+
+
 def scaled_caller_candidate(choice) -> Candidate | None:
     """A `_scaled_mm` ChoiceCaller -> Candidate: KTC-backed ones by scaled_ktc_candidate, ATen's
     extern call as aten:scaled_mm; anything else unmapped (None: the decision goes to stock)."""

@@ -16,7 +16,12 @@ import threading
 from typing import Callable, NamedTuple
 
 from kselect.kernels.candidate import Candidate
-from kselect.selector.compat.choice_candidates import is_flydsl_ktc, ktc_candidate, ktc_candidates, stamp
+from kselect.selector.compat.choice_candidates import (
+    is_flydsl_ktc,
+    ktc_candidates,
+    op_ktc_candidate,
+    stamp,
+)
 from kselect.selector.compat.enumeration import PlanMissed, pick_ktcs, templates_of
 
 log = logging.getLogger(__name__)
@@ -29,7 +34,8 @@ def _base_choices_class():
 
 
 def make_filtering_choices(keep: Callable[[Candidate], bool] | None = None, record: list | None = None):
-    """An InductorChoices instance that records every candidate and keeps those `keep` accepts."""
+    """An InductorChoices instance that records every candidate and keeps those `keep` accepts
+    (each read for its op: an fp8 `_scaled_mm`'s templates as the scaled ones)."""
     base = _base_choices_class()
 
     class FilteringChoices(base):
@@ -37,7 +43,7 @@ def make_filtering_choices(keep: Callable[[Candidate], bool] | None = None, reco
             kept = []
             for _uid, gen in template_choices.items():
                 for ktc in gen:
-                    cand = ktc_candidate(ktc)
+                    cand = op_ktc_candidate(ktc, op_name)
                     if record is not None:
                         record.append((op_name, cand))
                     if keep is None or keep(cand):

@@ -358,3 +358,23 @@ def test_training_rows_get_the_scaled_columns_the_selector_computes():
     ]
     assert np.array_equal(block, np.array(want, dtype=np.float32))
     assert set(map(tuple, block.tolist())) == {(0.0, 2.0, 0.0), (1.0, 2.0, 0.0), (0.0, 2.0, 1.0)}
+
+
+def test_the_filtering_handler_reads_a_scaled_mms_templates_as_the_scaled_ones(lowered):
+    """The handler `kselect faithfulness` pins one candidate with, over Inductor's own scaled
+    KTCs. Catches: a scaled tile read as a bf16 mm's (triton:mm, the uid they share), so the pin
+    keeps nothing and the compile falls to ATen, or the record names the wrong template."""
+    ki, ktcs = lowered["rowwise"]
+    scaled = choice_candidates.scaled_ktc_candidates(ktcs)
+    want = scaled[3]
+    assert want.template == "scaled_mm"
+    record: list = []
+    handler = template_configs.make_filtering_choices(lambda c: c.key == want.key, record)
+    gens: dict = {}
+    for ktc in ktcs:
+        gens.setdefault(ktc.template.uid, []).append(ktc)
+    kept = handler._finalize_template_configs(
+        {uid: iter(g) for uid, g in gens.items()}, ki, TEMPLATES, "scaled_mm", OVERRIDES
+    )
+    assert kept == [ktcs[3]]
+    assert record == [("scaled_mm", c) for c in scaled]

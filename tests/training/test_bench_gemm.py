@@ -22,16 +22,26 @@ def _bench_gemm_on_the_cpu(shapes, out, variants: str, *options: str) -> int:
     return main([*argv, "--out", str(out), "--json"])
 
 
+FP8_ROWWISE = "scaled_mm:24x64x128:fp8e4m3:nt:rowwise:bf16"
+
+
 @pytest.mark.slow
 def test_bench_gemm_cpu_end_to_end(tmp_path):
+    """Two fp32 mms and an fp8 rowwise `_scaled_mm` (compiled as `torch._scaled_mm` with its
+    scales, as the fp8 unseen bench runs them)."""
     shapes = tmp_path / "shapes.csv"
-    shapes.write_text("M,N,K,op,dtype,layout\n32,48,64,mm,fp32,nt\n17,40,96,mm,fp32,nn\n")
+    shapes.write_text(
+        "M,N,K,op,dtype,layout,batch,model,out_dtype,scaling,fast_accum\n32,48,64,mm,fp32,nt,1,,,,\n"
+        "17,40,96,mm,fp32,nn,1,,,,\n24,64,128,scaled_mm,fp8e4m3,nt,1,,bf16,rowwise,False\n"
+    )
     out = tmp_path / "report"
     rc = _bench_gemm_on_the_cpu(shapes, out, "plain,default,kselect-predict")
     assert rc == 0
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert {(r["variant"], r["problem"]) for r in rows} == {
-        (v, p) for v in ("plain", "default", "kselect-predict") for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn")
+        (v, p)
+        for v in ("plain", "default", "kselect-predict")
+        for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn", FP8_ROWWISE)
     }
     for r in rows:
         assert "error" not in r, r
@@ -40,8 +50,8 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
         # the worker waited for the compile pool before its first shape (None: no pool here)
         assert r["compile_pool_s"] is None or r["compile_pool_s"] >= 0
     summary = json.loads((out / "summary.json").read_text())["summary"]
-    assert summary["variants"]["plain"]["shapes"] == 2
-    assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 2
+    assert summary["variants"]["plain"]["shapes"] == 3
+    assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 3
     readme = (out / "README.md").read_text()
     assert "kselect bench gemm" in readme and "mm:17x40x96:fp32:nn" in readme
     from kselect.training.measure.provenance import code_digest

@@ -81,6 +81,8 @@ def test_bad_shapes_are_an_error_before_anything_is_measured(tmp_path, capsys):
     assert "--shape '4096x4096': expected MxNxK" in capsys.readouterr().err
     assert main(["faithfulness", "--shapes", "64x64x64,12x", "--out", str(tmp_path / "f")]) == 2
     assert "shape '12x': expected MxNxK" in capsys.readouterr().err
+    assert main(["faithfulness", "--sample", "4", "--out", str(tmp_path / "f")]) == 2
+    assert "--sample takes its problems from --shapes-file" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()
 
 

@@ -59,7 +59,7 @@ def measure_shape(problem, variant: str, selector, device: str) -> dict:
     try:
         with ic.patch(patches):
             kw = {"mode": "max-autotune-no-cudagraphs"} if space is not None else {}
-            compiled = torch.compile(gemm_fn(problem.op), dynamic=False, **kw)
+            compiled = torch.compile(gemm_fn(problem), dynamic=False, **kw)
             sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
             t0 = time.perf_counter()
             out = compiled(*ops.gemm_args)

@@ -11,6 +11,10 @@
 Writes a CSV and a Markdown summary: collector/compiled ratio (median, p10-p90),
 Spearman rank correlation within each shape, and where Inductor's number disagrees
 with the real runtime.
+
+Shapes are bf16 `x @ W^T` given as MxNxK, or any problem of a shapes CSV (`collect`'s format),
+fp8 `_scaled_mm` in both scalings included: its candidates are ATen's `_scaled_mm` and the two
+scaled templates, each compiled as `torch._scaled_mm` with the problem's scales.
 """
 
 from __future__ import annotations
@@ -47,6 +51,15 @@ DEFAULT_SHAPES = [
 ]
 
 
+# the templates a faithfulness sample spreads over, per op (kernels/triton/space.py's names)
+TEMPLATES = ("mm", "persistent_tma", "decompose_k")
+SCALED_TEMPLATES = ("scaled_mm", "scaled_persistent_tma")
+
+
+def templates_of(problem: Problem) -> tuple[str, ...]:
+    return SCALED_TEMPLATES if problem.op == "scaled_mm" else TEMPLATES
+
+
 def pick_candidates(problem: Problem, per_template: int = 3, large_per_template: int = 0) -> list[Candidate]:
     """ATen + a spread of DEFAULT configs of every template that applies, plus each tile
     template's `large_per_template` largest output tiles of the EXHAUSTIVE space (the tiles
@@ -55,7 +68,7 @@ def pick_candidates(problem: Problem, per_template: int = 3, large_per_template:
 
     out = [Candidate.make("aten", problem.op)]
     space = triton_space(problem, "default")
-    for template in ("mm", "persistent_tma", "decompose_k"):
+    for template in templates_of(problem):
         cs = [c for c in space if c.template == template]
         if cs:
             step = max(1, len(cs) // per_template)
@@ -66,7 +79,7 @@ def pick_candidates(problem: Problem, per_template: int = 3, large_per_template:
 
         taken = {c.key for c in out}
         wide = triton_space(problem, "exhaustive")
-        for template in ("mm", "persistent_tma"):
+        for template in templates_of(problem)[:2]:  # the tile templates (decompose-k has no tile)
             # tiles an H100/H200 can launch (232,448 B of shared memory per block)
             cs = [
                 c
@@ -89,14 +102,15 @@ def pick_candidates(problem: Problem, per_template: int = 3, large_per_template:
 
 
 def _compile_mm(problem: Problem, keep, record=None, feedback=None):
+    """The problem's GEMM compiled under max-autotune with only the choices `keep` accepts
+    (`kernels/operands.gemm_fn`: `a @ b`, or `torch._scaled_mm` with its scales); (the compiled
+    function, the operands it ran on)."""
     import torch
     from torch._inductor import config as ic
 
+    from kselect.kernels.operands import gemm_fn, make_operands
     from kselect.selector.compat.autotune import add_feedback_saver
     from kselect.selector.compat.template_configs import choices_handler, make_filtering_choices
-
-    def f(a, b):
-        return a @ b
 
     torch._dynamo.reset()
     patches = {**EXHAUSTIVE_TRITON_PATCHES, "benchmark_epilogue_fusion": False}
@@ -104,11 +118,9 @@ def _compile_mm(problem: Problem, keep, record=None, feedback=None):
     remove = add_feedback_saver(feedback) if feedback else (lambda: None)
     try:
         with ic.patch(patches), choices_handler(handler):
-            compiled = torch.compile(f, mode="max-autotune-no-cudagraphs", dynamic=False)
-            from kselect.kernels.operands import make_operands
-
+            compiled = torch.compile(gemm_fn(problem), mode="max-autotune-no-cudagraphs", dynamic=False)
             ops = make_operands(problem, "cuda", seed=1)
-            compiled(ops.a, ops.b)
+            compiled(*ops.gemm_args)
             torch.cuda.synchronize()
     finally:
         remove()
@@ -148,10 +160,10 @@ def inductor_autotune_times(problem: Problem, cands: list[Candidate], rows: dict
     keys = {c.key for c in cands}
 
     def saver(timings, name, input_nodes, choices, profiled_time_fn, precompile_times=None):
-        from kselect.selector.compat.choice_candidates import choice_candidate
+        from kselect.selector.compat.choice_candidates import op_choice_candidate
 
         for ch, ms in timings.items():
-            cand = choice_candidate(ch)
+            cand = op_choice_candidate(ch, problem.op)
             if cand is not None and cand.key in rows:
                 rows[cand.key]["inductor_ms"] = float(ms)
 
@@ -173,18 +185,18 @@ def compiled_times(problem: Problem, cands: list[Candidate], rows: dict) -> None
     for c in cands:
         try:
             fn, ops = _compile_mm(problem, keep=lambda x, k=c.key: x.key == k)
-            out = fn(ops.a, ops.b)
+            out = fn(*ops.gemm_args)
             rows[c.key]["compiled_rel_error"] = relative_error(out, reference(problem, ops))
             # Real runtime: the compiled function itself, under CUDA graphs (as
             # mode="max-autotune" runs it) with cold-L2 rotating inputs ...
             sets = rotating_operands(problem, l2, first=ops)
             rows[c.key]["compiled_ms"] = time_runners(
-                [lambda o=o: fn(o.a, o.b) for o in sets], target_ms=0.5, replays=9
+                [lambda o=o: fn(*o.gemm_args) for o in sets], target_ms=0.5, replays=9
             ).median_ms
             del sets
             # ... and the plain do_bench number, launch overhead included, for reference.
             rows[c.key]["compiled_dobench_ms"] = triton.testing.do_bench(
-                lambda: fn(ops.a, ops.b), warmup=50, rep=200, return_mode="median"
+                lambda: fn(*ops.gemm_args), warmup=50, rep=200, return_mode="median"
             )
         except Exception as exc:
             rows[c.key]["compiled_error"] = f"{type(exc).__name__}: {exc}"[:300]
@@ -243,16 +255,8 @@ def summarize(df) -> dict:
     return res
 
 
-def measure_faithfulness(
-    shapes: list[str], out: str | Path, per_template: int = 3, large_per_template: int = 0, log=print, progress=None
-) -> dict:
-    """Measure each `MxNxK` shape (bf16, x @ W^T) of `shapes` on this GPU into
-    out/faithfulness.csv (rewritten after every shape) and out/summary.json; returns the summary.
-    `log` hears a line per shape; `progress` ("shapes", done, total) after each."""
-    import pandas as pd
-
-    from kselect.kernels.timing import warm_gpu
-
+def bf16_problems(shapes: list[str]) -> list[Problem]:
+    """Each `MxNxK` of `shapes` as a bf16 `x @ W^T` problem; a ValueError naming a bad one."""
     problems = []
     for spec in shapes:
         try:
@@ -260,6 +264,35 @@ def measure_faithfulness(
         except ValueError:
             raise ValueError(f"shape {spec!r}: expected MxNxK, e.g. 4096x4096x4096") from None
         problems.append(Problem(m, n, k, "bf16", "nt", "mm"))
+    return problems
+
+
+def spread_sample(problems: list[Problem], n: int) -> list[Problem]:
+    """`n` of `problems` at evenly spaced places of their order, the first and the last among
+    them (a shapes file runs by model and M, so the sample spans both); all where n <= 0 or n
+    covers them."""
+    if n <= 0 or n >= len(problems):
+        return list(problems)
+    if n == 1:
+        return [problems[0]]
+    return [problems[round(i * (len(problems) - 1) / (n - 1))] for i in range(n)]
+
+
+def measure_faithfulness(
+    problems: list[Problem],
+    out: str | Path,
+    per_template: int = 3,
+    large_per_template: int = 0,
+    log=print,
+    progress=None,
+) -> dict:
+    """Measure each problem on this GPU into out/faithfulness.csv (rewritten after every shape)
+    and out/summary.json; returns the summary. `log` hears a line per shape; `progress`
+    ("shapes", done, total) after each."""
+    import pandas as pd
+
+    from kselect.kernels.timing import warm_gpu
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     warm_gpu()

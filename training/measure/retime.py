@@ -211,7 +211,7 @@ def retime_shape(problem: Problem, selector, device: str) -> tuple[dict | None, 
     math = fp32_math(problem.dtype if device == "cuda" else "")  # Inductor reads it as it compiles
     with warnings.catch_warnings(record=True) as caught, ic.patch(patches), math:
         warnings.simplefilter("always")
-        fn = torch.compile(gemm_fn(problem.op), dynamic=False, mode="max-autotune-no-cudagraphs")
+        fn = torch.compile(gemm_fn(problem), dynamic=False, mode="max-autotune-no-cudagraphs")
         fn(*ops.gemm_args)
         if device == "cuda":
             torch.cuda.synchronize()
