@@ -23,16 +23,18 @@ def _bench_gemm_on_the_cpu(shapes, out, variants: str, *options: str) -> int:
 
 
 FP8_ROWWISE = "scaled_mm:24x64x128:fp8e4m3:nt:rowwise:bf16"
+TF32 = "mm:16x32x48:tf32:nt"
 
 
 @pytest.mark.slow
 def test_bench_gemm_cpu_end_to_end(tmp_path):
-    """Two fp32 mms and an fp8 rowwise `_scaled_mm` (compiled as `torch._scaled_mm` with its
-    scales, as the fp8 unseen bench runs them)."""
+    """Two fp32 mms, a TF32 one (compiled and timed under torch's TF32 setting, as a user's
+    `set_float32_matmul_precision("high")` runs it) and an fp8 rowwise `_scaled_mm` (compiled as
+    `torch._scaled_mm` with its scales, as the fp8 unseen bench runs them)."""
     shapes = tmp_path / "shapes.csv"
     shapes.write_text(
         "M,N,K,op,dtype,layout,batch,model,out_dtype,scaling,fast_accum\n32,48,64,mm,fp32,nt,1,,,,\n"
-        "17,40,96,mm,fp32,nn,1,,,,\n24,64,128,scaled_mm,fp8e4m3,nt,1,,bf16,rowwise,False\n"
+        "17,40,96,mm,fp32,nn,1,,,,\n16,32,48,mm,tf32,nt,1,,,,\n24,64,128,scaled_mm,fp8e4m3,nt,1,,bf16,rowwise,False\n"
     )
     out = tmp_path / "report"
     rc = _bench_gemm_on_the_cpu(shapes, out, "plain,default,kselect-predict")
@@ -41,7 +43,14 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
     assert {(r["variant"], r["problem"]) for r in rows} == {
         (v, p)
         for v in ("plain", "default", "kselect-predict")
-        for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn", FP8_ROWWISE)
+        for p in ("mm:32x48x64:fp32:nt", "mm:17x40x96:fp32:nn", TF32, FP8_ROWWISE)
+    }
+    # the math torch's matmul setting gave each fp32 GEMM while it compiled and ran
+    assert {r["problem"]: r.get("fp32_math") for r in rows if r["variant"] == "plain"} == {
+        "mm:32x48x64:fp32:nt": "fp32",
+        "mm:17x40x96:fp32:nn": "fp32",
+        TF32: "tf32",
+        FP8_ROWWISE: None,
     }
     for r in rows:
         assert "error" not in r, r
@@ -50,8 +59,8 @@ def test_bench_gemm_cpu_end_to_end(tmp_path):
         # the worker waited for the compile pool before its first shape (None: no pool here)
         assert r["compile_pool_s"] is None or r["compile_pool_s"] >= 0
     summary = json.loads((out / "summary.json").read_text())["summary"]
-    assert summary["variants"]["plain"]["shapes"] == 3
-    assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 3
+    assert summary["variants"]["plain"]["shapes"] == 4
+    assert summary["kernel_time_ratio"]["kselect-predict/default"]["shapes"] == 4
     readme = (out / "README.md").read_text()
     assert "kselect bench gemm" in readme and "mm:17x40x96:fp32:nn" in readme
     from kselect.training.measure.provenance import code_digest

@@ -20,7 +20,20 @@ from kselect.training.bench.gemm_variants import VARIANTS
 def measure_shape(problem, variant: str, selector, device: str) -> dict:
     """One shape compiled by `variant` in this process (`selector`: kselect enabled for a kselect
     variant, else None): its compile, what Inductor and kselect benchmarked and chose, the chosen
-    kernel's runtime and its error against an fp32 reference; one results.jsonl row."""
+    kernel's runtime and its error against an fp32 reference; one results.jsonl row. An fp32
+    GEMM is compiled and timed in its problem's math (IEEE for "fp32", TF32 for "tf32"), the
+    setting Inductor, kselect and cuBLAS read, as a user's `set_float32_matmul_precision` sets it;
+    the row's `fp32_math` records what they read."""
+    from kselect.kernels.precision import FP32_MATH, fp32_math, fp32_math_dtype
+
+    with fp32_math(problem.dtype):
+        row = _measure_shape(problem, variant, selector, device)
+        if problem.dtype in FP32_MATH:
+            row["fp32_math"] = fp32_math_dtype()
+    return row
+
+
+def _measure_shape(problem, variant: str, selector, device: str) -> dict:
     import torch
     from torch._inductor import config as ic
 
