@@ -151,9 +151,23 @@ def test_capture_per_op_kind_beside_the_dtypes():
     table = "\n".join(op_table(ops))
     assert "| mm | 2 | 73.7% |" in table and "| addmm | 1 | - | - | - | - |" in table
     # the op from the key where the rows carry none; a GEMM + epilogue group apart, pooled keys too
-    keys = np.array(["bmm4x:8x8x8:bf16:nn", "card/addmm:8x8x8:bf16:nn", "mm:8x8x8:bf16:nn+epi:0a1b"])
-    rows = pd.DataFrame({"op": ["", None, "mm"]})
-    assert shape_ops(rows, np.arange(3), keys).tolist() == ["bmm", "addmm", "gemm+epilogue"]
+    keys = np.array(
+        [
+            "bmm4x:8x8x8:bf16:nn",
+            "card/addmm:8x8x8:bf16:nn",
+            "mm:8x8x8:bf16:nn+epi:0a1b",
+            "card/scaled_mm:8x8x32:fp8e4m3:nt:rowwise:bf16",
+            "scaled_mm:8x8x32:fp8e4m3:nt:tensorwise:fp32",
+        ]
+    )
+    rows = pd.DataFrame({"op": ["", None, "mm", "scaled_mm", "scaled_mm"]})
+    assert shape_ops(rows, np.arange(5), keys).tolist() == [
+        "bmm",
+        "addmm",
+        "gemm+epilogue",
+        "scaled_mm:rowwise",  # each scaling its own kind: a model may hold one alone
+        "scaled_mm:tensorwise",
+    ]
 
 
 def test_without_the_family_rule_the_second_template_is_t1():

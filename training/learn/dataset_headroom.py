@@ -23,22 +23,10 @@ from kselect.training.learn.ranking_metrics import ShapeSet
 CONFIG_COLUMNS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "k_split")
 
 
-def shape_kinds(shapes: ShapeSet, table: dict) -> np.ndarray:
-    """Per shape its kind: the op, a scaled_mm's scaling and the operands' dtype
-    (`scaled_mm:rowwise fp8e4m3`, `mm bf16`)."""
-    rows = shapes.rows
-    scaling = (
-        rows["scaling"].iloc[shapes.starts].fillna("").astype(str).to_numpy()
-        if "scaling" in rows
-        else np.full(shapes.n_shapes, "")
-    )
-    return np.array(
-        [
-            f"{op}:{s} {dtype}" if s else f"{op} {dtype}"
-            for op, s, dtype in zip(table["op"], scaling, table["dtype"], strict=True)
-        ],
-        dtype=str,
-    )
+def shape_kinds(table: dict) -> np.ndarray:
+    """Per shape its kind: the op kind the capture figures split by (a scaled_mm with its scaling,
+    op_capture.shape_ops) and the operands' dtype (`scaled_mm:rowwise fp8e4m3`, `mm bf16`)."""
+    return np.array([f"{op} {dtype}" for op, dtype in zip(table["op"], table["dtype"], strict=True)], dtype=str)
 
 
 def headroom_before_training(shapes: ShapeSet) -> dict:
@@ -48,7 +36,7 @@ def headroom_before_training(shapes: ShapeSet) -> dict:
     Decision-free shapes (M = 1, or N / K padded) are left out of the kinds, as the capture
     figures leave them out, and counted."""
     table = shape_table(shapes)
-    kinds = shape_kinds(shapes, table)
+    kinds = shape_kinds(table)
     has_aten = np.isfinite(shapes.aten_time)
     room = np.where(has_aten, np.log(np.where(has_aten, shapes.aten_time, 1.0) / shapes.best), 0.0)
     real = has_aten & ~table["decision_free"]

@@ -1,5 +1,6 @@
-"""Headroom capture per op kind and per dtype. Op kinds: mm, addmm, bmm, scaled_mm, and GEMM +
-epilogue groups (training/data/epilogue_rows.py's rows, whose problem_key carries KEY_MARK) as
+"""Headroom capture per op kind and per dtype. Op kinds: mm, addmm, bmm, fp8 scaled_mm by its
+scaling (`scaled_mm:tensorwise`, `scaled_mm:rowwise`: a model may hold one and not the other),
+and GEMM + epilogue groups (training/data/epilogue_rows.py's rows, whose problem_key carries KEY_MARK) as
 their own kind, so a model that wins on one op and loses on another is seen. An op with fewer
 than MIN_SHAPES shapes is reported by its count alone: one shape's capture is not a measure of
 the op. Dtypes: where one model holds several (bf16, fp16, tf32, fp32), each dtype's headroom
@@ -11,26 +12,30 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from kselect.kernels.problem import key_op
+from kselect.kernels.problem import key_op, key_scaling
 from kselect.training.data.epilogue_rows import KEY_MARK
 from kselect.training.learn.pooled import KEY_SEPARATOR
 
 EPILOGUE_GROUP = "gemm+epilogue"
 MIN_SHAPES = 2
-_OPS_ORDER = ("mm", "addmm", "bmm", "scaled_mm", EPILOGUE_GROUP)
-
-
-def op_of_key(key: str) -> str:
-    """The op of a problem_key (Problem.key's, a pooled key's card prefix dropped)."""
-    return key_op(key.split(KEY_SEPARATOR, 1)[-1])
+_OPS_ORDER = ("mm", "addmm", "bmm", "scaled_mm:tensorwise", "scaled_mm:rowwise", EPILOGUE_GROUP)
 
 
 def shape_ops(rows, starts: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Per shape its op kind: the rows' `op` column (the problem key's prefix where it is empty),
-    EPILOGUE_GROUP for a GEMM + epilogue group whatever its GEMM's op."""
+    a scaled_mm with its scaling (`scaled_mm:rowwise`, from its key), EPILOGUE_GROUP for a GEMM +
+    epilogue group whatever its GEMM's op."""
     col = rows["op"].iloc[starts].fillna("").astype(str).to_numpy() if "op" in rows else np.full(len(keys), "")
-    ops = [EPILOGUE_GROUP if KEY_MARK in str(k) else (op or op_of_key(str(k))) for op, k in zip(col, keys, strict=True)]
-    return np.array(ops, dtype=object).astype(str)
+
+    def kind(op: str, key: str) -> str:
+        if KEY_MARK in key:
+            return EPILOGUE_GROUP
+        bare = key.split(KEY_SEPARATOR, 1)[-1]
+        op = op or key_op(bare)
+        scaling = key_scaling(bare)
+        return f"{op}:{scaling}" if scaling else op
+
+    return np.array([kind(op, str(k)) for op, k in zip(col, keys, strict=True)], dtype=object).astype(str)
 
 
 def op_split(on: Callable[[np.ndarray], dict], ops: np.ndarray, within: np.ndarray) -> dict:
