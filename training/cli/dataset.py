@@ -85,12 +85,8 @@ def run_summary(args) -> int:
 
 def run_headroom(args) -> int:
     from kselect.training.learn.dataset_headroom import headroom_before_training, headroom_text
-    from kselect.training.learn.ranking_metrics import ShapeSet
 
-    root = _require(args.path)
-    # no DEFAULT-list reading: the headroom is the best measured against ATen alone
-    shapes = ShapeSet.from_frame(DatasetDir(root).load(), default_keys=lambda row: set())
-    summary = headroom_before_training(shapes)
+    summary = headroom_before_training(DatasetDir(_require(args.path)).load())
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:

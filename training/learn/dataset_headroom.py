@@ -1,6 +1,7 @@
 """A dataset's headroom over ATen before any model is trained: per op kind (an fp8 scaled_mm's
 scaling apart) and M class, how much faster than ATen the best measured candidate ran, and the
-candidates recorded wrong, counted per template with their configs.
+candidates recorded wrong, counted per template and listed by candidate key (which names the
+config).
 
 The rows are read as collected: training's labels also fold in a dataset's re-timed rows
 (`kselect dataset summary` names them), so the held-out capture's headroom can differ.
@@ -15,12 +16,10 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 
-from kselect.training.learn.headroom import M_CLASSES, room_stats, shape_table
+from kselect.training.learn.headroom import M_CLASSES, headroom, room_stats, shape_table
 from kselect.training.learn.ranking_metrics import ShapeSet
-
-# the columns that name a candidate's config in a wrong row's report
-CONFIG_COLUMNS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "k_split")
 
 
 def shape_kinds(table: dict) -> np.ndarray:
@@ -29,16 +28,19 @@ def shape_kinds(table: dict) -> np.ndarray:
     return np.array([f"{op} {dtype}" for op, dtype in zip(table["op"], table["dtype"], strict=True)], dtype=str)
 
 
-def headroom_before_training(shapes: ShapeSet) -> dict:
-    """The headroom summary of a dataset's measured shapes (no model read).
+def headroom_before_training(rows: pd.DataFrame) -> dict:
+    """The headroom summary of a dataset's rows (no model read).
 
     Shapes where ATen has no ok row are counted apart (`no_aten`): their headroom is unknown.
     Decision-free shapes (M = 1, or N / K padded) are left out of the kinds, as the capture
-    figures leave them out, and counted."""
+    figures leave them out, and counted. The wrong rows are read from every row, a shape with no
+    ok row (which the headroom cannot count) included."""
+    # no DEFAULT-list reading: the headroom is the best measured against ATen alone
+    shapes = ShapeSet.from_frame(rows, default_keys=lambda row: set())
     table = shape_table(shapes)
     kinds = shape_kinds(table)
     has_aten = np.isfinite(shapes.aten_time)
-    room = np.where(has_aten, np.log(np.where(has_aten, shapes.aten_time, 1.0) / shapes.best), 0.0)
+    room = headroom(shapes)  # inf where ATen has no ok row: those shapes are masked out below
     real = has_aten & ~table["decision_free"]
     by_kind = {}
     for kind in sorted(set(kinds[real])):
@@ -56,27 +58,19 @@ def headroom_before_training(shapes: ShapeSet) -> dict:
         "decision_free": int((has_aten & table["decision_free"]).sum()),
         "dropped": int(shapes.dropped),
         "kinds": by_kind,
-        "wrong": wrong_rows(shapes),
+        "wrong": wrong_rows(rows),
     }
 
 
-def wrong_rows(shapes: ShapeSet) -> dict:
-    """Every `wrong_result` row: counted per template, and listed with its shape and config."""
-    rows = shapes.rows
+def wrong_rows(rows: pd.DataFrame) -> dict:
+    """Every `wrong_result` row: counted per template, and listed by shape and candidate key."""
     wrong = rows[rows["status"] == "wrong_result"]
     templates = wrong["backend"].astype(str) + ":" + wrong["template"].astype(str)  # as `dataset summary` names them
-    listed = []
-    for (_, row), template in zip(wrong.iterrows(), templates, strict=True):
-        config = {c: row[c] for c in CONFIG_COLUMNS if c in row and row[c] == row[c] and row[c] not in ("", None)}
-        listed.append(
-            {
-                "problem_key": str(row["problem_key"]),
-                "candidate_key": str(row["candidate_key"]),
-                "template": template,
-                "config": {k: (int(v) if float(v).is_integer() else float(v)) for k, v in config.items()},
-                "error": str(row.get("error", "") or "")[:200],
-            }
-        )
+    errors = wrong["error"] if "error" in wrong else pd.Series("", index=wrong.index)
+    listed = [
+        {"problem_key": str(p), "candidate_key": str(c), "template": t, "error": str(e or "")[:200]}
+        for p, c, t, e in zip(wrong["problem_key"], wrong["candidate_key"], templates, errors, strict=True)
+    ]
     return {"rows": len(listed), "per_template": dict(sorted(Counter(templates).items())), "listed": listed}
 
 
@@ -108,5 +102,5 @@ def headroom_text(summary: dict) -> str:
         f"Wrong results: {wrong['rows']} rows" + (" (never labels, picks or the best above)" if wrong["rows"] else ""),
     ]
     lines += [f"- {t}: {n}" for t, n in wrong["per_template"].items()]
-    lines += [f"  - {w['problem_key']} {w['candidate_key']} {w['config']} {w['error']}" for w in wrong["listed"]]
+    lines += [f"  - {w['problem_key']} {w['candidate_key']} {w['error']}" for w in wrong["listed"]]
     return "\n".join(lines)
